@@ -1,0 +1,214 @@
+"""The workflow configuration, declared once as pydantic models.
+
+``python -m roofline.config`` writes the JSON Schema that Snakemake validates
+(workflow/schemas/config.schema.json); a test fails when the two drift. Unknown keys are errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+APP_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
+INPUT_SUFFIXES = {
+    ".ncu-rep": "ncu-rep",
+    ".csv": "csv",
+    ".yaml": "what-if",
+    ".yml": "what-if",
+}
+SCHEMA_PATH = Path(__file__).resolve().parent.parent / "workflow" / "schemas" / "config.schema.json"
+
+CeilingSource = Literal["report", "datasheet", "measured"]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class AppConfig(Strict):
+    """One application: an existing report to import, or a command to capture under ncu."""
+
+    report: str | None = Field(None, description="path of an existing .ncu-rep, ncu CSV export or what-if table")
+    command: str | None = Field(None, description="command line to profile under ncu (capture stage)")
+    workdir: str | None = Field(None, description="working directory of the command")
+    env: dict[str, str] = Field(default_factory=dict, description="extra environment variables")
+    kernel_filter: str | None = Field(None, description="ncu -k / --kernel-name filter")
+    kernel_name_base: Literal["function", "demangled", "mangled"] | None = None
+    nvtx_include: list[str] = Field(default_factory=list)
+    nvtx_exclude: list[str] = Field(default_factory=list)
+    launch_skip: int | None = Field(None, ge=0)
+    launch_count: int | None = Field(None, ge=1)
+    replay_mode: Literal["kernel", "application", "range", "app-range"] | None = None
+    clock_control: Literal["base", "none", "reset"] | None = None
+    cache_control: Literal["all", "none"] | None = None
+    extra_ncu_flags: list[str] = Field(default_factory=list)
+    gpu_model: str | None = Field(None, description="SLURM gpu model for this app's capture job")
+    runtime: int | None = Field(None, ge=1, description="capture job time limit [min]")
+    mem_mb: int | None = Field(None, ge=1, description="capture job memory [MB]")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> AppConfig:
+        if (self.report is None) == (self.command is None):
+            raise ValueError("an app needs exactly one of 'report' (import) or 'command' (capture)")
+        return self
+
+
+class CeilingsConfig(Strict):
+    policy: list[CeilingSource] = Field(
+        default_factory=lambda: ["report", "datasheet"],
+        description="ceiling sources in order of preference, for every device",
+    )
+    device_policy: dict[str, list[CeilingSource]] = Field(
+        default_factory=dict, description="per-device override of policy (device name as reported)"
+    )
+    catalog: str = Field("config/gpus.yaml", description="datasheet catalog (YAML)")
+    measured: str | None = Field(None, description="measured ceilings table (Parquet or YAML), if any")
+    cross_check_margin: float = Field(
+        0.25, gt=0, description="warn when two sources differ by more than this fraction"
+    )
+
+
+class ClassifyConfig(Strict):
+    low_roof_fraction: float = Field(
+        0.1, gt=0, lt=1, description="below this fraction of every roof a launch is labelled latency/parallelism?"
+    )
+    above_roof_tolerance: float = Field(
+        0.02, ge=0, description="achieved may exceed the roof by this fraction before above_roof is set"
+    )
+
+
+class ReportConfig(Strict):
+    title: str = Field("Roofline summary", description="page title")
+    top_kernels: int = Field(5000, ge=1, description="at most this many kernels drawn per device")
+
+
+class CaptureConfig(Strict):
+    ncu: str = Field("ncu", description="ncu executable")
+    raw_dir: str = Field("data/raw", description="where captured reports are written")
+
+
+class Config(Strict):
+    """The whole config.yaml."""
+
+    inputs: list[str] = Field(
+        default_factory=list, description="files or glob patterns; each file is one application"
+    )
+    apps: dict[str, AppConfig] = Field(default_factory=dict, description="named applications")
+    run_id: str | None = Field(None, description="nightly run id (default: today's date)")
+    ceilings: CeilingsConfig = Field(default_factory=CeilingsConfig)
+    classify: ClassifyConfig = Field(default_factory=ClassifyConfig)
+    report: ReportConfig = Field(default_factory=ReportConfig)
+    capture: CaptureConfig = Field(default_factory=CaptureConfig)
+
+
+@dataclass(frozen=True)
+class App:
+    name: str
+    source: str | None  # input file (None when captured)
+    kind: str  # ncu-rep, csv, what-if, capture
+
+
+class ConfigError(ValueError):
+    """A config problem the user must fix; the message says where and how."""
+
+
+def load_config(data: dict) -> Config:
+    """Validate a config mapping; raise ConfigError naming each bad key."""
+    try:
+        return Config.model_validate(data or {})
+    except ValidationError as exc:
+        lines = []
+        for err in exc.errors():
+            where = ".".join(str(p) for p in err["loc"])
+            if err["type"] == "extra_forbidden":
+                lines.append(f"unknown config key '{where}': remove it or check its spelling")
+            else:
+                lines.append(f"config key '{where}': {err['msg']}")
+        raise ConfigError("invalid config:\n  " + "\n  ".join(lines)) from None
+
+
+def input_kind(path: str) -> str:
+    for suffix, kind in INPUT_SUFFIXES.items():
+        if path.lower().endswith(suffix):
+            return kind
+    raise ConfigError(
+        f"input {path!r}: unknown file type; accepted are .ncu-rep, ncu CSV exports (.csv) "
+        "and what-if tables (.yaml/.yml or .csv)"
+    )
+
+
+def _check_name(name: str, origin: str) -> None:
+    if not APP_NAME.match(name) or name in {".", ".."}:
+        raise ConfigError(
+            f"app name {name!r} (from {origin}) may use only letters, digits, '.', '_' and '-'; "
+            "rename the file or name it under apps:"
+        )
+
+
+def resolve_apps(config: Config, workdir: str | Path = ".") -> dict[str, App]:
+    """Expand ``inputs`` globs and ``apps`` into one App per application, names checked unique."""
+    workdir = Path(workdir)
+    apps: dict[str, App] = {}
+    named_reports = {a.report for a in config.apps.values() if a.report}
+    for pattern in config.inputs:
+        matches = sorted(glob.glob(str(workdir / pattern)))
+        if not matches and not glob.has_magic(pattern):
+            raise ConfigError(f"input {pattern!r} does not exist (relative to {workdir.resolve()})")
+        for match in matches:
+            rel = str(Path(match).relative_to(workdir)) if workdir != Path(".") else match
+            if rel in named_reports:
+                continue
+            name = _stem(rel)
+            _check_name(name, rel)
+            if name in apps:
+                raise ConfigError(
+                    f"two inputs give the app name {name!r}: {apps[name].source} and {rel}; "
+                    "name one of them under apps:"
+                )
+            apps[name] = App(name, rel, input_kind(rel))
+    for name, app in config.apps.items():
+        _check_name(name, "apps:")
+        if name in apps:
+            raise ConfigError(f"app {name!r} is both an input file and an apps: entry; keep one")
+        if app.report:
+            if not (workdir / app.report).exists():
+                raise ConfigError(f"apps.{name}.report: {app.report!r} does not exist")
+            apps[name] = App(name, app.report, input_kind(app.report))
+        else:
+            apps[name] = App(name, None, "capture")
+    return apps
+
+
+def _stem(path: str) -> str:
+    name = Path(path).name
+    for suffix in INPUT_SUFFIXES:
+        if name.lower().endswith(suffix):
+            return name[: -len(suffix)]
+    return Path(path).stem
+
+
+def json_schema() -> dict:
+    """The JSON Schema of :class:`Config` (draft 2020-12), as Snakemake validates it."""
+    schema = Config.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    return schema
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Write the config JSON Schema for Snakemake.")
+    parser.add_argument("--output", default=str(SCHEMA_PATH))
+    args = parser.parse_args(argv)
+    Path(args.output).write_text(json.dumps(json_schema(), indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,424 @@
+"""The one table of ncu metric recipes, shared by capture (what to collect) and parse (how to derive).
+
+Every canonical quantity of a kernel launch (duration, clocks, FLOPs per precision, tensor ops per
+datatype, bytes per memory level, per-launch peak rates) has one or more *recipes*, in order of
+preference. A recipe is a sum of ncu metrics times coefficients, optionally scaled by other
+quantities, e.g. FP32 FLOP = (fadd + fmul + 2 ffma rates) x SMSP elapsed cycles. Parse takes, per
+launch, the first recipe whose inputs are all present and finite, and records its name next to the
+value (column ``<quantity>_recipe``). Capture asks ncu for the metrics of the first recipe of every
+quantity. docs/metrics.md explains the table in prose.
+
+Conventions (see ../shared/guides/roofline.md sections 4-6):
+- an FMA counts 2 FLOP; FP16 follows NERSC (hadd + hmul + 2 hfma, each H instruction one scalar op)
+  until the scalar-vs-half2 device check settles it; its peak uses the same convention (2 x hfma peak);
+- tensor-core work is counted in ops as ncu reports them (``sm__ops_path_tensor_*``, dense only;
+  sparsity-on is kept apart), Volta only as 512 x tensor-pipe instructions (NERSC);
+- L2 bytes are the L2 tag traffic (``lts__t_bytes`` or 32 B sectors); L1 bytes the L1TEX tag traffic
+  where reported, else the LSU writeback path (128 B per active cycle, ncu 2025 sections).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+SECTOR_BYTES = 32.0
+L1_WRITEBACK_BYTES_PER_CYCLE = 128.0
+VOLTA_TENSOR_FLOP_PER_INST = 512.0
+SMSP_PER_SM = 4.0
+
+# Compute classes in the order the report lists them; "tensor_*" are tensor-core datatypes.
+CUDA_CORE_CLASSES = ("fp64", "fp32", "fp16")
+TENSOR_CLASSES = (
+    "tensor_fp64",
+    "tensor_tf32",
+    "tensor_fp16",
+    "tensor_bf16",
+    "tensor_fp8",
+    "tensor_int8",
+)
+COMPUTE_CLASSES = CUDA_CORE_CLASSES + TENSOR_CLASSES
+MEMORY_LEVELS = ("dram", "l2", "l1", "shared")
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """One way to derive a quantity: ``sum(coef * metric) * prod(scale) / prod(divide)``.
+
+    ``scale`` and ``divide`` name other metrics or, prefixed with ``@``, other quantities.
+    """
+
+    name: str
+    terms: tuple[tuple[float, str], ...]
+    scale: tuple[str, ...] = ()
+    divide: tuple[str, ...] = ()
+    note: str = ""
+    # Compute capabilities (major*10+minor) the recipe is valid for; None = any.
+    cc_min: int | None = None
+    cc_max: int | None = None
+
+    def inputs(self) -> tuple[str, ...]:
+        """The ncu metric names this recipe reads (quantities excluded)."""
+        names = [metric for _, metric in self.terms]
+        names += [n for n in self.scale + self.divide if not n.startswith("@")]
+        return tuple(names)
+
+    def depends_on(self) -> tuple[str, ...]:
+        """The quantities this recipe needs first."""
+        return tuple(n[1:] for n in self.scale + self.divide if n.startswith("@"))
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """A canonical per-launch quantity with its unit and recipes in order of preference."""
+
+    name: str
+    unit: str
+    recipes: tuple[Recipe, ...]
+    description: str = ""
+    needed_for_roofline: bool = False
+    capture: bool = True  # whether capture asks for the first recipe's metrics
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+def _sass(op: str, suffix: str = ".sum") -> str:
+    return f"sm__sass_thread_inst_executed_op_{op}_pred_on{suffix}"
+
+
+def _sass_rate(op: str) -> str:
+    return f"smsp__sass_thread_inst_executed_op_{op}_pred_on.sum.per_cycle_elapsed"
+
+
+def _flop_recipes(prefix: str, fma_weight: float = 2.0, add_weight: float = 1.0):
+    add, mul, fma = f"{prefix}add", f"{prefix}mul", f"{prefix}fma"
+    count = Recipe(
+        "sass_inst_count",
+        ((add_weight, _sass(add)), (add_weight, _sass(mul)), (fma_weight, _sass(fma))),
+        note=f"executed {prefix.upper()}ADD + {prefix.upper()}MUL + 2 x {prefix.upper()}FMA thread instructions",
+    )
+    rate = Recipe(
+        "sass_rate_x_smsp_cycles",
+        ((add_weight, _sass_rate(add)), (add_weight, _sass_rate(mul)), (fma_weight, _sass_rate(fma))),
+        scale=("@smsp_cycles",),
+        note="per-cycle rates of the same instructions x SMSP elapsed cycles (ncu --set full)",
+    )
+    return (count, rate)
+
+
+def _peak_flop_recipe(op: str, per_fma: float) -> tuple[Recipe, ...]:
+    return (
+        Recipe(
+            "peak_sustained_x_sm_clock",
+            ((per_fma, _sass(op, ".sum.peak_sustained")),),
+            scale=("@sm_clock_hz",),
+            note=f"{per_fma:g} x {op.upper()} peak_sustained per cycle x SM clock measured in the launch",
+        ),
+    )
+
+
+def _tensor_names(variants: tuple[str, ...], suffix: str) -> tuple[tuple[float, str], ...]:
+    return tuple((1.0, f"sm__ops_path_tensor_{v}.sum{suffix}") for v in variants)
+
+
+# Tensor-core datatype -> ncu variant groups, per generation (first match wins): the Hopper
+# aggregates, then the Ampere/Ada per-destination variants, then Turing's combined counter.
+TENSOR_VARIANTS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
+    "tensor_fp64": (("ops_path_fp64", ("src_fp64",)),),
+    "tensor_tf32": (
+        ("ops_path_hopper", ("src_tf32_dst_fp32",)),
+        ("ops_path_ampere", ("src_tf32_dst_fp32_sparsity_off",)),
+    ),
+    "tensor_fp16": (
+        ("ops_path_hopper", ("src_fp16",)),
+        (
+            "ops_path_ampere",
+            ("src_fp16_dst_fp16_sparsity_off", "src_fp16_dst_fp32_sparsity_off"),
+        ),
+        ("ops_path_turing", ("src_fp16_dst_fp16", "src_fp16_bf16_tf32_dst_fp32")),
+    ),
+    "tensor_bf16": (
+        ("ops_path_hopper", ("src_bf16_dst_fp32",)),
+        ("ops_path_ampere", ("src_bf16_dst_fp32_sparsity_off",)),
+    ),
+    "tensor_fp8": (("ops_path", ("src_fp8_sparsity_off",)),),
+    "tensor_int8": (
+        ("ops_path_hopper", ("src_int8",)),
+        ("ops_path_ampere", ("src_int8_sparsity_off",)),
+    ),
+}
+
+
+def _tensor_quantity(cls: str) -> tuple[Quantity, Quantity]:
+    work, peak = [], []
+    for name, variants in TENSOR_VARIANTS[cls]:
+        work.append(Recipe(f"{name}_count", _tensor_names(variants, "")))
+        work.append(
+            Recipe(
+                f"{name}_rate_x_sm_cycles",
+                _tensor_names(variants, ".per_cycle_elapsed"),
+                scale=("@sm_cycles",),
+                note="sm__ops_path_tensor_* per-cycle rate x SM elapsed cycles",
+            )
+        )
+        peak.append(
+            Recipe(
+                f"{name}_peak_x_sm_clock",
+                _tensor_names(variants[:1], ".peak_sustained"),
+                scale=("@sm_clock_hz",),
+            )
+        )
+    if cls == "tensor_fp16":
+        work.append(
+            Recipe(
+                "volta_pipe_tensor_x512",
+                ((VOLTA_TENSOR_FLOP_PER_INST, "sm__inst_executed_pipe_tensor.sum"),),
+                note="NERSC's V100 constant: 512 FLOP per tensor-pipe warp instruction (sm_70 only)",
+                cc_min=70,
+                cc_max=72,
+            )
+        )
+        work.append(
+            Recipe(
+                "volta_pipe_tensor_rate_x512",
+                ((VOLTA_TENSOR_FLOP_PER_INST, "smsp__inst_executed_pipe_tensor.sum.per_cycle_elapsed"),),
+                scale=("@smsp_cycles",),
+                cc_min=70,
+                cc_max=72,
+            )
+        )
+    return (
+        Quantity(f"flop_{cls}", "FLOP", tuple(work), f"tensor-core ops, {cls[7:].upper()} inputs, dense"),
+        Quantity(f"peak_flops_{cls}", "FLOP/s", tuple(peak), f"peak tensor {cls[7:].upper()} ops"),
+    )
+
+
+QUANTITIES: tuple[Quantity, ...] = (
+    # -- time and clocks (needed by rate recipes, so they come first) --
+    Quantity(
+        "duration_s",
+        "s",
+        (
+            Recipe("gpu_time_duration", ((1.0, "gpu__time_duration.sum"),)),
+            Recipe(
+                "sm_cycles_over_clock",
+                ((1.0, "sm__cycles_elapsed.avg"),),
+                divide=("sm__cycles_elapsed.avg.per_second",),
+                note="NERSC: elapsed SM cycles / SM clock",
+            ),
+        ),
+        "kernel duration",
+        needed_for_roofline=True,
+    ),
+    Quantity(
+        "sm_clock_hz",
+        "Hz",
+        (Recipe("sm_cycles_per_second", ((1.0, "sm__cycles_elapsed.avg.per_second"),)),),
+        "SM clock measured during the launch",
+    ),
+    Quantity(
+        "smsp_cycles",
+        "cycle",
+        (
+            Recipe("smsp_cycles_avg", ((1.0, "smsp__cycles_elapsed.avg"),)),
+            Recipe(
+                "smsp_cycles_sum_over_smsp_count",
+                ((1.0 / SMSP_PER_SM, "smsp__cycles_elapsed.sum"),),
+                divide=("device__attribute_multiprocessor_count",),
+                note="ncu 2021-2023 reports lack the .avg: sum / (4 x SM count)",
+            ),
+            Recipe(
+                "smsp_clock_x_duration",
+                ((1.0, "smsp__cycles_elapsed.avg.per_second"),),
+                scale=("@duration_s",),
+            ),
+        ),
+        "elapsed cycles per SM sub-partition",
+    ),
+    Quantity(
+        "sm_cycles",
+        "cycle",
+        (
+            Recipe("sm_cycles_avg", ((1.0, "sm__cycles_elapsed.avg"),)),
+            Recipe(
+                "sm_cycles_sum_over_sm_count",
+                ((1.0, "sm__cycles_elapsed.sum"),),
+                divide=("device__attribute_multiprocessor_count",),
+            ),
+            Recipe("sm_clock_x_duration", ((1.0, "sm__cycles_elapsed.avg.per_second"),), scale=("@duration_s",)),
+        ),
+        "elapsed cycles per SM",
+    ),
+    Quantity(
+        "dram_clock_hz", "Hz", (Recipe("dram_cycles_per_second", ((1.0, "dram__cycles_elapsed.avg.per_second"),)),)
+    ),
+    Quantity(
+        "l2_clock_hz", "Hz", (Recipe("lts_cycles_per_second", ((1.0, "lts__cycles_elapsed.avg.per_second"),)),)
+    ),
+    Quantity(
+        "l1_clock_hz",
+        "Hz",
+        (
+            Recipe("l1tex_cycles_per_second", ((1.0, "l1tex__cycles_elapsed.avg.per_second"),)),
+            Recipe("sm_cycles_per_second", ((1.0, "sm__cycles_elapsed.avg.per_second"),), note="L1TEX runs at the SM clock"),
+        ),
+    ),
+    # -- work --
+    Quantity("flop_fp64", "FLOP", _flop_recipes("d"), "FP64 FLOP on CUDA cores", needed_for_roofline=True),
+    Quantity("flop_fp32", "FLOP", _flop_recipes("f"), "FP32 FLOP on CUDA cores", needed_for_roofline=True),
+    Quantity("flop_fp16", "FLOP", _flop_recipes("h"), "FP16 FLOP on CUDA cores (NERSC convention)"),
+    *(q for cls in TENSOR_CLASSES for q in _tensor_quantity(cls)[:1]),
+    Quantity(
+        "warp_instructions",
+        "inst",
+        (Recipe("smsp_inst_executed", ((1.0, "smsp__inst_executed.sum"),)),),
+        "executed warp instructions (instruction roofline)",
+    ),
+    # -- traffic --
+    Quantity(
+        "dram_bytes",
+        "B",
+        (
+            Recipe("dram_bytes", ((1.0, "dram__bytes.sum"),)),
+            Recipe("dram_read_plus_write", ((1.0, "dram__bytes_read.sum"), (1.0, "dram__bytes_write.sum"))),
+            Recipe("dram_rate_x_duration", ((1.0, "dram__bytes.sum.per_second"),), scale=("@duration_s",)),
+        ),
+        "DRAM/HBM bytes read and written",
+        needed_for_roofline=True,
+    ),
+    Quantity(
+        "l2_bytes",
+        "B",
+        (
+            Recipe("lts_t_bytes", ((1.0, "lts__t_bytes.sum"),)),
+            Recipe("lts_t_sectors_x32", ((SECTOR_BYTES, "lts__t_sectors.sum"),)),
+            Recipe("lts_t_bytes_rate_x_duration", ((1.0, "lts__t_bytes.sum.per_second"),), scale=("@duration_s",)),
+            Recipe(
+                "lts_t_sectors_rate_x_duration",
+                ((SECTOR_BYTES, "lts__t_sectors.sum.per_second"),),
+                scale=("@duration_s",),
+            ),
+        ),
+        "L2 (LTS tag) bytes",
+    ),
+    Quantity(
+        "l1_bytes",
+        "B",
+        (
+            Recipe("l1tex_t_bytes", ((1.0, "l1tex__t_bytes.sum"),)),
+            Recipe("lsu_writeback_lgds_x128", ((L1_WRITEBACK_BYTES_PER_CYCLE, "l1tex__lsu_writeback_active_mem_lgds.sum"),)),
+            Recipe("lsu_writeback_lg_x128", ((L1_WRITEBACK_BYTES_PER_CYCLE, "l1tex__lsu_writeback_active_mem_lg.sum"),)),
+            Recipe("lsu_writeback_x128", ((L1_WRITEBACK_BYTES_PER_CYCLE, "l1tex__lsu_writeback_active.sum"),)),
+        ),
+        "L1/TEX bytes",
+    ),
+    Quantity(
+        "shared_bytes",
+        "B",
+        (Recipe("sass_shared_bytes", ((1.0, "sm__sass_data_bytes_mem_shared.sum"),)),),
+        "shared-memory bytes",
+        capture=False,
+    ),
+    # -- per-launch peaks (ceilings stage aggregates these robustly per device) --
+    Quantity("peak_flops_fp64", "FLOP/s", _peak_flop_recipe("dfma", 2.0)),
+    Quantity("peak_flops_fp32", "FLOP/s", _peak_flop_recipe("ffma", 2.0)),
+    Quantity("peak_flops_fp16", "FLOP/s", _peak_flop_recipe("hfma", 2.0)),
+    *(q for cls in TENSOR_CLASSES for q in _tensor_quantity(cls)[1:]),
+    Quantity(
+        "peak_dram_bw",
+        "B/s",
+        (
+            Recipe(
+                "dram_peak_x_dram_clock",
+                ((1.0, "dram__bytes.sum.peak_sustained"),),
+                scale=("@dram_clock_hz",),
+            ),
+        ),
+    ),
+    Quantity(
+        "peak_l2_bw",
+        "B/s",
+        (
+            Recipe("lts_t_bytes_peak_x_lts_clock", ((1.0, "lts__t_bytes.sum.peak_sustained"),), scale=("@l2_clock_hz",)),
+            Recipe(
+                "lts_t_sectors_peak_x32_x_lts_clock",
+                ((SECTOR_BYTES, "lts__t_sectors.sum.peak_sustained"),),
+                scale=("@l2_clock_hz",),
+            ),
+            Recipe(
+                "lts2xbar_peak_x_lts_clock",
+                ((1.0, "derived__lts__lts2xbar_bytes.sum.peak_sustained"),),
+                scale=("@l2_clock_hz",),
+                note="ncu 2025 L2 roof: 32 B per L2-to-crossbar active cycle",
+            ),
+        ),
+    ),
+    Quantity(
+        "peak_l1_bw",
+        "B/s",
+        (
+            Recipe("l1tex_t_bytes_peak_x_l1_clock", ((1.0, "l1tex__t_bytes.sum.peak_sustained"),), scale=("@l1_clock_hz",)),
+            Recipe(
+                "lsu_writeback_lgds_peak_x128",
+                ((L1_WRITEBACK_BYTES_PER_CYCLE, "l1tex__lsu_writeback_active_mem_lgds.sum.peak_sustained"),),
+                scale=("@l1_clock_hz",),
+            ),
+            Recipe(
+                "lsu_writeback_lg_peak_x128",
+                ((L1_WRITEBACK_BYTES_PER_CYCLE, "l1tex__lsu_writeback_active_mem_lg.sum.peak_sustained"),),
+                scale=("@l1_clock_hz",),
+            ),
+        ),
+    ),
+)
+
+QUANTITY_BY_NAME: dict[str, Quantity] = {q.name: q for q in QUANTITIES}
+
+# Identity metrics read as they are (strings or numbers), not through recipes.
+IDENTITY_METRICS: dict[str, str] = {
+    "device": "device__attribute_display_name",
+    "cc_major": "device__attribute_compute_capability_major",
+    "cc_minor": "device__attribute_compute_capability_minor",
+    "sm_count": "device__attribute_multiprocessor_count",
+    "grid_size": "launch__grid_size",
+    "block_size": "launch__block_size",
+    "registers_per_thread": "launch__registers_per_thread",
+    "shared_mem_static_bytes": "launch__shared_mem_per_block_static",
+    "shared_mem_dynamic_bytes": "launch__shared_mem_per_block_dynamic",
+}
+
+# What the roofline cannot do without, and the ncu flags that supply it (printed in errors).
+NCU_ROOFLINE_FLAGS = (
+    "--set roofline (or --section SpeedOfLight_RooflineChart "
+    "--section SpeedOfLight_HierarchicalSingleRooflineChart "
+    "--section SpeedOfLight_HierarchicalDoubleRooflineChart)"
+)
+
+
+def all_input_metrics() -> tuple[str, ...]:
+    """Every ncu metric any recipe or identity field reads, without duplicates, in table order."""
+    seen: dict[str, None] = {}
+    for quantity in QUANTITIES:
+        for recipe in quantity.recipes:
+            for name in recipe.inputs():
+                seen.setdefault(name, None)
+    for name in IDENTITY_METRICS.values():
+        seen.setdefault(name, None)
+    return tuple(seen)
+
+
+def capture_metrics() -> tuple[str, ...]:
+    """The ncu ``--metrics`` list: the first recipe of every captured quantity, plus identity."""
+    seen: dict[str, None] = {}
+    for quantity in QUANTITIES:
+        if quantity.capture and quantity.recipes:
+            for name in quantity.recipes[0].inputs():
+                seen.setdefault(name, None)
+    for name in IDENTITY_METRICS.values():
+        seen.setdefault(name, None)
+    return tuple(seen)
+
+
+def metric_hint(quantity: str) -> str:
+    """The exact ncu ``--metrics`` that would supply ``quantity`` (first recipe)."""
+    q = QUANTITY_BY_NAME[quantity]
+    metrics = ",".join(q.recipes[0].inputs()) if q.recipes else ""
+    return f"--metrics {metrics}" if metrics else NCU_ROOFLINE_FLAGS

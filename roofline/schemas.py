@@ -1,0 +1,238 @@
+"""The table contracts of the pipeline, declared once: columns, dtypes and units.
+
+Every Parquet file the stages write goes through :func:`conform`, which orders the columns, adds
+declared columns that are missing (NaN / empty), coerces dtypes and refuses undeclared columns, so
+a table's shape is defined here and nowhere else. Units are decimal SI base units.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from roofline.metrics import COMPUTE_CLASSES, MEMORY_LEVELS, QUANTITIES
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    dtype: str  # "float", "int", "str", "bool"
+    unit: str = ""
+    description: str = ""
+
+
+def _floats(names: Iterable[str], unit: str, what: str) -> list[Column]:
+    return [Column(n, "float", unit, f"{what} {n}") for n in names]
+
+
+LAUNCH_IDENTITY = [
+    Column("app", "str", "", "application name (input file stem or apps: key)"),
+    Column("launch", "int", "", "launch id within the input, 0-based in profiling order"),
+    Column("kernel", "str", "", "demangled function name"),
+    Column("kernel_short", "str", "", "readable name: templates and arguments abbreviated"),
+    Column("kernel_mangled", "str", "", "mangled name where the input has it"),
+    Column("device", "str", "", "GPU name as reported (or the what-if machine)"),
+    Column("compute_capability", "str", "", "e.g. 8.0"),
+    Column("sm_count", "float", "", "streaming multiprocessors"),
+    Column("grid_size", "float", "", "blocks in the grid"),
+    Column("block_size", "float", "", "threads per block"),
+    Column("grid", "str", "", "grid dimensions as (x, y, z) where known"),
+    Column("block", "str", "", "block dimensions as (x, y, z) where known"),
+    Column("registers_per_thread", "float", "", ""),
+    Column("shared_mem_bytes", "float", "B", "static + dynamic shared memory per block"),
+    Column("stream", "str", "", "CUDA stream id"),
+    Column("nvtx", "str", "", "NVTX range where present"),
+]
+
+PROVENANCE = [
+    Column("source_file", "str", "", "input file the launch came from"),
+    Column("source_sha256", "str", "", "sha256 of that file"),
+    Column("source_format", "str", "", "ncu-rep, ncu-csv-raw, ncu-csv-long, what-if"),
+    Column("ncu_version", "str", "", "Nsight Compute version that wrote the report, where known"),
+    Column("command_line", "str", "", "profiled command line recorded in the report, where known"),
+]
+
+QUANTITY_COLUMNS = [Column(q.name, "float", q.unit, q.description) for q in QUANTITIES]
+RECIPE_COLUMNS = [
+    Column(f"{q.name}_recipe", "str", "", f"recipe that produced {q.name}") for q in QUANTITIES
+]
+
+COUNTERS = [
+    *LAUNCH_IDENTITY,
+    *PROVENANCE,
+    *QUANTITY_COLUMNS,
+    *RECIPE_COLUMNS,
+    Column("flop_tensor", "float", "FLOP", "tensor-core ops, all datatypes (dense)"),
+    # Algorithmic (compulsory) work and traffic, from what-if rows or config annotations.
+    Column("algorithmic_flop", "float", "FLOP", "compulsory FLOP (e.g. 2MNK of a GEMM)"),
+    Column("algorithmic_bytes", "float", "B", "compulsory DRAM bytes"),
+    Column("missing", "str", "", "roofline quantities the input could not give, ';'-separated"),
+    Column("missing_hint", "str", "", "ncu flags that would supply them"),
+    Column("machine", "str", "", "catalog GPU or what-if machine the input names, if any"),
+]
+
+CEILINGS = [
+    Column("device", "str", "", "GPU name as reported"),
+    Column("kind", "str", "", "compute or memory"),
+    Column("name", "str", "", "compute class (fp64, fp32, fp16, tensor_*) or memory level"),
+    Column("value", "float", "FLOP/s or B/s", "the ceiling"),
+    Column("source", "str", "", "report, datasheet, measured or what-if"),
+    Column("clock_hz", "float", "Hz", "clock the value assumes, where known"),
+    Column("citation", "str", "", "datasheet reference, or the launches it came from"),
+    Column("launches", "int", "", "launches the report value was derived from (0 otherwise)"),
+    Column("spread", "float", "", "max/min of per-launch values used (report source)"),
+    Column("selected", "bool", "", "chosen by the selection policy"),
+]
+
+_LEVEL_COLUMNS = [
+    c
+    for level in MEMORY_LEVELS
+    for c in (
+        Column(f"ai_{level}", "float", "FLOP/B", f"arithmetic intensity against {level} bytes"),
+        Column(f"peak_{level}_bw_used", "float", "B/s", f"{level} bandwidth ceiling applied"),
+        Column(f"time_bound_{level}", "float", "s", f"{level} bytes / {level} bandwidth"),
+        Column(f"attainable_{level}", "float", "FLOP/s", f"min(peak, bw x AI) at {level}"),
+    )
+]
+_CLASS_COLUMNS = [
+    Column(f"time_bound_{cls}", "float", "s", f"{cls} work / {cls} ceiling")
+    for cls in COMPUTE_CLASSES
+]
+
+CLASSIFIED_EXTRA = [
+    Column("compute_class", "str", "", "dominant executed compute class (largest time bound)"),
+    Column("flop", "float", "FLOP", "work of the dominant class"),
+    Column("flop_total", "float", "FLOP", "all floating-point work, CUDA cores + tensor"),
+    Column("performance", "float", "FLOP/s", "flop / duration_s"),
+    Column("bound", "str", "", "memory:<level>, compute:<class>, or none (no FP work)"),
+    Column("binding_level", "str", "", "busiest memory level (largest time bound)"),
+    Column("roof_pct", "float", "%", "achieved as a percentage of the binding roof"),
+    Column("headroom", "float", "", "attainable / achieved"),
+    Column("ridge_ratio", "float", "", "intensity at the binding level / ridge point"),
+    Column("peak_flops", "float", "FLOP/s", "compute roof applied"),
+    Column("peak_dram_bw", "float", "B/s", "DRAM roof applied"),
+    Column("ceiling_source", "str", "", "report, datasheet, measured or what-if"),
+    Column("attainable", "float", "FLOP/s", "the binding roof at the kernel's intensity"),
+    Column("bound_time_s", "float", "s", "largest time bound (compute or memory)"),
+    Column("predicted_duration_s", "float", "s", "duration if the kernel ran at its roof"),
+    Column("above_roof", "bool", "", "achieved above the chosen roof (check ceilings)"),
+    Column("note", "str", "", "what to check, e.g. latency/parallelism? far below every roof"),
+    Column("traffic_excess", "float", "", "measured / compulsory DRAM bytes"),
+    Column("ai_algorithmic", "float", "FLOP/B", "compulsory FLOP / compulsory bytes"),
+    *_CLASS_COLUMNS,
+    *_LEVEL_COLUMNS,
+]
+
+CLASSIFIED = [*COUNTERS, *CLASSIFIED_EXTRA]
+
+KERNELS = [
+    Column("app", "str"),
+    Column("device", "str"),
+    Column("kernel", "str"),
+    Column("kernel_short", "str"),
+    Column("grid", "str"),
+    Column("block", "str"),
+    Column("launches", "int"),
+    Column("duration_s", "float", "s", "total over launches"),
+    Column("time_share", "float", "", "share of the application's GPU time"),
+    *[Column(f"flop_{cls}", "float", "FLOP") for cls in COMPUTE_CLASSES],
+    Column("flop_tensor", "float", "FLOP"),
+    *[Column(f"{level}_bytes", "float", "B") for level in MEMORY_LEVELS],
+    *[c for c in CLASSIFIED_EXTRA if c.name not in {"ridge_ratio"}],
+    Column("ridge_ratio", "float"),
+    Column("priority", "float", "", "time_share x (1 - roof fraction)"),
+]
+
+DIAGNOSTICS = [
+    Column("app", "str"),
+    Column("stage", "str", "", "parse, ceilings, classify"),
+    Column("severity", "str", "", "error (input not analysed) or warning"),
+    Column("source_file", "str"),
+    Column("launch", "float", "", "launch id where the problem is per launch"),
+    Column("message", "str", "", "what is wrong and how to fix it"),
+]
+
+TABLES: dict[str, list[Column]] = {
+    "counters": COUNTERS,
+    "ceilings": CEILINGS,
+    "classified": CLASSIFIED,
+    "kernels": KERNELS,
+    "diagnostics": DIAGNOSTICS,
+}
+
+
+def _dedupe(columns: list[Column]) -> list[Column]:
+    seen: dict[str, Column] = {}
+    for column in columns:
+        seen.setdefault(column.name, column)
+    return list(seen.values())
+
+
+for _name, _cols in TABLES.items():
+    TABLES[_name] = _dedupe(_cols)
+
+
+def conform(frame: pd.DataFrame, table: str) -> pd.DataFrame:
+    """Return ``frame`` with exactly the declared columns of ``table``, in order, typed.
+
+    Raises
+    ------
+    ValueError
+        If ``frame`` has a column the table does not declare.
+    """
+    columns = TABLES[table]
+    declared = {c.name for c in columns}
+    extra = [c for c in frame.columns if c not in declared]
+    if extra:
+        raise ValueError(f"table {table!r} does not declare columns {extra}; add them to roofline/schemas.py")
+    out = {}
+    n = len(frame)
+    for column in columns:
+        if column.name in frame.columns:
+            values = frame[column.name]
+        else:
+            values = pd.Series([pd.NA] * n, index=frame.index, dtype="object")
+        if column.dtype == "float":
+            out[column.name] = pd.to_numeric(values, errors="coerce").astype("float64")
+        elif column.dtype == "int":
+            out[column.name] = pd.to_numeric(values, errors="coerce").fillna(-1).astype("int64")
+        elif column.dtype == "bool":
+            out[column.name] = values.fillna(False).astype("bool")
+        else:
+            out[column.name] = values.astype("string").fillna("")
+    return pd.DataFrame(out, index=frame.index).reset_index(drop=True)
+
+
+def empty(table: str) -> pd.DataFrame:
+    """A zero-row frame of ``table``."""
+    return conform(pd.DataFrame(), table)
+
+
+def write_table(frame: pd.DataFrame, table: str, path: str | os.PathLike) -> None:
+    """Conform ``frame`` and write it to Parquet atomically (temp file + rename)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = conform(frame, table)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        data.to_parquet(tmp, index=False)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def read_table(path: str | os.PathLike, table: str) -> pd.DataFrame:
+    """Read a Parquet file written by :func:`write_table` and check it against ``table``."""
+    return conform(pd.read_parquet(path), table)
+
+
+def units(table: str) -> dict[str, str]:
+    """Column -> unit for ``table`` (empty string when dimensionless or text)."""
+    return {c.name: c.unit for c in TABLES[table]}
