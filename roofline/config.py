@@ -23,6 +23,7 @@ INPUT_SUFFIXES = {
     ".csv": "csv",
     ".yaml": "what-if",
     ".yml": "what-if",
+    ".nsight-cuprof-report": "legacy",
 }
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "workflow" / "schemas" / "config.schema.json"
 
@@ -70,7 +71,10 @@ class CeilingsConfig(Strict):
         default_factory=dict, description="per-device override of policy (device name as reported)"
     )
     catalog: str = Field("config/gpus.yaml", description="datasheet catalog (YAML)")
-    measured: str | None = Field(None, description="measured ceilings table (Parquet or YAML), if any")
+    measured: str | None = Field(None, description="measured ceilings table (CSV or Parquet), if any")
+    gpus: dict[str, dict] = Field(
+        default_factory=dict, description="GPUs to add to the catalog, or catalog values to override"
+    )
     cross_check_margin: float = Field(
         0.25, gt=0, description="warn when two sources differ by more than this fraction"
     )

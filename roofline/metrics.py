@@ -101,7 +101,13 @@ def _flop_recipes(prefix: str, fma_weight: float = 2.0, add_weight: float = 1.0)
         scale=("@smsp_cycles",),
         note="per-cycle rates of the same instructions x SMSP elapsed cycles (ncu --set full)",
     )
-    return (count, rate)
+    fma_only = Recipe(
+        "sass_fma_rate_only_x_smsp_cycles",
+        ((fma_weight, _sass_rate(fma)),),
+        scale=("@smsp_cycles",),
+        note="only the FMA rate was collected (ADD/MUL empty): a lower bound of the work",
+    )
+    return (count, rate, fma_only)
 
 
 def _peak_flop_recipe(op: str, per_fma: float) -> tuple[Recipe, ...]:

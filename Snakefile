@@ -1,0 +1,23 @@
+# roofline: Nsight Compute profiles -> hierarchical roofline analysis.
+# Table of contents only; the rules are glue in workflow/rules/, the logic lives in roofline/.
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/capture.smk"
+include: "workflow/rules/parse.smk"
+include: "workflow/rules/ceilings.smk"
+include: "workflow/rules/classify.smk"
+include: "workflow/rules/report.smk"
+include: "workflow/rules/track.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        final_outputs(),

@@ -1,0 +1,250 @@
+"""Ceilings stage: counters of one app -> the ceilings table (every source, the selected one flagged).
+
+Three sources, recorded in every row: ``report`` (ncu's per-unit ``peak_sustained`` x the unit's
+clock measured in each launch, aggregated robustly per device), ``datasheet`` (config/gpus.yaml)
+and ``measured`` (microbenchmark tables). A what-if machine's explicit peaks are source
+``what-if`` and always win. The policy in config picks, per device and ceiling, the first source
+in its order that has a value; a cross-check warns when sources disagree.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from roofline.metrics import COMPUTE_CLASSES, MEMORY_LEVELS
+from roofline.schemas import conform, read_table, write_table
+
+log = logging.getLogger("roofline.ceilings")
+
+# Launches shorter than this report clocks 20-50 % low (../shared/guides/roofline.md §5).
+SHORT_LAUNCH_S = 20e-6
+
+_PEAK_COLUMNS = {
+    **{("compute", c): (f"peak_flops_{c}", "sm_clock_hz") for c in COMPUTE_CLASSES},
+    ("memory", "dram"): ("peak_dram_bw", "dram_clock_hz"),
+    ("memory", "l2"): ("peak_l2_bw", "l2_clock_hz"),
+    ("memory", "l1"): ("peak_l1_bw", "l1_clock_hz"),
+    ("memory", "shared"): ("peak_shared_bw", "sm_clock_hz"),
+}
+_UNITS = {"compute": ("FLOP/s", 1e12, "T"), "memory": ("B/s", 1e9, "G")}
+
+
+def report_ceilings(counters: pd.DataFrame) -> pd.DataFrame:
+    """Per device and ceiling: the median of the per-launch peaks, long launches preferred.
+
+    Very short launches show odd clock readings, so launches under 20 us are used only when a
+    device has no longer one. ``spread`` is max/min of the values used; ``citation`` lists them.
+    """
+    rows = []
+    for device, launches in counters.groupby("device", sort=True):
+        for (kind, name), (column, clock) in _PEAK_COLUMNS.items():
+            recipe = launches.get(f"{column}_recipe")
+            values = launches[column]
+            is_report = values.notna() & (recipe != "what-if") if recipe is not None else values.notna()
+            if not is_report.any():
+                continue
+            used = launches[is_report]
+            long_enough = used["duration_s"] >= SHORT_LAUNCH_S
+            if long_enough.any():
+                used = used[long_enough]
+            value = float(np.median(used[column]))
+            rows.append(
+                {
+                    "device": device,
+                    "kind": kind,
+                    "name": name,
+                    "value": value,
+                    "source": "report",
+                    "clock_hz": float(np.median(used[clock])) if used[clock].notna().any() else np.nan,
+                    "citation": (
+                        f"median of {len(used)} launch(es) {_launch_list(used['launch'])} "
+                        f"({used[column + '_recipe'].iat[0]})"
+                    ),
+                    "launches": len(used),
+                    "spread": float(used[column].max() / used[column].min()) if used[column].min() > 0 else np.nan,
+                }
+            )
+    return conform(pd.DataFrame(rows), "ceilings")
+
+
+def _launch_list(launches: pd.Series, limit: int = 8) -> str:
+    ids = [str(int(i)) for i in launches.head(limit)]
+    more = "…" if len(launches) > limit else ""
+    return "[" + ",".join(ids) + more + "]"
+
+
+def what_if_ceilings(counters: pd.DataFrame) -> pd.DataFrame:
+    """Explicit peaks of what-if machines, one row per machine and ceiling."""
+    rows = []
+    for (kind, name), (column, _) in _PEAK_COLUMNS.items():
+        recipe = counters.get(f"{column}_recipe")
+        if recipe is None:
+            continue
+        given = counters[recipe == "what-if"]
+        for device, group in given.groupby("device"):
+            rows.append(
+                {
+                    "device": device, "kind": kind, "name": name, "value": float(group[column].iat[0]),
+                    "source": "what-if", "citation": "what-if machine definition", "launches": 0,
+                }
+            )
+    return conform(pd.DataFrame(rows), "ceilings")
+
+
+def datasheet_ceilings(devices: list[str], catalog_path: str | Path, overrides: dict | None = None) -> pd.DataFrame:
+    """Catalog rows for every device that the catalog knows."""
+    from roofline.catalog import catalog_ceilings, load_catalog
+
+    catalog = load_catalog(catalog_path, overrides or None)
+    frames = [catalog_ceilings(catalog, device) for device in devices]
+    frames = [f for f in frames if len(f)]
+    if not frames:
+        return conform(pd.DataFrame(), "ceilings")
+    return conform(pd.concat(frames, ignore_index=True), "ceilings")
+
+
+def measured_ceilings(path: str | Path | None) -> pd.DataFrame:
+    """A measured ceilings table (CSV or Parquet with the ceilings columns), or an empty one."""
+    if not path:
+        return conform(pd.DataFrame(), "ceilings")
+    path = Path(path)
+    frame = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
+    frame["source"] = "measured"
+    return conform(frame, "ceilings")
+
+
+def select_ceilings(
+    candidates: pd.DataFrame, policy: list[str], device_policy: dict[str, list[str]] | None = None
+) -> pd.DataFrame:
+    """Flag, per (device, kind, name), the row of the first source in the policy order.
+
+    What-if machine peaks are always selected: the table defined the machine.
+    """
+    device_policy = device_policy or {}
+    frame = candidates.copy().reset_index(drop=True)
+    if frame.empty:
+        return conform(frame, "ceilings")
+
+    def rank(device: str, source: str) -> float:
+        order = ["what-if", *device_policy.get(device, policy)]
+        return float(order.index(source)) if source in order else np.inf
+
+    frame["_rank"] = [rank(d, s) for d, s in zip(frame["device"], frame["source"])]
+    eligible = frame[np.isfinite(frame["_rank"])]
+    best = eligible.sort_values("_rank", kind="stable").groupby(["device", "kind", "name"]).head(1).index
+    frame["selected"] = frame.index.isin(best)
+    return conform(frame.drop(columns="_rank"), "ceilings")
+
+
+def cross_check(ceilings: pd.DataFrame, margin: float) -> list[str]:
+    """Warnings, with numbers, where two sources of one ceiling differ by more than ``margin``."""
+    warnings = []
+    for (device, kind, name), group in ceilings.groupby(["device", "kind", "name"]):
+        if group["source"].nunique() < 2:
+            continue
+        values = dict(zip(group["source"], group["value"]))
+        clocks = dict(zip(group["source"], group["clock_hz"]))
+        sources = sorted(values)
+        for i, a in enumerate(sources):
+            for b in sources[i + 1 :]:
+                ratio = values[a] / values[b]
+                if abs(ratio - 1) <= margin:
+                    continue
+                unit, scale, prefix = _UNITS[kind]
+                message = (
+                    f"{device}: {name} ceiling from {a} is {values[a] / scale:.3g} {prefix}{unit}, "
+                    f"from {b} {values[b] / scale:.3g} {prefix}{unit} (ratio {ratio:.2f})"
+                )
+                if kind == "compute" and {a, b} == {"report", "datasheet"}:
+                    message += (
+                        f"; the report uses the clock measured under ncu's clock control "
+                        f"({clocks.get('report', np.nan) / 1e6:.0f} MHz), the datasheet the boost clock "
+                        f"({clocks.get('datasheet', np.nan) / 1e6:.0f} MHz): base vs boost clock explains most of it"
+                    )
+                warnings.append(message)
+    return warnings
+
+
+def build_ceilings(
+    counters: pd.DataFrame,
+    catalog_path: str | Path,
+    policy: list[str],
+    device_policy: dict[str, list[str]] | None = None,
+    measured: str | Path | None = None,
+    overrides: dict | None = None,
+) -> pd.DataFrame:
+    """All candidate ceilings for the devices of ``counters``, the selected ones flagged."""
+    devices = sorted(d for d in counters["device"].dropna().unique() if d)
+    parts = [
+        report_ceilings(counters[counters["source_format"] != "what-if"]),
+        what_if_ceilings(counters),
+        datasheet_ceilings(devices, catalog_path, overrides),
+    ]
+    measured_rows = measured_ceilings(measured)
+    parts.append(measured_rows[measured_rows["device"].isin(devices)])
+    parts = [p for p in parts if len(p)]
+    candidates = pd.concat(parts, ignore_index=True) if parts else conform(pd.DataFrame(), "ceilings")
+    return select_ceilings(candidates, policy, device_policy)
+
+
+def ridge_points(ceilings: pd.DataFrame) -> pd.DataFrame:
+    """Ridge point (FLOP/B) per device, compute class and memory level, from selected ceilings."""
+    selected = ceilings[ceilings["selected"]]
+    compute = selected[selected["kind"] == "compute"][["device", "name", "value"]]
+    memory = selected[selected["kind"] == "memory"][["device", "name", "value"]]
+    pairs = compute.merge(memory, on="device", suffixes=("_compute", "_memory"))
+    pairs["ridge"] = pairs["value_compute"] / pairs["value_memory"]
+    return pairs.rename(columns={"name_compute": "compute_class", "name_memory": "level"})[
+        ["device", "compute_class", "level", "ridge"]
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Build the ceilings table of one app.")
+    parser.add_argument("--counters", required=True)
+    parser.add_argument("--catalog", required=True)
+    parser.add_argument("--policy", default="report,datasheet")
+    parser.add_argument("--device-policy", default="{}", help="JSON: device -> list of sources")
+    parser.add_argument("--measured", default="")
+    parser.add_argument("--overrides", default="{}", help="JSON: catalog additions/overrides")
+    parser.add_argument("--margin", type=float, default=0.25)
+    parser.add_argument("--output", required=True)
+    parser.add_argument("--diagnostics", required=True)
+    args = parser.parse_args(argv)
+    import json
+
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    counters = read_table(args.counters, "counters")
+    app = counters["app"].iat[0] if len(counters) else Path(args.counters).stem
+    ceilings = build_ceilings(
+        counters,
+        args.catalog,
+        args.policy.split(","),
+        json.loads(args.device_policy),
+        args.measured or None,
+        json.loads(args.overrides),
+    )
+    messages = cross_check(ceilings, args.margin)
+    for device in sorted(set(counters["device"]) - set(ceilings.loc[ceilings["selected"], "device"])):
+        messages.append(
+            f"{device or '(unnamed device)'}: no ceiling from any source; add it to the catalog "
+            "(config key ceilings.gpus) or collect peaks with ncu --set roofline"
+        )
+    for message in messages:
+        log.warning("%s", message)
+    diagnostics = pd.DataFrame(
+        {"app": app, "stage": "ceilings", "severity": "warning", "source_file": args.counters, "message": messages}
+    )
+    write_table(ceilings, "ceilings", args.output)
+    write_table(diagnostics, "diagnostics", args.diagnostics)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,65 @@
+# Config validation and the helpers every rule uses. All Python of the workflow lives here.
+import datetime
+import json
+import sys
+from pathlib import Path
+
+from snakemake.exceptions import WorkflowError
+from snakemake.utils import validate
+
+REPO = Path(workflow.basedir)
+PKG = REPO / "roofline"
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from roofline.config import ConfigError, load_config, resolve_apps  # noqa: E402
+
+try:
+    CONFIG = load_config(config)
+    APPS = resolve_apps(CONFIG)
+except ConfigError as error:
+    raise WorkflowError(str(error)) from None
+validate(config, str(REPO / "workflow" / "schemas" / "config.schema.json"))
+
+
+wildcard_constraints:
+    app="[A-Za-z0-9._-]+",
+
+
+def pkg_code(*modules):
+    """Package modules a stage imports: listed as inputs, so editing them reruns the stage."""
+    return [str(PKG / m) for m in ("__init__.py", "schemas.py", "metrics.py", *modules)]
+
+
+def app_input(wildcards):
+    """The file a parse job reads: the user's report, or what capture writes."""
+    app = APPS[wildcards.app]
+    if app.source is not None:
+        return app.source
+    return f"{CONFIG.capture.raw_dir}/{app.name}.ncu-rep"
+
+
+def app_kind(wildcards):
+    app = APPS[wildcards.app]
+    return "ncu-rep" if app.kind == "capture" else app.kind
+
+
+def repo_file(path):
+    """A config path relative to the working directory, else to the repository."""
+    return path if Path(path).exists() else str(REPO / path)
+
+
+def as_json(value):
+    return json.dumps(value, sort_keys=True)
+
+
+def run_id():
+    return CONFIG.run_id or datetime.date.today().isoformat()
+
+
+def all_kernel_tables():
+    return expand("data/kernels/{app}.parquet", app=sorted(APPS))
+
+
+def final_outputs():
+    return ["reports/summary.html"]

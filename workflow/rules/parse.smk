@@ -1,0 +1,16 @@
+rule parse:
+    input:
+        report=app_input,
+        code=pkg_code("parse.py", "units.py", "ncu_csv.py", "config.py"),
+    output:
+        counters="data/counters/{app}.parquet",
+        diagnostics="data/diagnostics/{app}.parse.parquet",
+    params:
+        kind=app_kind,
+    log:
+        "logs/parse/{app}.log",
+    conda:
+        "../envs/roofline.yaml"
+    shell:
+        "python -m roofline.parse --input {input.report:q} --app {wildcards.app} --kind {params.kind}"
+        " --output {output.counters} --diagnostics {output.diagnostics} 2> {log}"

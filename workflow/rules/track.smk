@@ -1,0 +1,1 @@
+# nightly tracking rules (see roofline/track.py)
