@@ -32,6 +32,7 @@ _PEAK_COLUMNS = {
     ("memory", "l1"): ("peak_l1_bw", "l1_clock_hz"),
     ("memory", "shared"): ("peak_shared_bw", "sm_clock_hz"),
 }
+_SOURCE_ORDER = ["report", "measured", "datasheet", "what-if"]
 _UNITS = {"compute": ("FLOP/s", 1e12, "T"), "memory": ("B/s", 1e9, "G")}
 
 
@@ -51,8 +52,11 @@ def report_ceilings(counters: pd.DataFrame) -> pd.DataFrame:
                 continue
             used = launches[is_report]
             long_enough = used["duration_s"] >= SHORT_LAUNCH_S
+            caveat = ""
             if long_enough.any():
                 used = used[long_enough]
+            else:
+                caveat = "; only launches under 20 us, whose clock readings run low"
             value = float(np.median(used[column]))
             rows.append(
                 {
@@ -64,7 +68,7 @@ def report_ceilings(counters: pd.DataFrame) -> pd.DataFrame:
                     "clock_hz": float(np.median(used[clock])) if used[clock].notna().any() else np.nan,
                     "citation": (
                         f"median of {len(used)} launch(es) {_launch_list(used['launch'])} "
-                        f"({used[column + '_recipe'].iat[0]})"
+                        f"({used[column + '_recipe'].iat[0]}){caveat}"
                     ),
                     "launches": len(used),
                     "spread": float(used[column].max() / used[column].min()) if used[column].min() > 0 else np.nan,
@@ -150,7 +154,7 @@ def cross_check(ceilings: pd.DataFrame, margin: float) -> list[str]:
             continue
         values = dict(zip(group["source"], group["value"]))
         clocks = dict(zip(group["source"], group["clock_hz"]))
-        sources = sorted(values)
+        sources = sorted(values, key=_SOURCE_ORDER.index)
         for i, a in enumerate(sources):
             for b in sources[i + 1 :]:
                 ratio = values[a] / values[b]

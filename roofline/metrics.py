@@ -374,6 +374,18 @@ QUANTITIES: tuple[Quantity, ...] = (
             ),
         ),
     ),
+    Quantity(
+        "peak_shared_bw",
+        "B/s",
+        (
+            Recipe(
+                "sass_shared_bytes_peak_x_sm_clock",
+                ((1.0, "sm__sass_data_bytes_mem_shared.sum.peak_sustained"),),
+                scale=("@sm_clock_hz",),
+            ),
+        ),
+        capture=False,
+    ),
 )
 
 QUANTITY_BY_NAME: dict[str, Quantity] = {q.name: q for q in QUANTITIES}

@@ -265,7 +265,6 @@ def derive_counters(raw: pd.DataFrame) -> pd.DataFrame:
 
     Columns already present under a quantity's name (what-if rows) win over recipes.
     """
-    n = len(raw)
     cc = _compute_capability(raw)
     values: dict[str, pd.Series] = {}
     out: dict[str, pd.Series] = {}
@@ -310,10 +309,7 @@ def derive_counters(raw: pd.DataFrame) -> pd.DataFrame:
     frame["shared_mem_bytes"] = static.fillna(0) + dynamic.fillna(0)
     frame["kernel_short"] = frame["kernel"].astype(str).map(short_kernel_name)
     frame["missing"], frame["missing_hint"] = _missing(frame)
-    frame.drop(columns=["shared_mem_static_bytes", "shared_mem_dynamic_bytes"], errors="ignore", inplace=True)
-    if n == 0:
-        return frame
-    return frame
+    return frame.drop(columns=["shared_mem_static_bytes", "shared_mem_dynamic_bytes"], errors="ignore")
 
 
 def _missing(frame: pd.DataFrame) -> tuple[list[str], list[str]]:

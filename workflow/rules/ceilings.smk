@@ -19,5 +19,5 @@ rule ceilings:
     shell:
         "python -m roofline.ceilings --counters {input.counters} --catalog {input.catalog:q}"
         " --policy {params.policy} --device-policy {params.device_policy:q}"
-        " --overrides {params.overrides:q} --measured {params.measured:q} --margin {params.margin}"
+        " --overrides {params.overrides:q} --measured={params.measured:q} --margin {params.margin}"
         " --output {output.ceilings} --diagnostics {output.diagnostics} 2> {log}"

@@ -1,0 +1,600 @@
+"""Read Nsight Compute CSV exports into the parse stage's raw launch frame.
+
+One file in, one frame out: :func:`read_ncu_csv` returns one row per kernel launch with the identity
+columns of :data:`IDENTITY_COLUMNS` and one float column per kept ncu metric, in SI base units
+(bytes, seconds, Hz, counts). Kept metrics are those :func:`roofline.metrics.all_input_metrics`
+names plus every ``sm__ops_path_tensor_*`` and ``device__attribute_*`` metric;
+``device__attribute_display_name`` (a string) becomes ``device``. :func:`read_ncu_csvs` merges
+several exports of the same launches.
+
+The layout is detected from the header row, never from the file name:
+
+- wide (``ncu --csv --page raw``): one row per launch, metric names in the header, then a units row;
+  ``source_format`` ``ncu-csv-raw``;
+- long (``--page details``, ``--print-details``, ``--metrics`` lists): one row per metric with
+  "Metric Name", "Metric Unit" and "Metric Value" columns and a unit per row.
+  ``ncu-csv-roofline-section`` when a "Body Item Label" column is present and every metric row
+  belongs to a roofline-chart section; ``nersc-long`` (the older layout with a "Kernel Time"
+  column, as NERSC's scripts export) or ``ncu-csv-long`` when every metric row is a raw metric
+  ("Command line profiler metrics");
+  ``ncu-csv-details`` otherwise. Display labels are translated by :data:`ROOFLINE_CHART_LABELS`
+  and :data:`DETAILS_LABELS`; unknown labels are ignored.
+
+Lines before the header (program output, ``==PROF==`` lines) and ``==``-prefixed log lines among
+the rows are skipped; rule rows (empty metric name) are dropped; rows shorter than the header are
+padded.
+Bytes that are not UTF-8 are replaced by U+FFFD with a :class:`NcuCsvWarning`; files with a UTF-8 or
+UTF-16 byte-order mark are decoded accordingly. Everything else that is wrong raises
+:class:`NcuCsvError` naming the file, the line or metric, and the fix.
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import io
+import re
+import warnings
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+
+from roofline.metrics import all_input_metrics
+from roofline.units import UnitError, si_factor
+
+IDENTITY_COLUMNS = (
+    "kernel",
+    "launch",
+    "device",
+    "grid",
+    "block",
+    "stream",
+    "compute_capability",
+    "source_format",
+)
+SOURCE_FORMATS = (
+    "ncu-csv-raw",
+    "ncu-csv-long",
+    "ncu-csv-details",
+    "ncu-csv-roofline-section",
+    "nersc-long",
+)
+
+_SASS = "sass_thread_inst_executed_op_{}_pred_on"
+# Display labels of the roofline-chart sections (SpeedOfLight_RooflineChart and the hierarchical
+# charts) -> ncu metric, keyed by the kind of body item the row sits in: "" (the section's metric
+# header, empty "Body Item Label"), "roofline" (labels ending in "Roofline": peak work and traffic)
+# or "achieved" (labels containing "Achieved Value"). "SM Frequency" means sm__ in the peaks and
+# smsp__ in the achieved values. Labels of derived metrics ("... FFMA Operations", = 2 x the FFMA
+# counter: derived__*_x2) and unknown labels are left out on purpose.
+ROOFLINE_CHART_LABELS: dict[tuple[str, str], str] = {
+    **{
+        ("", f"Theoretical Predicated-On {op.upper()} Thread Instructions Executed"): (
+            f"sm__{_SASS.format(op)}.sum.peak_sustained"
+        )
+        for op in ("ffma", "dfma")
+    },
+    **{
+        (kind, f"Predicated-On {op.upper()} Thread Instructions Executed Per Cycle"): (
+            f"smsp__{_SASS.format(op)}.sum.per_cycle_elapsed"
+        )
+        for kind in ("", "achieved")
+        for op in ("fadd", "fmul", "ffma", "dadd", "dmul", "dfma")
+    },
+    ("achieved", "SM Frequency"): "smsp__cycles_elapsed.avg.per_second",
+    ("achieved", "DRAM Bandwidth"): "dram__bytes.sum.per_second",
+    ("roofline", "SM Frequency"): "sm__cycles_elapsed.avg.per_second",
+    ("roofline", "DRAM Frequency"): "dram__cycles_elapsed.avg.per_second",
+    ("roofline", "Theoretical DRAM Bytes Accessible"): "dram__bytes.sum.peak_sustained",
+    ("roofline", "L2 Cache Frequency"): "lts__cycles_elapsed.avg.per_second",
+    ("roofline", "L1/TEX Cache Frequency"): "l1tex__cycles_elapsed.avg.per_second",
+}
+# Display labels of other details-page sections -> ncu metric, keyed by (section, label). The
+# Speed Of Light "SM Frequency" is left out: it is measured in another pass than sm__cycles_elapsed.
+DETAILS_LABELS: dict[tuple[str, str], str] = {
+    ("GPU Speed Of Light Throughput", "Duration"): "gpu__time_duration.sum",
+    ("GPU Speed Of Light Throughput", "DRAM Frequency"): "dram__cycles_elapsed.avg.per_second",
+}
+
+_DISPLAY_NAME = "device__attribute_display_name"
+_DIMS = {f"launch__{w}_dim_{a}": (w, a) for w in ("grid", "block") for a in "xyz"}
+_KEPT = frozenset(all_input_metrics())
+_NA_TEXT = ["", "n/a", "nan", "na", "-", "none"]
+_SNIFF_BYTES = 4 << 20
+_HEADER_LINE = re.compile(r'^\s*"?ID"?\s*([,;\t|])')
+_IDENT_SOURCE = {
+    "ID": "launch",
+    "Kernel Name": "kernel",
+    "Stream": "stream",
+    "Grid Size": "grid",
+    "Block Size": "block",
+    "Device": "device",
+    "CC": "compute_capability",
+}
+_LONG_COLUMNS = (
+    *_IDENT_SOURCE,
+    "Section Name",
+    "Body Item Label",
+    "Metric Name",
+    "Metric Unit",
+    "Metric Value",
+)
+
+
+class NcuCsvError(ValueError):
+    """A CSV export this reader refuses; the message names the file, where, and the fix."""
+
+
+class NcuCsvWarning(UserWarning):
+    """Something the reader repaired (bytes that are not UTF-8)."""
+
+
+def is_kept_metric(name: str) -> bool:
+    """Whether the raw launch frame keeps ncu metric ``name``."""
+    return (
+        name in _KEPT
+        or name.startswith("sm__ops_path_tensor_")
+        or name.startswith("device__attribute_")
+    )
+
+
+def read_ncu_csv(path: str | Path) -> pd.DataFrame:
+    """Read one ncu CSV export (wide raw page or any long layout) into the raw launch frame.
+
+    Parameters
+    ----------
+    path
+        The CSV file.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per launch, sorted by ``launch``: :data:`IDENTITY_COLUMNS` (strings, ``launch``
+        int) then the kept metrics (float, SI base units), sorted by name.
+
+    Raises
+    ------
+    NcuCsvError
+        Empty, binary or non-ncu files, a wrong delimiter, a wide export without its units row,
+        unknown/binary/bit units, values that are not numbers, duplicate rows that disagree.
+    """
+    path = Path(path)
+    source, encoding, header, first_line = _sniff(path)
+    where = _Where(path, first_line)
+    if "Metric Name" in header and "Metric Value" in header:
+        return _read_long(source, encoding, header, where)
+    return _read_wide(source, encoding, header, where)
+
+
+def read_ncu_csvs(paths: Iterable[str | Path]) -> pd.DataFrame:
+    """Merge CSV exports of the same launches (e.g. a details, a metrics and a section export).
+
+    Launches are matched on ``launch`` (the ncu ID); earlier files win, later files only fill
+    metrics and identity fields the earlier ones lack. ``source_format`` is that of the first file
+    holding the launch.
+
+    Raises
+    ------
+    NcuCsvError
+        No paths, or a launch ID that names different kernels in two files.
+    """
+    paths = [Path(p) for p in paths]
+    if not paths:
+        raise NcuCsvError("read_ncu_csvs got no CSV files: pass at least one path")
+    merged = read_ncu_csv(paths[0]).set_index("launch")
+    for path in paths[1:]:
+        extra = read_ncu_csv(path).set_index("launch")
+        common = merged.index.intersection(extra.index)
+        differ = merged.loc[common, "kernel"] != extra.loc[common, "kernel"]
+        if differ.any():
+            launch = differ.index[differ.to_numpy()][0]
+            raise NcuCsvError(
+                f"{path}: launch {launch} is kernel {extra.at[launch, 'kernel']!r} here but "
+                f"{merged.at[launch, 'kernel']!r} in {paths[0]}: merge only exports of the same "
+                "launches (same ncu run), or read the files one by one"
+            )
+        text = [c for c in IDENTITY_COLUMNS if c != "launch"]
+        merged = merged.copy()
+        merged[text] = merged[text].replace("", np.nan)
+        extra[text] = extra[text].replace("", np.nan)
+        merged = merged.combine_first(extra)
+        merged[text] = merged[text].fillna("").astype(str)
+    merged = merged.reset_index()
+    metrics = sorted(c for c in merged.columns if c not in IDENTITY_COLUMNS)
+    return merged[[*IDENTITY_COLUMNS, *metrics]].astype({m: float for m in metrics})
+
+
+class _Where:
+    """File and line numbers for error messages (data row ``i`` sits on line ``first + i``)."""
+
+    def __init__(self, path: Path, header_line: int) -> None:
+        self.path = path
+        self.first = header_line + 1
+
+    def line(self, row: int) -> int:
+        return self.first + int(row)
+
+    def error(self, message: str, row: int | None = None) -> NcuCsvError:
+        at = f" line {self.line(row)}:" if row is not None else ""
+        return NcuCsvError(f"{self.path}:{at} {message}")
+
+
+def _sniff(path: Path) -> tuple[str | io.BytesIO, str, list[str], int]:
+    """Check the bytes and find the header: (source to read, encoding, header fields, its line)."""
+    with path.open("rb") as fh:
+        head = fh.read(_SNIFF_BYTES)
+    if not head.strip():
+        raise NcuCsvError(
+            f"{path}: the file is empty: re-export it with `ncu --import <report>.ncu-rep --csv "
+            "--page raw > file.csv` (ncu writes nothing when no kernel was profiled)"
+        )
+    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        encoding = "utf-16"
+    elif head.startswith(codecs.BOM_UTF8):
+        encoding = "utf-8-sig"
+    elif b"\x00" in head:
+        raise NcuCsvError(
+            f"{path}: binary file, not a CSV export (an .ncu-rep report or a compressed file?): "
+            "read reports with the .ncu-rep reader, or export CSV with `ncu --import "
+            "<report>.ncu-rep --csv --page raw > file.csv`"
+        )
+    else:
+        encoding = "utf-8"
+    lines = head.decode(encoding, errors="replace").splitlines()
+    if len(head) == _SNIFF_BYTES:
+        lines = lines[:-1]  # possibly cut in the middle
+    for index, line in enumerate(lines):
+        match = _HEADER_LINE.match(line.lstrip("\ufeff"))
+        if not match:
+            continue
+        if match.group(1) != ",":
+            raise NcuCsvError(
+                f"{path}: line {index + 1}: the columns are separated by {match.group(1)!r}, not "
+                "commas: ncu writes comma-separated CSV; re-export with `ncu --csv` or convert "
+                "the delimiter to ',' (and keep the quoting)"
+            )
+        header = next(csv.reader([line.lstrip("\ufeff")]))
+        if "Kernel Name" not in header:
+            raise NcuCsvError(
+                f"{path}: line {index + 1}: the header has no 'Kernel Name' column, so this is "
+                "not an ncu CSV export: export with `ncu --csv --page raw` or `--page details`"
+            )
+        if index == 0 and encoding != "utf-16":
+            return str(path), encoding, header, 1
+        text = path.read_bytes().decode(encoding, errors="replace").splitlines(keepends=True)
+        return io.BytesIO("".join(text[index:]).encode("utf-8")), "utf-8", header, index + 1
+    raise NcuCsvError(
+        f'{path}: no ncu CSV header (a row starting with the "ID" and "Kernel Name" columns) '
+        f"in the first {_SNIFF_BYTES >> 20} MiB: this is not an ncu CSV export; export with "
+        "`ncu --csv --page raw` or `--page details`"
+    )
+
+
+def _read_table(
+    source: str | io.BytesIO, encoding: str, columns: list[str], where: _Where
+) -> pd.DataFrame:
+    """All ``columns`` as strings; pyarrow's fast reader, pandas' when rows are ragged or odd."""
+    try:
+        table = pacsv.read_csv(
+            source,
+            read_options=pacsv.ReadOptions(encoding="utf8" if "8" in encoding else encoding),
+            convert_options=pacsv.ConvertOptions(
+                include_columns=columns,
+                column_types={c: pa.string() for c in columns},
+                strings_can_be_null=False,
+                quoted_strings_can_be_null=False,
+            ),
+        )
+        return table.to_pandas()
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, UnicodeError):
+        pass  # short rows, embedded newlines, bytes that are not UTF-8: the tolerant reader
+    if isinstance(source, io.BytesIO):
+        source.seek(0)
+    try:
+        frame = pd.read_csv(
+            source,
+            usecols=columns,
+            dtype=str,
+            keep_default_na=False,
+            na_filter=False,
+            index_col=False,
+            encoding=encoding,
+            encoding_errors="replace",
+            engine="c",
+        )
+    except (pd.errors.ParserError, ValueError) as err:
+        raise where.error(
+            f"not readable as an ncu CSV export ({err}); re-export it with `ncu --csv`"
+        ) from err
+    return frame.fillna("")
+
+
+_NUMBER = r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$"
+
+
+def _numbers(text: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """ncu value text -> floats (thousands separators, n/a -> NaN) and a mask of non-numbers."""
+    arr = pa.array(text.astype(str), type=pa.large_string())
+    arr = pc.replace_substring(pc.replace_substring(arr, ",", ""), "\u202f", "")
+    arr = pc.utf8_trim_whitespace(arr)
+    missing = pc.is_in(pc.utf8_lower(arr), value_set=pa.array(_NA_TEXT, pa.large_string()))
+    number = pc.match_substring_regex(arr, _NUMBER)
+    values = pc.cast(pc.if_else(number, arr, pa.scalar(None, pa.large_string())), pa.float64())
+    bad = pc.invert(pc.or_(missing, number))
+    return values.to_numpy(zero_copy_only=False), bad.to_numpy(zero_copy_only=False)
+
+
+def _launch_ids(ids: pd.Series, where: _Where) -> tuple[np.ndarray, np.ndarray]:
+    """Launch code of each row (order of first appearance) and the ncu ID of each code."""
+    codes, uniques = pd.factorize(ids)
+    numbers = pd.to_numeric(pd.Series(uniques).str.strip(), errors="coerce").to_numpy(float)
+    bad = np.isnan(numbers) | (numbers != np.round(numbers))
+    if bad.any():
+        first = np.flatnonzero(bad)[0]
+        raise where.error(
+            f"ID {uniques[first]!r} is not a launch number: keep ncu's ID column and remove "
+            "lines that are not part of the export",
+            ids.index[np.argmax(codes == first)],
+        )
+    merged, launches = pd.factorize(numbers.astype(np.int64))  # " 0" and "0" are one launch
+    return merged[codes], np.asarray(launches, dtype=np.int64)
+
+
+def _first_rows(codes: np.ndarray, n: int) -> np.ndarray:
+    """Position of the first row of each of ``n`` codes."""
+    first = np.empty(n, dtype=np.int64)
+    first[codes[::-1]] = np.arange(len(codes))[::-1]
+    return first
+
+
+def _codes(frame: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray]:
+    """Integer codes and uniques of a text column ("" everywhere when the column is absent)."""
+    if column not in frame:
+        return np.zeros(len(frame), dtype=np.int64), np.array([""], dtype=object)
+    codes, uniques = pd.factorize(frame[column])
+    return codes.astype(np.int64), np.asarray(uniques, dtype=object)
+
+
+def _factor(unit: str, metric: str, where: _Where, row: Callable[[], int]) -> float:
+    """``si_factor`` with the file and line (computed only on error) in the message."""
+    try:
+        return si_factor(unit, metric)
+    except UnitError as err:
+        raise where.error(f"{err}", row()) from err
+
+
+def _read_wide(source, encoding: str, header: list[str], where: _Where) -> pd.DataFrame:
+    metrics = [c for c in header if "__" in c and (is_kept_metric(c) or c in _DIMS)]
+    ident = [c for c in _IDENT_SOURCE if c in header]
+    frame = _read_table(source, encoding, [*ident, *metrics], where)
+    if frame.empty:
+        raise where.error("no units row and no launches: ncu profiled no kernel")
+    if frame["ID"].iloc[0].strip():
+        raise where.error(
+            "the second row holds values, not units: this wide export has no units row, so the "
+            "values cannot be converted; re-export with `ncu --csv --page raw`, which writes the "
+            "units row, or add `--print-units base`",
+            frame.index[0],
+        )
+    units = frame.iloc[0]
+    data = frame.iloc[1:]
+    log = data["ID"].str.startswith("==").to_numpy()
+    if log.any():
+        data = data[~log]
+    if data.empty:
+        raise where.error("no launches after the units row: ncu profiled no kernel")
+    index = data.index.to_numpy()
+    codes, launches = _launch_ids(data["ID"], where)
+    columns: dict[str, np.ndarray] = {}
+    unit_line = int(frame.index[0])
+    for metric in metrics:
+        if metric == _DISPLAY_NAME:
+            continue
+        values, bad = _numbers(data[metric])
+        if bad.any():
+            if metric.startswith("device__attribute_"):
+                continue  # a string-valued device attribute: not a number to keep
+            pos = int(np.argmax(bad))
+            raise where.error(
+                f"metric {metric!r} has the value {data[metric].iloc[pos]!r}, not a number: fix "
+                "or re-export the file",
+                index[pos],
+            )
+        columns[metric] = values * _factor(units[metric].strip(), metric, where, lambda: unit_line)
+    values = pd.DataFrame(columns)
+    rows = _first_rows(codes, len(launches))
+    if len(rows) != len(codes):
+        spread = values.groupby(codes).nunique(dropna=False).max(axis=1).to_numpy()
+        if (spread > 1).any():
+            code = int(np.argmax(spread > 1))
+            raise where.error(
+                f"launch ID {launches[code]} appears twice with different values: the file "
+                "concatenates several exports; split it so each launch ID appears once",
+                index[np.flatnonzero(codes == code)[1]],
+            )
+    ident_frame = pd.DataFrame(
+        {c: np.asarray(data[c].iloc[rows], dtype=object) for c in ident if c != "ID"}
+    )
+    names = data[_DISPLAY_NAME].iloc[rows] if _DISPLAY_NAME in data else None
+    per_launch = values.iloc[rows].reset_index(drop=True)
+    return _assemble(ident_frame, launches, per_launch, names, "ncu-csv-raw", where)
+
+
+def _long_metric(section: str, body: str, name: str) -> str:
+    """The ncu metric a long-format row holds, or "" when it is an unknown display label."""
+    if "__" in name:
+        return name.strip()
+    if "Roofline" in section:
+        kind = "achieved" if "Achieved Value" in body else "roofline" if "Roofline" in body else ""
+        return ROOFLINE_CHART_LABELS.get((kind, name.strip()), "")
+    return DETAILS_LABELS.get((section.strip(), name.strip()), "")
+
+
+def _read_long(source, encoding: str, header: list[str], where: _Where) -> pd.DataFrame:
+    frame = _read_table(source, encoding, [c for c in _LONG_COLUMNS if c in header], where)
+    log = frame["ID"].str.startswith("==").to_numpy()
+    if log.any():
+        frame = frame[~log]
+    if frame.empty:
+        raise where.error("the export holds no rows: ncu profiled no kernel")
+    index = frame.index.to_numpy()
+    codes, launches = _launch_ids(frame["ID"], where)
+    n_launch = len(launches)
+
+    # One code per (section, body item, metric name) combination: labels are mapped once each.
+    (sec, sec_u), (body, body_u), (name, name_u) = (
+        _codes(frame, c) for c in ("Section Name", "Body Item Label", "Metric Name")
+    )
+    nb, nn = len(body_u), len(name_u)
+    combo_codes, combos = pd.factorize((sec * nb + body) * nn + name)
+    triples = [(sec_u[k // (nb * nn)], body_u[(k // nn) % nb], name_u[k % nn]) for k in combos]
+    mapped = [_long_metric(s, b, m) for s, b, m in triples]
+    named = [t for t in triples if t[2].strip()]
+    if "Body Item Label" in header and named and all("Roofline" in t[0] for t in named):
+        source_format = "ncu-csv-roofline-section"
+    elif named and all("__" in t[2] for t in named):
+        source_format = "nersc-long" if "Kernel Time" in header else "ncu-csv-long"
+    else:
+        source_format = "ncu-csv-details"
+    metric_names = sorted({m for m in mapped if m and (is_kept_metric(m) or m in _DIMS)})
+    position = {m: i for i, m in enumerate(metric_names)}
+    metric_of_combo = np.array([position.get(m, -1) for m in mapped], dtype=np.int64)
+    raw_of_combo = np.array(["__" in t[2] for t in triples], dtype=bool)
+    metric_id = metric_of_combo[combo_codes]
+
+    display_id = position.get(_DISPLAY_NAME, -2)
+    at = np.flatnonzero(metric_id == display_id)
+    display = pd.Series(np.asarray(frame["Metric Value"].iloc[at].str.strip(), dtype=object))
+    display_names = display.groupby(codes[at]).first().reindex(range(n_launch))
+
+    sel = np.flatnonzero((metric_id >= 0) & (metric_id != display_id))
+    values, bad = _numbers(frame["Metric Value"])
+    values, bad, mid = values[sel], bad[sel], metric_id[sel]
+    attribute = np.array([m.startswith("device__attribute_") for m in metric_names], dtype=bool)
+    if len(sel) and (bad & ~attribute[mid]).any():
+        pos = sel[np.argmax(bad & ~attribute[mid])]
+        raise where.error(
+            f"metric {metric_names[metric_id[pos]]!r} has the value "
+            f"{frame['Metric Value'].iloc[pos]!r}, not a number: fix or re-export the file",
+            index[pos],
+        )
+    unit, unit_u = _codes(frame, "Metric Unit")
+    pair_codes, pairs = pd.factorize(mid * len(unit_u) + unit[sel])
+    factors = np.empty(len(pairs))
+    for i, pair in enumerate(pairs):
+        metric, text = metric_names[pair // len(unit_u)], str(unit_u[pair % len(unit_u)]).strip()
+        factors[i] = _factor(
+            text, metric, where, lambda i=i: index[sel[np.argmax(pair_codes == i)]]
+        )
+    si = values * factors[pair_codes]
+    si[bad] = np.nan  # string-valued device attributes
+
+    table = np.full((n_launch, len(metric_names)), np.nan)
+    is_raw = raw_of_combo[combo_codes[sel]]
+    for prefer in (False, True):  # display-label rows first: raw metric rows overwrite them
+        pick = np.flatnonzero(is_raw == prefer)
+        key = codes[sel[pick]].astype(np.int64) * len(metric_names) + mid[pick]
+        first = _deduplicate(key, si[pick], index[sel[pick]], metric_names, launches, where)
+        found = first.notna().to_numpy()
+        table.flat[first.index.to_numpy()[found]] = first.to_numpy()[found]
+
+    rows = _first_rows(codes, n_launch)
+    ident = {}
+    for column in _IDENT_SOURCE:
+        if column in frame and column != "ID":
+            col_codes, uniques = _codes(frame, column)
+            ident[column] = uniques[col_codes[rows]]
+            if column == "Kernel Name":
+                _check_kernels(codes, col_codes, uniques, launches, index, where)
+    per_launch = pd.DataFrame(table, columns=metric_names)
+    return _assemble(pd.DataFrame(ident), launches, per_launch, display_names, source_format, where)
+
+
+def _deduplicate(key, values, rows, metric_names, launches, where: _Where) -> pd.Series:
+    """First non-NaN value per key; refuse (launch, metric) pairs given twice, differently."""
+    grouped = pd.Series(values).groupby(key, sort=False)
+    first = grouped.first()
+    if len(first) == len(key):
+        return first
+    low, high = grouped.min().to_numpy(), grouped.max().to_numpy()
+    conflict = high - low > 1e-9 * np.maximum(np.abs(low), np.abs(high))
+    if conflict.any():
+        bad_key = first.index[np.argmax(conflict)]
+        launch = launches[bad_key // len(metric_names)]
+        metric = metric_names[bad_key % len(metric_names)]
+        raise where.error(
+            f"launch ID {launch} gives metric {metric!r} twice with different values: the file "
+            "concatenates several exports or runs; split it so each launch ID appears once",
+            rows[np.flatnonzero(key == bad_key)[1]],
+        )
+    return first
+
+
+def _check_kernels(codes, kernel_codes, kernels, launches, index, where: _Where) -> None:
+    """Refuse launch IDs that name two kernels (concatenated exports)."""
+    width = int(kernel_codes.max()) + 1
+    pairs = codes.astype(np.int64) * width + kernel_codes
+    if len(pd.unique(pairs)) == len(launches):
+        return
+    pairs = np.unique(pairs)
+    ids = pairs // width
+    twice = np.flatnonzero(np.diff(ids) == 0)[0]
+    code, a, b = ids[twice], pairs[twice] % width, pairs[twice + 1] % width
+    row = index[np.argmax((codes == code) & (kernel_codes == b))]
+    raise where.error(
+        f"launch ID {launches[code]} names two kernels ({kernels[a]!r} and {kernels[b]!r}): the "
+        "file concatenates several exports; split it so each launch ID appears once",
+        row,
+    )
+
+
+def _dims(values: pd.DataFrame, what: str) -> pd.Series:
+    """Grid or block text "(x, y, z)" from ``launch__<what>_dim_*`` where all three exist."""
+    cols = [f"launch__{what}_dim_{a}" for a in "xyz"]
+    if not all(c in values for c in cols):
+        return pd.Series("", index=values.index)
+    dims = values[cols]
+    text = dims.map(lambda v: "" if np.isnan(v) else f"{v:.0f}")
+    out = "(" + text[cols[0]] + ", " + text[cols[1]] + ", " + text[cols[2]] + ")"
+    return out.where(dims.notna().all(axis=1), "")
+
+
+def _assemble(ident, launches, values, display_names, source_format, where) -> pd.DataFrame:
+    """The raw launch frame from per-launch identity text, launch numbers and SI values."""
+    ident = ident.reset_index(drop=True).rename(columns=_IDENT_SOURCE)
+    out = pd.DataFrame(index=range(len(launches)))
+    for column in IDENTITY_COLUMNS:
+        out[column] = ident[column].astype(str).str.strip() if column in ident else ""
+    out["launch"] = launches
+    out["source_format"] = source_format
+    device = out["device"].where(~out["device"].str.fullmatch(r"\d*"), "")
+    if display_names is not None:
+        names = pd.Series(display_names).reset_index(drop=True).fillna("").astype(str).str.strip()
+        device = names.where(names != "", device)
+    out["device"] = device
+    for what in ("grid", "block"):
+        out[what] = out[what].where(out[what] != "", _dims(values, what))
+    major = values.get("device__attribute_compute_capability_major")
+    minor = values.get("device__attribute_compute_capability_minor")
+    if major is not None and minor is not None:
+        cc = major.map(lambda v: f"{v:.0f}") + "." + minor.map(lambda v: f"{v:.0f}")
+        cc = cc.where(major.notna() & minor.notna(), "")
+        out["compute_capability"] = out["compute_capability"].where(
+            out["compute_capability"] != "", cc
+        )
+    text = [c for c in IDENTITY_COLUMNS if c not in ("launch", "source_format")]
+    if out[text].apply(lambda s: s.str.contains("\ufffd", regex=False)).any().any():
+        warnings.warn(
+            f"{where.path}: bytes that are not UTF-8 were replaced by U+FFFD in kernel or device "
+            "names; re-export the CSV from the report if the names matter",
+            NcuCsvWarning,
+            stacklevel=4,
+        )
+    metrics = sorted(c for c in values.columns if c not in _DIMS or is_kept_metric(c))
+    out = pd.concat([out, values[metrics].astype(float)], axis=1)
+    return out.sort_values("launch", kind="stable").reset_index(drop=True)

@@ -1,0 +1,623 @@
+"""Report stage: kernels + ceilings + diagnostics -> one offline HTML summary and a page per app.
+
+Pure functions build the chart (:func:`roofline_chart`) and the pages (:func:`summary_html`,
+:func:`app_html`); :func:`write_report` is the only one touching files. Pages inline the Vega
+bundle once and make no network request. Kernel names are data: every text is HTML-escaped and
+every embedded JSON has ``<`` escaped, so a name cannot close a tag or open a script.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import json
+import math
+import os
+import re
+import sys
+import tempfile
+import urllib.parse
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from roofline.metrics import COMPUTE_CLASSES, MEMORY_LEVELS
+from roofline.schemas import conform, read_table
+
+WIDTH, HEIGHT = 760, 460
+FONT = 11
+CHAR_PX = 6.0  # mean glyph width of an 11 px sans-serif label
+TOP_N_DEFAULT = 200
+# Okabe-Ito, yellow last: distinguishable with the common colour-vision deficiencies.
+PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000", "#F0E442"]
+ROOF_COLOUR = "#555555"
+LEVEL_LABEL = {"dram": "DRAM", "l2": "L2", "l1": "L1", "shared": "Shared"}
+LEVEL_DASH = {"dram": [1, 0], "l2": [8, 3], "l1": [3, 2], "shared": [8, 2, 2, 2]}
+LEVEL_SIZE = {"dram": 130, "l2": 80, "l1": 45, "shared": 25}
+CLASS_LABEL = {
+    "fp64": "FP64", "fp32": "FP32", "fp16": "FP16", "tensor_fp64": "Tensor FP64",
+    "tensor_tf32": "Tensor TF32", "tensor_fp16": "Tensor FP16", "tensor_bf16": "Tensor BF16",
+    "tensor_fp8": "Tensor FP8", "tensor_int8": "Tensor INT8",
+}
+CLASS_SHAPE = dict(zip(COMPUTE_CLASSES, [
+    "square", "circle", "triangle-up", "diamond", "cross", "triangle-down", "triangle-right",
+    "triangle-left", "M-1,-1L1,-1L0,1Z",
+]))
+MEASURED, PREDICTED = "measured", "predicted at roof (what-if, no duration)"
+ALL = "(all)"
+APP_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
+
+
+# -- formatting ------------------------------------------------------------------------------------
+
+
+def si(value: float, unit: str) -> str:
+    """``value`` with a decimal SI prefix and 3 significant digits, e.g. ``1.56 TB/s``."""
+    if value is None or not np.isfinite(value):
+        return "–"
+    for factor, prefix in ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= factor:
+            return f"{value / factor:.3g} {prefix}{unit}"
+    return f"{value:.3g} {unit}"
+
+
+def _pct(value: float) -> str:
+    return f"{value:.1f} %" if np.isfinite(value) else "–"
+
+
+def _num(value: float) -> str:
+    return f"{value:.3g}" if np.isfinite(value) else "–"
+
+
+# -- chart geometry --------------------------------------------------------------------------------
+
+
+class _Frame:
+    """Data <-> pixel mapping of a log-log plot with a fixed domain (``nice=False``)."""
+
+    def __init__(self, x: tuple[float, float], y: tuple[float, float]):
+        self.x, self.y = x, y
+        self.lx = (math.log10(x[0]), math.log10(x[1]))
+        self.ly = (math.log10(y[0]), math.log10(y[1]))
+        self.ppx = WIDTH / (self.lx[1] - self.lx[0])  # pixels per decade
+        self.ppy = HEIGHT / (self.ly[1] - self.ly[0])
+        self.theta = math.atan2(self.ppy, self.ppx)  # on-screen angle of a slope-1 roof
+
+    def px(self, x: float, y: float) -> tuple[float, float]:
+        return (math.log10(x) - self.lx[0]) * self.ppx, (self.ly[1] - math.log10(y)) * self.ppy
+
+    def data(self, px: float, py: float) -> tuple[float, float]:
+        return 10 ** (self.lx[0] + px / self.ppx), 10 ** (self.ly[1] - py / self.ppy)
+
+
+def _decades(values: Sequence[float], pad: float, span: int = 3) -> tuple[float, float]:
+    values = [v for v in values if np.isfinite(v) and v > 0] or [1.0]
+    lo = math.floor(math.log10(min(values) / pad))
+    hi = math.ceil(math.log10(max(values) * pad))
+    if hi - lo < span:
+        lo -= (span - (hi - lo)) // 2
+        hi = lo + span
+    return 10.0**lo, 10.0**hi
+
+
+def _selected(ceilings: pd.DataFrame, device: str) -> dict[tuple[str, str], tuple[float, str]]:
+    """(kind, name) -> (value, source) of the selected ceilings of ``device``.
+
+    Several apps on one device may select different report values; the largest is drawn and
+    the source says so.
+    """
+    rows = ceilings[(ceilings["device"] == device) & ceilings["selected"] & (ceilings["value"] > 0)]
+    rows = rows.drop_duplicates(["kind", "name", "value", "source"])
+    out = {}
+    for (kind, name), group in rows.groupby(["kind", "name"]):
+        best = group.loc[group["value"].idxmax()]
+        source = str(best["source"]) + (f", max of {len(group)}" if len(group) > 1 else "")
+        out[(kind, name)] = (float(best["value"]), source)
+    return out
+
+
+def _used_classes(kernels: pd.DataFrame) -> list[str]:
+    used = {c for c in COMPUTE_CLASSES if (pd.to_numeric(kernels[f"flop_{c}"], errors="coerce") > 0).any()}
+    used |= set(kernels["compute_class"]) & set(COMPUTE_CLASSES)
+    return [c for c in COMPUTE_CLASSES if c in used]
+
+
+def plot_points(kernels: pd.DataFrame) -> pd.DataFrame:
+    """One row per kernel that can be placed on the chart, with the fields the chart needs.
+
+    ``y`` is the achieved performance, or the attainable (predicted) one when the kernel has no
+    measured duration; ``rank`` orders kernels by GPU time (predicted time for what-if rows).
+    """
+    k = kernels.reset_index(drop=True)
+    measured = np.isfinite(k["performance"]) & (k["performance"] > 0)
+    y = k["performance"].where(measured, k["attainable"])
+    ai = k[[f"ai_{lv}" for lv in MEMORY_LEVELS]]
+    ok = np.isfinite(y) & (y > 0) & (np.isfinite(ai) & (ai > 0)).any(axis=1)
+    time = k["duration_s"].where(np.isfinite(k["duration_s"]), k["predicted_duration_s"])
+    out = pd.DataFrame(
+        {
+            "kid": np.arange(len(k)),
+            "kernel": k["kernel"], "kernel_short": k["kernel_short"], "app": k["app"],
+            "compute_class": k["compute_class"], "bound": k["bound"], "launches": k["launches"],
+            "time_share": k["time_share"], "duration_s": k["duration_s"],
+            **{f"ai_{lv}": k[f"ai_{lv}"].where(k[f"ai_{lv}"] > 0) for lv in MEMORY_LEVELS},
+            "y": y, "achieved": k["performance"].where(measured), "attainable": k["attainable"],
+            "roof_pct": k["roof_pct"], "ceiling_source": k["ceiling_source"],
+            "timing": np.where(measured, MEASURED, PREDICTED), "note": k["note"],
+            "rank": time.rank(ascending=False, method="first", na_option="bottom").astype(int),
+        }
+    )
+    return out[ok.to_numpy()].reset_index(drop=True)
+
+
+def _place(lines: list[float], texts: list[str], gap: float = FONT + 3) -> list[tuple[str, float, int]]:
+    """Place one label per parallel line on a 1-D axis (pixels, down positive) without overlap.
+
+    Lines are sorted top first. Each label goes above its line, else below it, else it is merged
+    into the previous label. Returns (text, line position, side) with side -1 above, +1 below.
+    """
+    taken: list[tuple[float, float]] = []
+    placed: list[list] = []
+    for i, (pos, text) in enumerate(zip(lines, texts)):
+        others = [(p - 1, p + 1) for j, p in enumerate(lines) if j != i]
+        for side in (-1, 1):
+            lo, hi = (pos - gap, pos - 2) if side < 0 else (pos + 2, pos + gap)
+            if not any(lo < b and a < hi for a, b in taken + others):
+                taken.append((lo, hi))
+                placed.append([text, pos, side])
+                break
+        else:
+            if placed:
+                placed[-1][0] += " · " + text
+            else:
+                placed.append([text, pos, -1])
+    return [tuple(p) for p in placed]
+
+
+def _roof_layers(
+    roofs: dict[tuple[str, str], tuple[float, str]], classes: list[str], frame: _Frame
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Roof segments, their labels and the ridge points, in data coordinates."""
+    compute = sorted(((roofs[("compute", c)], c) for c in classes if ("compute", c) in roofs), reverse=True)
+    memory = sorted(((roofs[("memory", lv)], lv) for lv in MEMORY_LEVELS if ("memory", lv) in roofs), reverse=True)
+    (x_lo, x_hi), (y_lo, _) = frame.x, frame.y
+    top = compute[0][0][0] if compute else None
+    widest = memory[0][0][0] if memory else None
+    segments, labels, ridges = [], [], []
+    for (value, source), name in compute:
+        text = f"{CLASS_LABEL[name]} {si(value, 'FLOP/s')} ({source})"
+        x0 = max(x_lo, value / widest) if widest else x_lo
+        segments.append({"x": x0, "x2": x_hi, "y": value, "y2": value, "style": "compute", "roof": text})
+    ys = [frame.px(x_hi, v)[1] for (v, _), _ in compute]
+    for text, pos, side in _place(ys, [s["roof"] for s in segments]):
+        px, py = WIDTH - 4, pos + (-3 if side < 0 else 3)
+        x, y = frame.data(px, py)
+        labels.append({"x": x, "y": y, "text": text, "angle": 0, "align": "right",
+                       "baseline": "bottom" if side < 0 else "top"})
+    sloped, offsets = [], []
+    cos, sin = math.cos(frame.theta), math.sin(frame.theta)
+    for (beta, source), level in memory:
+        x0 = max(x_lo, y_lo / beta)
+        x1 = top / beta if top else x_hi
+        text = f"{LEVEL_LABEL[level]} {si(beta, 'B/s')} ({source})"
+        segments.append({"x": x0, "x2": x1, "y": beta * x0, "y2": beta * x1, "style": level, "roof": text})
+        sloped.append((x0, beta, text))
+        # Perpendicular pixel offset of parallel slope-1 lines: top line first.
+        offsets.append(-math.log10(beta) * frame.ppy * cos)
+        for (pi, _), name in compute:
+            ridges.append({"x": pi / beta, "y": pi,
+                           "ridge": f"ridge {CLASS_LABEL[name]} / {LEVEL_LABEL[level]}: {pi / beta:.3g} FLOP/B"})
+    by_text = {t: (x0, beta) for x0, beta, t in sloped}
+    for text, _, side in _place(offsets, [t for _, _, t in sloped]):
+        x0, beta = by_text[text.split(" · ")[0]]
+        sx, sy = frame.px(x0, beta * x0)
+        along, perp = 12.0, 3.0 * side
+        px = sx + along * cos - perp * sin
+        py = sy - along * sin + perp * cos
+        x, y = frame.data(px, py)
+        labels.append({"x": x, "y": y, "text": text, "angle": (360 - math.degrees(frame.theta)) % 360,
+                       "align": "left", "baseline": "bottom" if side < 0 else "top"})
+    return pd.DataFrame(segments), pd.DataFrame(labels), pd.DataFrame(ridges, columns=["x", "y", "ridge"])
+
+
+def _domain(points: pd.DataFrame, roofs: dict, classes: list[str]) -> _Frame:
+    compute = [roofs[("compute", c)][0] for c in classes if ("compute", c) in roofs]
+    memory = [v for (kind, _), (v, _) in roofs.items() if kind == "memory"]
+    ridges = [p / b for p in compute for b in memory]
+    ai = points[[f"ai_{lv}" for lv in MEMORY_LEVELS]].to_numpy().ravel()
+    xs = [*ai[np.isfinite(ai)], *ridges]
+    ys = [*points["y"], *compute]
+    x_dom, y_dom = _decades(xs, 10), _decades(ys, 3)
+    frame = _Frame(x_dom, y_dom)
+    # Leave room for a sloped label between the left edge and the lowest ridge.
+    for _ in range(3):
+        need = 180 * math.cos(frame.theta) / frame.ppx
+        if not ridges or math.log10(min(ridges) / frame.x[0]) >= need:
+            break
+        frame = _Frame((frame.x[0] / 10, frame.x[1]), frame.y)
+    return frame
+
+
+def _axis_values(lo: float, hi: float) -> list[float]:
+    return [10.0**e for e in range(round(math.log10(lo)), round(math.log10(hi)) + 1)]
+
+
+def roofline_chart(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str) -> alt.LayerChart:
+    """Hierarchical roofline of one device: roofs, ridge points and one point per kernel and level.
+
+    Each kernel appears once per memory level with the same performance and that level's
+    intensity. Inputs (bound params) switch the colour between app and bound, filter by app,
+    compute class and bound, and keep the top N kernels by GPU time; a click highlights a kernel.
+    """
+    on_device = kernels[kernels["device"] == device]
+    points = plot_points(on_device)
+    roofs = _selected(ceilings, device)
+    classes = _used_classes(on_device)
+    frame = _domain(points, roofs, classes)
+    segments, labels, ridges = _roof_layers(roofs, classes, frame)
+
+    def xy(x: str, y: str, axis: bool = False) -> dict:
+        x_axis = alt.Axis(format="~s", values=_axis_values(*frame.x), grid=True,
+                          labelExpr="datum.value < 1 ? format(datum.value, '~g') : format(datum.value, '~s')")
+        return {
+            "x": alt.X(x, type="quantitative", scale=alt.Scale(type="log", domain=list(frame.x), nice=False),
+                       axis=x_axis if axis else None, title="Arithmetic intensity [FLOP/B]"),
+            "y": alt.Y(y, type="quantitative", scale=alt.Scale(type="log", domain=list(frame.y), nice=False),
+                       axis=alt.Axis(format="~s", values=_axis_values(*frame.y)) if axis else None,
+                       title="Performance [FLOP/s]"),
+        }
+
+    styles = ["compute", *MEMORY_LEVELS]
+    roof_rules = alt.Chart(segments).mark_rule(color=ROOF_COLOUR, strokeWidth=1.6, clip=True).encode(
+        **xy("x", "y", axis=True), x2="x2:Q", y2="y2:Q",
+        strokeDash=alt.StrokeDash("style:N", scale=alt.Scale(domain=styles, range=[[1, 0], *LEVEL_DASH.values()]),
+                                  legend=None),
+        tooltip=alt.Tooltip("roof:N", title="roof"),
+    )
+    layers = [roof_rules]
+    for (align, baseline, angle), group in labels.groupby(["align", "baseline", "angle"]):
+        layers.append(alt.Chart(group).mark_text(
+            align=align, baseline=baseline, angle=float(angle), fontSize=FONT, color="#333333", clip=True,
+        ).encode(**xy("x", "y"), text="text:N"))
+    layers.append(alt.Chart(ridges).mark_point(shape="diamond", size=30, filled=True, color=ROOF_COLOUR).encode(
+        **xy("x", "y"), tooltip=alt.Tooltip("ridge:N", title="ridge point")))
+
+    n = max(len(points), 1)
+    colour_by = alt.param(name="colour_by", value="bound",
+                          bind=alt.binding_radio(options=["bound", "app"], name="colour by "))
+    filters = {
+        field: alt.param(name=f"{field}_filter", value=ALL, bind=alt.binding_select(
+            options=[ALL, *sorted(points[field].unique())], name=f"{label} "))
+        for field, label in (("app", "app"), ("compute_class", "compute class"), ("bound", "bound"))
+    }
+    top_n = alt.param(name="top_n", value=min(n, TOP_N_DEFAULT),
+                      bind=alt.binding_range(min=1, max=n, step=1, name="top N kernels by GPU time "))
+    pick = alt.selection_point(name="pick", fields=["kid"], on="click", clear="dblclick")
+    test = " && ".join(f"({p.name} == '{ALL}' || datum.{f} == {p.name})" for f, p in filters.items())
+    levels = [lv for lv in MEMORY_LEVELS if points[f"ai_{lv}"].notna().any()] or ["dram"]
+    base = (
+        alt.Chart(points)
+        .transform_filter(f"{test} && datum.rank <= top_n")
+        .transform_fold([f"ai_{lv}" for lv in levels], as_=["level_key", "ai"])
+        .transform_filter("isValid(datum.ai) && datum.ai > 0")
+        .transform_calculate(
+            level=" : ".join(f"datum.level_key == 'ai_{lv}' ? '{LEVEL_LABEL[lv]}'" for lv in levels) + " : ''",
+            colour="colour_by == 'app' ? datum.app : datum.bound",
+        )
+    )
+    layers.append(base.mark_line(color="#999999", clip=True).encode(
+        **xy("ai", "y"), detail="kid:N", order="ai:Q",
+        strokeWidth=alt.condition(pick, alt.value(2.0), alt.value(0.5), empty=False),
+        opacity=alt.condition(pick, alt.value(0.6), alt.value(0.15)),
+    ))
+    colour_scale = alt.Scale(range=PALETTE)
+    legend = alt.Legend(labelLimit=300, symbolLimit=40)
+    tooltip = [
+        alt.Tooltip("kernel_short:N", title="kernel"), alt.Tooltip("kernel:N", title="full name"),
+        alt.Tooltip("app:N"), alt.Tooltip("launches:Q"), alt.Tooltip("time_share:Q", format=".1%", title="time share"),
+        alt.Tooltip("level:N", title="this point"),
+        *[alt.Tooltip(f"ai_{lv}:Q", format=".3~g", title=f"intensity {LEVEL_LABEL[lv]} [FLOP/B]") for lv in levels],
+        alt.Tooltip("achieved:Q", format=".3~s", title="achieved [FLOP/s]"),
+        alt.Tooltip("attainable:Q", format=".3~s", title="attainable [FLOP/s]"),
+        alt.Tooltip("timing:N", title="plotted"), alt.Tooltip("bound:N"),
+        alt.Tooltip("roof_pct:Q", format=".1f", title="% of roof"),
+        alt.Tooltip("ceiling_source:N", title="ceiling source"), alt.Tooltip("note:N"),
+    ]
+    used_shapes = [c for c in COMPUTE_CLASSES if c in set(points["compute_class"])] or ["fp32"]
+    layers.append(base.mark_point(filled=False, strokeWidth=1.5, clip=True).encode(
+        **xy("ai", "y"),
+        color=alt.Color("colour:N", scale=colour_scale, legend=legend.copy(), title="colour"),
+        fill=alt.Color("colour:N", scale=colour_scale, legend=None),
+        fillOpacity=alt.FillOpacity("timing:N", scale=alt.Scale(domain=[MEASURED, PREDICTED], range=[0.75, 0.0]),
+                                    legend=alt.Legend(labelLimit=300, title="point")),
+        shape=alt.Shape("compute_class:N", title="compute class", legend=legend.copy(), scale=alt.Scale(
+            domain=used_shapes, range=[CLASS_SHAPE[c] for c in used_shapes])),
+        size=alt.Size("level:N", title="memory level", scale=alt.Scale(
+            domain=[LEVEL_LABEL[lv] for lv in levels], range=[LEVEL_SIZE[lv] for lv in levels])),
+        strokeWidth=alt.condition(pick, alt.value(3.0), alt.value(1.5), empty=False),
+        opacity=alt.condition(pick, alt.value(0.95), alt.value(0.15)),
+        tooltip=tooltip,
+    ).add_params(pick))
+    sources = sorted({s for _, s in roofs.values()})
+    return (
+        alt.layer(*layers)
+        .add_params(colour_by, *filters.values(), top_n)
+        .properties(width=WIDTH, height=HEIGHT, title=alt.Title(
+            device, subtitle=f"{len(points)} kernels plotted; ceilings: {', '.join(sources) or 'none'}; "
+            "click a kernel to highlight its levels, double-click to clear"))
+        .configure_axis(labelFontSize=FONT, titleFontSize=12)
+        .configure_legend(labelFontSize=FONT)
+    )
+
+
+# -- pages -----------------------------------------------------------------------------------------
+
+CSS = """
+body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:1.5em;color:#222;max-width:1400px}
+h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.6em;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;font-size:13px}th,td{border-bottom:1px solid #e4e4e4;padding:3px 8px;text-align:left}
+th{background:#f4f4f4;position:sticky;top:0}td.n{text-align:right;font-variant-numeric:tabular-nums}
+.kname{max-width:32em;overflow:hidden;text-overflow:ellipsis;white-space:nowrap;font-family:monospace}
+.note{color:#555;font-size:12px}.error{color:#a40000}.warning{color:#8a5a00}
+.chart{margin:.5em 0}.chart form,.vega-bindings{font-size:13px}.vega-bind{display:inline-block;margin-right:1.2em}
+.meta{color:#555}
+"""
+
+TABLE_COLUMNS = ["#", "kernel", "app", "device", "launches", "time share", "GPU time", "bound", "% of roof",
+                 "achieved", "attainable", "AI at binding level [FLOP/B]", "ceiling source", "priority", "note"]
+
+
+def _e(text: object) -> str:
+    return html.escape("" if text is None or (isinstance(text, float) and not np.isfinite(text)) else str(text),
+                       quote=True)
+
+
+def _json(obj: object) -> str:
+    """JSON safe inside a <script> element: no ``</`` or ``<!--`` can appear."""
+    return json.dumps(obj, allow_nan=False).replace("<", "\\u003c")
+
+
+def _app_href(app: str, prefix: str) -> str:
+    return prefix + urllib.parse.quote(f"{app}.html")
+
+
+def _binding_ai(row: pd.Series) -> float:
+    level = row["binding_level"]
+    return row.get(f"ai_{level}", np.nan) if level in MEMORY_LEVELS else np.nan
+
+
+def kernel_table(kernels: pd.DataFrame) -> pd.DataFrame:
+    """The kernels of the page in priority order, as raw values in the shown table's columns."""
+    k = kernels.sort_values(["priority", "duration_s"], ascending=False, na_position="last").reset_index(drop=True)
+    measured = np.isfinite(k["performance"])
+    return pd.DataFrame({
+        "#": np.arange(1, len(k) + 1), "kernel": k["kernel_short"], "app": k["app"], "device": k["device"],
+        "launches": k["launches"], "time share": k["time_share"], "GPU time": k["duration_s"], "bound": k["bound"],
+        "% of roof": k["roof_pct"], "achieved": k["performance"],
+        "attainable": k["attainable"], "AI at binding level [FLOP/B]": k.apply(_binding_ai, axis=1) if len(k) else [],
+        "ceiling source": k["ceiling_source"], "priority": k["priority"], "note": k["note"],
+        "kernel (full name)": k["kernel"], "predicted": ~measured & np.isfinite(k["attainable"]),
+    })
+
+
+def _table_html(table: pd.DataFrame, app_prefix: str | None) -> str:
+    head = "".join(f"<th>{_e(c)}</th>" for c in TABLE_COLUMNS)
+    rows = []
+    for v in table.to_dict("records"):
+        app = _e(v["app"])
+        app_cell = f'<a href="{_e(_app_href(v["app"], app_prefix))}">{app}</a>' if app_prefix is not None else app
+        achieved = si(v["achieved"], "FLOP/s") if not v["predicted"] else "– (what-if)"
+        attainable = si(v["attainable"], "FLOP/s") + (" predicted" if v["predicted"] else "")
+        cells = [
+            f'<td class="n">{v["#"]}</td>',
+            f'<td class="kname" title="{_e(v["kernel (full name)"])}">{_e(v["kernel"])}</td>',
+            f"<td>{app_cell}</td>", f"<td>{_e(v['device'])}</td>", f'<td class="n">{v["launches"]}</td>',
+            f'<td class="n">{_pct(100 * v["time share"])}</td>', f'<td class="n">{si(v["GPU time"], "s")}</td>',
+            f"<td>{_e(v['bound'])}</td>", f'<td class="n">{_pct(v["% of roof"])}</td>',
+            f'<td class="n">{achieved}</td>', f'<td class="n">{attainable}</td>',
+            f'<td class="n">{_num(v["AI at binding level [FLOP/B]"])}</td>', f"<td>{_e(v['ceiling source'])}</td>",
+            f'<td class="n">{_num(v["priority"])}</td>', f'<td class="note">{_e(v["note"])}</td>',
+        ]
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    return f'<table id="kernels"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+
+
+def _csv_link(table: pd.DataFrame, name: str) -> str:
+    data = table.drop(columns=["predicted"]).to_csv(index=False)
+    href = "data:text/csv;charset=utf-8," + urllib.parse.quote(data, safe="")
+    return f'<a class="csv" download="{_e(name)}" href="{href}">download CSV</a>'
+
+
+def _ceilings_html(ceilings: pd.DataFrame, devices: list[str]) -> str:
+    rows = ceilings[ceilings["device"].isin(devices)].sort_values(["device", "kind", "name", "selected"],
+                                                                  ascending=[True, True, True, False])
+    if rows.empty:
+        return "<p>No ceilings.</p>"
+    body = "".join(
+        f"<tr><td>{_e(r.device)}</td><td>{_e(r.kind)}</td><td>{_e(r.name)}</td>"
+        f'<td class="n">{si(r.value, "FLOP/s" if r.kind == "compute" else "B/s")}</td><td>{_e(r.source)}</td>'
+        f'<td class="n">{si(r.clock_hz, "Hz")}</td><td>{"yes" if r.selected else ""}</td>'
+        f'<td class="note">{_e(r.citation)}</td></tr>'
+        for r in rows.itertuples(index=False)
+    )
+    return ("<table><thead><tr><th>device</th><th>kind</th><th>name</th><th>value</th><th>source</th>"
+            f"<th>clock</th><th>selected</th><th>citation</th></tr></thead><tbody>{body}</tbody></table>")
+
+
+def _diagnostics_html(diagnostics: pd.DataFrame, kernels: pd.DataFrame) -> str:
+    d = diagnostics.sort_values(["severity", "app"], kind="stable")
+    parts = []
+    if len(d):
+        body = "".join(
+            f'<tr class="{_e(r.severity)}"><td>{_e(r.severity)}</td><td>{_e(r.app)}</td><td>{_e(r.stage)}</td>'
+            f"<td>{_e(r.source_file)}</td><td>{'' if not np.isfinite(r.launch) else int(r.launch)}</td>"
+            f"<td>{_e(r.message)}</td></tr>"
+            for r in d.itertuples(index=False)
+        )
+        parts.append("<table><thead><tr><th>severity</th><th>app</th><th>stage</th><th>input</th><th>launch</th>"
+                     f"<th>message</th></tr></thead><tbody>{body}</tbody></table>")
+    unplotted = kernels.loc[~kernels.index.isin(_plotted_index(kernels))]
+    if len(unplotted):
+        items = "".join(
+            f'<li><span class="kname" title="{_e(r.kernel)}">{_e(r.kernel_short)}</span> ({_e(r.app)}, '
+            f"{_e(r.device)}): {_e(r.note or ('bound ' + r.bound + ': no FLOP/s or no intensity to place it'))}</li>"
+            for r in unplotted.itertuples(index=False)
+        )
+        parts.append(f"<p>{len(unplotted)} kernel(s) are in the table but not on a chart:</p><ul>{items}</ul>")
+    return "".join(parts) or "<p>No problems: every input and launch was analysed.</p>"
+
+
+def _plotted_index(kernels: pd.DataFrame) -> pd.Index:
+    keep = []
+    for _, group in kernels.groupby("device", sort=False):
+        pts = plot_points(group)
+        keep.extend(group.index[pts["kid"].to_numpy()])
+    return pd.Index(keep)
+
+
+def _page(title: str, body: str, specs: list[dict]) -> str:
+    import vl_convert
+
+    embeds = "\n".join(
+        f"vegaEmbed('#chart{i}', SPECS[{i}], {{actions: false}})"
+        f".then(function (r) {{ document.getElementById('chart{i}').setAttribute('data-rendered', 'yes'); }})"
+        f".catch(function (e) {{ var el = document.getElementById('chart{i}'); el.setAttribute('data-error', "
+        f"String(e)); el.textContent = 'Chart could not be drawn: ' + e; }});"
+        for i in range(len(specs))
+    )
+    return (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>\n'
+        f"<style>{CSS}</style>\n<script>{vl_convert.javascript_bundle()}</script>\n</head><body>\n{body}\n"
+        f"<script>\nvar SPECS = {_json(specs)};\n{embeds}\n</script>\n</body></html>\n"
+    )
+
+
+def _body(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFrame, title: str,
+          app_prefix: str | None, nav: str, csv_name: str) -> tuple[str, list[dict]]:
+    kernels = conform(kernels, "kernels")
+    ceilings = conform(ceilings, "ceilings")
+    diagnostics = conform(diagnostics, "diagnostics")
+    devices = sorted(d for d in kernels["device"].unique())
+    specs, sections = [], []
+    with alt.data_transformers.disable_max_rows():
+        for device in devices:
+            has_roof = ((ceilings["device"] == device) & ceilings["selected"]).any()
+            n_plot = len(plot_points(kernels[kernels["device"] == device]))
+            if not has_roof or n_plot == 0:
+                why = "no selected ceiling" if not has_roof else "no kernel has a performance and an intensity"
+                sections.append(f"<section><h2>{_e(device)}</h2><p>No chart: {why}; its kernels are listed "
+                                "below and under Diagnostics.</p></section>")
+                continue
+            specs.append(roofline_chart(kernels, ceilings, device).to_dict())
+            sections.append(f'<section><h2>{_e(device)}</h2><div class="chart" id="chart{len(specs) - 1}">'
+                            "</div></section>")
+    table = kernel_table(kernels)
+    n_err = int((diagnostics["severity"] == "error").sum())
+    when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    body = (
+        f"<h1>{_e(title)}</h1>\n{nav}\n<p class=\"meta\">{len(kernels)} kernels, "
+        f"{kernels['app'].nunique()} app(s), {len(devices)} device(s); {n_err} input error(s). Generated {when}. "
+        "Points: one per kernel and memory level (same performance, that level's intensity); hollow points are "
+        "what-if kernels drawn at their predicted (at-roof) performance.</p>\n"
+        + "\n".join(sections)
+        + "\n<section><h2>Kernels by priority</h2><p class=\"meta\">priority = time share × (1 − fraction of the "
+        f"binding roof): where optimisation pays most. {_csv_link(table, csv_name)}</p>\n"
+        + (_table_html(table, app_prefix) if len(table) else "<p>No kernels.</p>")
+        + f"</section>\n<section><h2>Ceilings</h2>{_ceilings_html(ceilings, devices)}</section>\n"
+        f"<section id=\"diagnostics\"><h2>Diagnostics</h2>{_diagnostics_html(diagnostics, kernels)}</section>"
+    )
+    return body, specs
+
+
+def summary_html(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFrame, title: str) -> str:
+    """The whole offline summary page: a chart per device, kernel table, ceilings, diagnostics."""
+    apps = sorted((set(kernels["app"]) | set(diagnostics["app"])) - {""})
+    nav = "<nav>Apps: " + " · ".join(f'<a href="{_e(_app_href(a, "apps/"))}">{_e(a)}</a>' for a in apps) + "</nav>"
+    body, specs = _body(kernels, ceilings, diagnostics, title, "apps/", nav, "kernels.csv")
+    return _page(title, body, specs)
+
+
+def app_html(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFrame, app: str,
+             title: str = "") -> str:
+    """The page of one app (``reports/apps/{app}.html``): the summary's blocks for its rows only."""
+    mine = kernels[kernels["app"] == app]
+    devices = set(mine["device"])
+    heading = f"{title}: {app}" if title else app
+    nav = '<nav><a href="../summary.html">← summary</a></nav>'
+    body, specs = _body(mine, ceilings[ceilings["device"].isin(devices)], diagnostics[diagnostics["app"] == app],
+                        heading, None, nav, f"{app}.csv")
+    return _page(heading, body, specs)
+
+
+# -- IO edge ---------------------------------------------------------------------------------------
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _read_all(paths: Sequence[str | os.PathLike], table: str) -> pd.DataFrame:
+    frames = [read_table(p, table) for p in paths]
+    frames = [f for f in frames if len(f)]
+    return pd.concat(frames, ignore_index=True) if frames else conform(pd.DataFrame(), table)
+
+
+def write_report(
+    kernels_paths: Sequence[str | os.PathLike],
+    ceilings_paths: Sequence[str | os.PathLike],
+    diagnostics_paths: Sequence[str | os.PathLike],
+    output: str | os.PathLike,
+    apps_dir: str | os.PathLike,
+    title: str,
+) -> list[Path]:
+    """Read the stage tables, write the summary page and one page per app; return the pages written.
+
+    Raises
+    ------
+    ValueError
+        If an app name could not be a file name (letters, digits, ``.``, ``_``, ``-`` only).
+    """
+    kernels = _read_all(kernels_paths, "kernels")
+    ceilings = _read_all(ceilings_paths, "ceilings").drop_duplicates()
+    diagnostics = _read_all(diagnostics_paths, "diagnostics")
+    apps = sorted((set(kernels["app"]) | set(diagnostics["app"])) - {""})
+    bad = [a for a in apps if not APP_NAME.match(a) or a in {".", ".."}]
+    if bad:
+        raise ValueError(f"app names {bad} cannot be file names; use letters, digits, '.', '_', '-'")
+    output, apps_dir = Path(output), Path(apps_dir)
+    _write_atomic(output, summary_html(kernels, ceilings, diagnostics, title))
+    written = [output]
+    for app in apps:
+        page = apps_dir / f"{app}.html"
+        _write_atomic(page, app_html(kernels, ceilings, diagnostics, app, title))
+        written.append(page)
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Write the offline HTML roofline report.")
+    parser.add_argument("--kernels", nargs="*", default=[])
+    parser.add_argument("--ceilings", nargs="*", default=[])
+    parser.add_argument("--diagnostics", nargs="*", default=[])
+    parser.add_argument("--output", required=True)
+    parser.add_argument("--apps-dir", required=True)
+    parser.add_argument("--title", default="Roofline summary")
+    args = parser.parse_args(argv)
+    write_report(args.kernels, args.ceilings, args.diagnostics, args.output, args.apps_dir, args.title)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,190 @@
+"""Parse stage: every real report's numbers against independent arithmetic on its own metrics."""
+
+import math
+
+import ncu_report
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import REPO, real_fixture, real_reports
+
+from roofline.parse import InputError, parse_input, read_what_if, short_kernel_name
+
+REPORTS = real_reports()
+TEXTBOOK = REPO / "data" / "examples" / "textbook.yaml"
+
+
+def _metrics(path):
+    """Every launch's metrics straight from ncu_report, as {name: (value, unit)}: the oracle."""
+    context = ncu_report.load_report(str(path))
+    out = []
+    for r in range(context.num_ranges()):
+        rng = context.range_by_idx(r)
+        for a in range(rng.num_actions()):
+            action = rng.action_by_idx(a)
+            values = {}
+            for name in action.metric_names():
+                metric = action.metric_by_name(name)
+                try:
+                    values[name] = (metric.as_double(), metric.unit())
+                except Exception:
+                    pass
+            out.append(values)
+    return out
+
+
+def _get(m, name):
+    value = m.get(name)
+    return math.nan if value is None or value[0] is None else value[0]
+
+
+def _smsp_cycles(m):
+    if "smsp__cycles_elapsed.avg" in m:
+        return _get(m, "smsp__cycles_elapsed.avg")
+    if "smsp__cycles_elapsed.sum" in m:
+        return _get(m, "smsp__cycles_elapsed.sum") / (4 * _get(m, "device__attribute_multiprocessor_count"))
+    return _get(m, "smsp__cycles_elapsed.avg.per_second") * _get(m, "gpu__time_duration.sum") * 1e-9
+
+
+def _expected_flop(m, p):
+    rate = "smsp__sass_thread_inst_executed_op_{}{}_pred_on.sum.per_cycle_elapsed"
+    names = [rate.format(p, op) for op in ("add", "mul", "fma")]
+    if not all(n in m for n in names):
+        return math.nan
+    add, mul, fma = (_get(m, n) for n in names)
+    return (add + mul + 2 * fma) * _smsp_cycles(m)
+
+
+def _expected_dram(m):
+    if "dram__bytes_read.sum" in m and "dram__bytes_write.sum" in m:
+        return _get(m, "dram__bytes_read.sum") + _get(m, "dram__bytes_write.sum")
+    if "dram__bytes.sum.per_second" in m:
+        return _get(m, "dram__bytes.sum.per_second") * _get(m, "gpu__time_duration.sum") * 1e-9
+    return math.nan
+
+
+@pytest.mark.parametrize("path", REPORTS, ids=[p.parent.name for p in REPORTS])
+def test_parse_real_report_matches_raw_metrics(path):
+    counters = parse_input(path, "app", "ncu-rep")
+    oracle = _metrics(path)
+    assert len(counters) == len(oracle)
+    for i, m in enumerate(oracle):
+        row = counters.iloc[i]
+        assert row["duration_s"] == pytest.approx(_get(m, "gpu__time_duration.sum") * 1e-9, rel=1e-3)
+        for p, column in (("d", "flop_fp64"), ("f", "flop_fp32")):
+            expected = _expected_flop(m, p)
+            if math.isnan(expected):
+                assert math.isnan(row[column]), f"{path.parent.name} launch {i} {column}"
+            else:
+                assert row[column] == pytest.approx(expected, rel=1e-3, abs=1e-9)
+        expected = _expected_dram(m)
+        if math.isnan(expected):
+            assert math.isnan(row["dram_bytes"])
+        else:
+            assert row["dram_bytes"] == pytest.approx(expected, rel=1e-3)
+        if "lts__t_sectors.sum" in m:
+            assert row["l2_bytes"] == pytest.approx(32 * _get(m, "lts__t_sectors.sum"), rel=1e-3)
+            assert row["l2_bytes_recipe"] == "lts_t_sectors_x32"
+        if "dram__bytes.sum.peak_sustained" in m and "dram__cycles_elapsed.avg.per_second" in m:
+            assert row["peak_dram_bw"] == pytest.approx(
+                _get(m, "dram__bytes.sum.peak_sustained") * _get(m, "dram__cycles_elapsed.avg.per_second"), rel=1e-3
+            )
+        ffma_peak = "sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained"
+        if ffma_peak in m:
+            assert row["peak_flops_fp32"] == pytest.approx(
+                2 * _get(m, ffma_peak) * _get(m, "sm__cycles_elapsed.avg.per_second"), rel=1e-3
+            )
+        assert len(row["source_sha256"]) == 64
+
+
+def test_parse_two_recipes_agree_where_both_exist():
+    """Where a report has both the SMSP cycle average and the sum, both recipes give the same cycles;
+    where it has DRAM read+write counts and the rate, rate x duration agrees to within 1 %."""
+    spreads = []
+    for path in REPORTS:
+        for m in _metrics(path):
+            if "smsp__cycles_elapsed.avg" in m and "smsp__cycles_elapsed.sum" in m:
+                avg = _get(m, "smsp__cycles_elapsed.avg")
+                rebuilt = _get(m, "smsp__cycles_elapsed.sum") / (4 * _get(m, "device__attribute_multiprocessor_count"))
+                assert rebuilt == pytest.approx(avg, rel=1e-6)
+            if "dram__bytes_read.sum" in m and "dram__bytes.sum.per_second" in m:
+                counted = _get(m, "dram__bytes_read.sum") + _get(m, "dram__bytes_write.sum")
+                rated = _get(m, "dram__bytes.sum.per_second") * _get(m, "gpu__time_duration.sum") * 1e-9
+                if counted > 1e6:
+                    spreads.append(abs(rated / counted - 1))
+    if not spreads:
+        pytest.skip("no report with both DRAM recipes")
+    assert max(spreads) < 0.01, f"DRAM rate x duration vs counts spread {max(spreads):.4f}"
+
+
+def test_parse_basic_report_marks_missing_quantities():
+    folder = real_fixture("rtx3070-vecadd-basic-ncu2022.3")
+    counters = parse_input(folder / "CuVectorAddDrv.ncu-rep", "vecadd", "ncu-rep")
+    assert len(counters) == 1
+    row = counters.iloc[0]
+    assert "dram_bytes" in row["missing"] and "flop" in row["missing"]
+    assert "--set roofline" in row["missing_hint"]
+    assert row["duration_s"] > 0
+
+
+def test_parse_silu_fp16_uses_fma_only_lower_bound():
+    folder = real_fixture("a100sxm-silu-full-ncu2025.1")
+    counters = parse_input(next(folder.glob("*.ncu-rep")), "silu", "ncu-rep")
+    assert (counters["flop_fp16_recipe"] == "sass_fma_rate_only_x_smsp_cycles").all()
+    assert (counters["flop_tensor_fp16_recipe"] == "ops_path_ampere_count").all()
+    assert (counters["flop_tensor"] == 0).all()
+
+
+def test_parse_refuses_garbage_and_empty_reports(tmp_path):
+    empty = tmp_path / "empty.ncu-rep"
+    empty.write_bytes(b"")
+    with pytest.raises(InputError, match="empty"):
+        parse_input(empty, "x", "ncu-rep")
+    garbage = tmp_path / "garbage.ncu-rep"  # hand-made: random bytes renamed .ncu-rep
+    garbage.write_bytes(np.random.default_rng(1).bytes(4096))
+    with pytest.raises(InputError, match="no kernel launch|not a readable"):
+        parse_input(garbage, "x", "ncu-rep")
+
+
+def test_parse_refuses_legacy_report_with_version_advice():
+    folder = real_fixture("gtx1080-vecadd-legacy-rawcsv")
+    with pytest.raises(InputError, match="ncu 2020.1 or newer"):
+        parse_input(next(folder.glob("*.nsight-cuprof-report")), "legacy", "legacy")
+
+
+def test_what_if_table_reads_seed_vectors(tmp_path):
+    frame = read_what_if(TEXTBOOK)
+    seed = frame[frame["kernel"] == "seed_normalization"].iloc[0]
+    assert seed["flop_fp32"] == 240e9 and seed["dram_bytes"] == 20e9
+    assert seed["peak_flops_fp32"] == 120e12 and seed["peak_dram_bw"] == 3e12
+
+
+def test_what_if_table_errors_name_file_and_key(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("# hand-made\nkernels:\n  - {name: k, gpu: X, flop: {fp99: 1}}\n")
+    with pytest.raises(InputError, match=r"bad.yaml: kernels\[0\]: flop: unknown class 'fp99'"):
+        read_what_if(bad)
+    bad.write_text("# hand-made\nkernels:\n  - {name: k, flop: {fp32: 1}}\n")
+    with pytest.raises(InputError, match="give 'machine'"):
+        read_what_if(bad)
+
+
+@pytest.mark.parametrize(
+    "name, short",
+    [
+        ("void gemm<float, 128, 8>(float *, const float *, int)", "gemm<…>"),
+        ("rms_norm_matrix_kernel(float *, float *, float *, int, int, float)", "rms_norm_matrix_kernel"),
+        ("void at::native::(anonymous namespace)::fused_dropout_kernel_vec<double, double, unsigned int, 1, 4>(at::cuda::detail::TensorInfo<double, unsigned int>, double)",
+         "at::native::(anonymous namespace)::fused_dropout_kernel_vec<…>"),
+    ],
+)
+def test_short_kernel_name(name, short):
+    assert short_kernel_name(name) == short
+
+
+def test_counters_table_has_contract_columns():
+    frame = parse_input(TEXTBOOK, "t", "what-if")
+    for column in ("app", "kernel", "launch", "device", "duration_s", "flop_fp64", "flop_fp32", "flop_fp16",
+                   "flop_tensor", "dram_bytes", "l2_bytes", "l1_bytes", "source_file", "source_sha256"):
+        assert column in frame.columns
+    assert isinstance(frame, pd.DataFrame)

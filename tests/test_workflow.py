@@ -1,0 +1,90 @@
+"""The workflow end to end: a small config in a temporary directory, lint, no-op reruns."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import REAL, REPO
+
+from roofline.schemas import read_table
+
+SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
+pytestmark = pytest.mark.slow
+
+
+def _run(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    result = subprocess.run(
+        [*SNAKEMAKE, "--directory", str(workdir), "--cores", "2", *args],
+        capture_output=True, text=True, timeout=600,
+    )
+    if check and result.returncode != 0:
+        raise AssertionError(f"snakemake failed:\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}")
+    return result
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory) -> Path:
+    """A finished run over the bundled what-if table, one real report and one broken file."""
+    work = tmp_path_factory.mktemp("run")
+    (work / "inputs").mkdir()
+    shutil.copy(REPO / "data" / "examples" / "textbook.yaml", work / "inputs" / "textbook.yaml")
+    (work / "inputs" / "broken.ncu-rep").write_bytes(b"hand-made: not a report\n" * 100)
+    real = REAL / "h100pcie-rmsnorm-full-ncu2025.1" / "2025-04-21_v1.ncu-rep"
+    apps = f"apps:\n  rmsnorm: {{report: {real}}}\n" if real.exists() else "apps: {}\n"
+    (work / "config.yaml").write_text("# hand-made test config\ninputs: [inputs/*]\n" + apps)
+    _run(work, "--configfile", str(work / "config.yaml"))
+    return work
+
+
+def test_workflow_writes_the_contract_outputs(workdir):
+    assert (workdir / "reports" / "summary.html").stat().st_size > 100_000
+    classified = read_table(workdir / "data" / "classified" / "textbook.parquet", "classified")
+    for column in ("app", "kernel", "launch", "device", "duration_s", "flop_fp64", "flop_fp32", "flop_fp16",
+                   "flop_tensor", "dram_bytes", "l2_bytes", "l1_bytes", "bound", "roof_pct",
+                   "peak_flops", "peak_dram_bw", "ceiling_source"):
+        assert column in classified.columns
+    seed = classified.set_index("kernel").loc["seed_normalization"]
+    assert seed["bound"] == "memory:dram" and seed["roof_pct"] == pytest.approx(100 * 30 / 36)
+    html = (workdir / "reports" / "summary.html").read_text()
+    assert "cdn.jsdelivr" not in html and "<script src=" not in html
+
+
+def test_broken_input_is_reported_and_does_not_stop_the_others(workdir):
+    diagnostics = read_table(workdir / "data" / "diagnostics" / "broken.parse.parquet", "diagnostics")
+    assert diagnostics["severity"].tolist() == ["error"]
+    assert "broken.ncu-rep" in diagnostics["message"].iat[0]
+    assert "broken.ncu-rep" in (workdir / "reports" / "summary.html").read_text()
+    assert (workdir / "data" / "classified" / "textbook.parquet").exists()
+
+
+def test_real_report_flows_through_all_stages(workdir):
+    path = workdir / "data" / "classified" / "rmsnorm.parquet"
+    if not path.exists():
+        pytest.skip("real fixtures absent")
+    classified = read_table(path, "classified")
+    assert len(classified) == 3
+    assert (classified["bound"] == "memory:dram").all()
+    assert set(classified["ceiling_source"]) == {"report"}
+
+
+def test_second_run_and_touch_run_no_job(workdir):
+    result = _run(workdir, "--configfile", str(workdir / "config.yaml"))
+    assert "Nothing to be done" in result.stdout + result.stderr
+    (workdir / "inputs" / "textbook.yaml").touch()
+    result = _run(workdir, "--configfile", str(workdir / "config.yaml"), "-n")
+    assert "Nothing to be done" in result.stdout + result.stderr
+
+
+def test_editing_a_stage_reruns_it_and_its_dependents_only(workdir):
+    result = _run(workdir, "--configfile", str(workdir / "config.yaml"), "-n", "--list-changes", "code")
+    assert result.returncode == 0
+    dry = _run(workdir, "--configfile", str(workdir / "config.yaml"), "-n", "--forcerun", "classify")
+    text = dry.stdout + dry.stderr
+    assert "classify" in text and "report" in text and "rule parse" not in text
+
+
+def test_lint_is_clean():
+    result = subprocess.run([*SNAKEMAKE, "--lint"], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
