@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from roofline.metrics import COMPUTE_CLASSES, MEMORY_LEVELS
+from roofline.metrics import COMPUTE_CLASSES
 from roofline.schemas import conform, read_table, write_table
 
 log = logging.getLogger("roofline.ceilings")
@@ -94,8 +94,13 @@ def what_if_ceilings(counters: pd.DataFrame) -> pd.DataFrame:
         for device, group in given.groupby("device"):
             rows.append(
                 {
-                    "device": device, "kind": kind, "name": name, "value": float(group[column].iat[0]),
-                    "source": "what-if", "citation": "what-if machine definition", "launches": 0,
+                    "device": device,
+                    "kind": kind,
+                    "name": name,
+                    "value": float(group[column].iat[0]),
+                    "source": "what-if",
+                    "citation": "what-if machine definition",
+                    "launches": 0,
                 }
             )
     return conform(pd.DataFrame(rows), "ceilings")

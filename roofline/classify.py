@@ -66,15 +66,25 @@ def classify_frame(
     merged = frame.merge(wide_ceilings(ceilings), on="device", how="left") if n else frame.copy()
     out = merged.copy()
     with np.errstate(divide="ignore", invalid="ignore"):
-        work = np.column_stack([_col(merged, f"flop_{c}") for c in COMPUTE_CLASSES]) if n else np.empty((0, len(COMPUTE_CLASSES)))
-        peaks = np.column_stack([_col(merged, f"peak_{c}") for c in COMPUTE_CLASSES]) if n else np.empty((0, len(COMPUTE_CLASSES)))
+        work = (
+            np.column_stack([_col(merged, f"flop_{c}") for c in COMPUTE_CLASSES])
+            if n
+            else np.empty((0, len(COMPUTE_CLASSES)))
+        )
+        peaks = (
+            np.column_stack([_col(merged, f"peak_{c}") for c in COMPUTE_CLASSES])
+            if n
+            else np.empty((0, len(COMPUTE_CLASSES)))
+        )
         class_time = np.where(work > 0, work / peaks, np.nan)
         for i, cls in enumerate(COMPUTE_CLASSES):
             out[f"time_bound_{cls}"] = class_time[:, i]
         flop_total = np.nansum(np.where(work > 0, work, 0.0), axis=1)
         has_flop = flop_total > 0
         any_class_time = np.isfinite(class_time).any(axis=1)
-        dominant = np.where(any_class_time, np.nanargmax(np.where(np.isfinite(class_time), class_time, -1.0), axis=1), -1)
+        dominant = np.where(
+            any_class_time, np.nanargmax(np.where(np.isfinite(class_time), class_time, -1.0), axis=1), -1
+        )
         rows = np.arange(n)
         compute_time = np.where(dominant >= 0, class_time[rows, np.maximum(dominant, 0)], np.nan)
         flop = np.where(dominant >= 0, work[rows, np.maximum(dominant, 0)], np.nan)
@@ -82,8 +92,16 @@ def classify_frame(
         classes = np.array(COMPUTE_CLASSES, dtype=object)
         compute_class = np.where(dominant >= 0, classes[np.maximum(dominant, 0)], "")
 
-        level_bytes = np.column_stack([_col(merged, f"{lv}_bytes") for lv in MEMORY_LEVELS]) if n else np.empty((0, len(MEMORY_LEVELS)))
-        level_bw = np.column_stack([_col(merged, f"bw_{lv}") for lv in MEMORY_LEVELS]) if n else np.empty((0, len(MEMORY_LEVELS)))
+        level_bytes = (
+            np.column_stack([_col(merged, f"{lv}_bytes") for lv in MEMORY_LEVELS])
+            if n
+            else np.empty((0, len(MEMORY_LEVELS)))
+        )
+        level_bw = (
+            np.column_stack([_col(merged, f"bw_{lv}") for lv in MEMORY_LEVELS])
+            if n
+            else np.empty((0, len(MEMORY_LEVELS)))
+        )
         level_time = level_bytes / level_bw
         for i, level in enumerate(MEMORY_LEVELS):
             out[f"ai_{level}"] = np.where(level_bytes[:, i] > 0, flop / level_bytes[:, i], np.nan)
@@ -134,7 +152,9 @@ def classify_frame(
         out["ai_algorithmic"] = _col(merged, "algorithmic_flop") / _col(merged, "algorithmic_bytes")
     source_name = np.where(compute_wins & has_flop, compute_class, busiest_level)
     out["ceiling_source"] = [
-        merged[f"src_{name}"].iat[i] if name and f"src_{name}" in merged.columns and pd.notna(merged[f"src_{name}"].iat[i]) else ""
+        merged[f"src_{name}"].iat[i]
+        if name and f"src_{name}" in merged.columns and pd.notna(merged[f"src_{name}"].iat[i])
+        else ""
         for i, name in enumerate(source_name)
     ]
     above = roof_fraction > 1 + above_roof_tolerance

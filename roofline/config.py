@@ -75,9 +75,7 @@ class CeilingsConfig(Strict):
     gpus: dict[str, dict] = Field(
         default_factory=dict, description="GPUs to add to the catalog, or catalog values to override"
     )
-    cross_check_margin: float = Field(
-        0.25, gt=0, description="warn when two sources differ by more than this fraction"
-    )
+    cross_check_margin: float = Field(0.25, gt=0, description="warn when two sources differ by more than this fraction")
 
 
 class ClassifyConfig(Strict):
@@ -102,9 +100,7 @@ class CaptureConfig(Strict):
 class Config(Strict):
     """The whole config.yaml."""
 
-    inputs: list[str] = Field(
-        default_factory=list, description="files or glob patterns; each file is one application"
-    )
+    inputs: list[str] = Field(default_factory=list, description="files or glob patterns; each file is one application")
     apps: dict[str, AppConfig] = Field(default_factory=dict, description="named applications")
     run_id: str | None = Field(None, description="nightly run id (default: today's date)")
     ceilings: CeilingsConfig = Field(default_factory=CeilingsConfig)

@@ -256,15 +256,15 @@ QUANTITIES: tuple[Quantity, ...] = (
     Quantity(
         "dram_clock_hz", "Hz", (Recipe("dram_cycles_per_second", ((1.0, "dram__cycles_elapsed.avg.per_second"),)),)
     ),
-    Quantity(
-        "l2_clock_hz", "Hz", (Recipe("lts_cycles_per_second", ((1.0, "lts__cycles_elapsed.avg.per_second"),)),)
-    ),
+    Quantity("l2_clock_hz", "Hz", (Recipe("lts_cycles_per_second", ((1.0, "lts__cycles_elapsed.avg.per_second"),)),)),
     Quantity(
         "l1_clock_hz",
         "Hz",
         (
             Recipe("l1tex_cycles_per_second", ((1.0, "l1tex__cycles_elapsed.avg.per_second"),)),
-            Recipe("sm_cycles_per_second", ((1.0, "sm__cycles_elapsed.avg.per_second"),), note="L1TEX runs at the SM clock"),
+            Recipe(
+                "sm_cycles_per_second", ((1.0, "sm__cycles_elapsed.avg.per_second"),), note="L1TEX runs at the SM clock"
+            ),
         ),
     ),
     # -- work --
@@ -310,8 +310,12 @@ QUANTITIES: tuple[Quantity, ...] = (
         "B",
         (
             Recipe("l1tex_t_bytes", ((1.0, "l1tex__t_bytes.sum"),)),
-            Recipe("lsu_writeback_lgds_x128", ((L1_WRITEBACK_BYTES_PER_CYCLE, "l1tex__lsu_writeback_active_mem_lgds.sum"),)),
-            Recipe("lsu_writeback_lg_x128", ((L1_WRITEBACK_BYTES_PER_CYCLE, "l1tex__lsu_writeback_active_mem_lg.sum"),)),
+            Recipe(
+                "lsu_writeback_lgds_x128", ((L1_WRITEBACK_BYTES_PER_CYCLE, "l1tex__lsu_writeback_active_mem_lgds.sum"),)
+            ),
+            Recipe(
+                "lsu_writeback_lg_x128", ((L1_WRITEBACK_BYTES_PER_CYCLE, "l1tex__lsu_writeback_active_mem_lg.sum"),)
+            ),
             Recipe("lsu_writeback_x128", ((L1_WRITEBACK_BYTES_PER_CYCLE, "l1tex__lsu_writeback_active.sum"),)),
         ),
         "L1/TEX bytes",
@@ -343,7 +347,9 @@ QUANTITIES: tuple[Quantity, ...] = (
         "peak_l2_bw",
         "B/s",
         (
-            Recipe("lts_t_bytes_peak_x_lts_clock", ((1.0, "lts__t_bytes.sum.peak_sustained"),), scale=("@l2_clock_hz",)),
+            Recipe(
+                "lts_t_bytes_peak_x_lts_clock", ((1.0, "lts__t_bytes.sum.peak_sustained"),), scale=("@l2_clock_hz",)
+            ),
             Recipe(
                 "lts_t_sectors_peak_x32_x_lts_clock",
                 ((SECTOR_BYTES, "lts__t_sectors.sum.peak_sustained"),),
@@ -361,7 +367,9 @@ QUANTITIES: tuple[Quantity, ...] = (
         "peak_l1_bw",
         "B/s",
         (
-            Recipe("l1tex_t_bytes_peak_x_l1_clock", ((1.0, "l1tex__t_bytes.sum.peak_sustained"),), scale=("@l1_clock_hz",)),
+            Recipe(
+                "l1tex_t_bytes_peak_x_l1_clock", ((1.0, "l1tex__t_bytes.sum.peak_sustained"),), scale=("@l1_clock_hz",)
+            ),
             Recipe(
                 "lsu_writeback_lgds_peak_x128",
                 ((L1_WRITEBACK_BYTES_PER_CYCLE, "l1tex__lsu_writeback_active_mem_lgds.sum.peak_sustained"),),
@@ -440,3 +448,28 @@ def metric_hint(quantity: str) -> str:
     q = QUANTITY_BY_NAME[quantity]
     metrics = ",".join(q.recipes[0].inputs()) if q.recipes else ""
     return f"--metrics {metrics}" if metrics else NCU_ROOFLINE_FLAGS
+
+
+def recipe_markdown() -> str:
+    """The recipe table as Markdown (docs/metrics.md embeds it; a test keeps the two in sync)."""
+    lines = ["| quantity | unit | recipes in order of preference |", "|---|---|---|"]
+    for quantity in QUANTITIES:
+        parts = []
+        for i, recipe in enumerate(quantity.recipes, 1):
+            terms = " + ".join(
+                (f"{coef:g} × `{metric}`" if coef != 1 else f"`{metric}`") for coef, metric in recipe.terms
+            )
+            if recipe.scale:
+                terms = f"({terms}) × " + " × ".join(f"`{s}`" for s in recipe.scale)
+            if recipe.divide:
+                terms += " ÷ " + " ÷ ".join(f"`{d}`" for d in recipe.divide)
+            arch = ""
+            if recipe.cc_min or recipe.cc_max:
+                arch = f" [sm_{recipe.cc_min}–sm_{recipe.cc_max}]"
+            parts.append(f"{i}. **{recipe.name}**{arch}: {terms}")
+        lines.append(f"| `{quantity.name}` | {quantity.unit} | {'<br>'.join(parts)} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(recipe_markdown(), end="")

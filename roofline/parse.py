@@ -161,8 +161,16 @@ def read_what_if(path: str | Path) -> pd.DataFrame:
         if not isinstance(kernel, dict) or "name" not in kernel:
             raise InputError(f"{where}: each kernel needs a 'name'")
         unknown = set(kernel) - {
-            "name", "machine", "gpu", "flop", "bytes", "duration_s", "algorithmic_flop",
-            "algorithmic_bytes", "launches", "note",
+            "name",
+            "machine",
+            "gpu",
+            "flop",
+            "bytes",
+            "duration_s",
+            "algorithmic_flop",
+            "algorithmic_bytes",
+            "launches",
+            "note",
         }
         if unknown:
             raise InputError(f"{where}: unknown keys {sorted(unknown)}")
@@ -175,12 +183,16 @@ def read_what_if(path: str | Path) -> pd.DataFrame:
             row["device"] = row["machine"] = name
             for cls, value in (spec.get("compute") or {}).items():
                 if cls not in COMPUTE_CLASSES:
-                    raise InputError(f"{path}: machines.{name}.compute: unknown class {cls!r}; use one of {COMPUTE_CLASSES}")
+                    raise InputError(
+                        f"{path}: machines.{name}.compute: unknown class {cls!r}; use one of {COMPUTE_CLASSES}"
+                    )
                 row[f"peak_flops_{cls}"] = _number(value, f"{path}: machines.{name}.compute.{cls}")
                 row[f"peak_flops_{cls}_recipe"] = "what-if"
             for level, value in (spec.get("memory") or {}).items():
                 if level not in MEMORY_LEVELS:
-                    raise InputError(f"{path}: machines.{name}.memory: unknown level {level!r}; use one of {MEMORY_LEVELS}")
+                    raise InputError(
+                        f"{path}: machines.{name}.memory: unknown level {level!r}; use one of {MEMORY_LEVELS}"
+                    )
                 row[f"peak_{level}_bw"] = _number(value, f"{path}: machines.{name}.memory.{level}")
                 row[f"peak_{level}_bw_recipe"] = "what-if"
         elif "gpu" in kernel:
@@ -291,21 +303,36 @@ def derive_counters(raw: pd.DataFrame) -> pd.DataFrame:
     frame = pd.DataFrame(out, index=raw.index)
     tensor = frame[[f"flop_{c}" for c in metrics.TENSOR_CLASSES]]
     frame["flop_tensor"] = tensor.sum(axis=1, min_count=1)
-    for key in ("kernel", "kernel_mangled", "device", "grid", "block", "stream", "nvtx", "machine",
-                "launch", "source_format", "compute_capability", "algorithmic_flop", "algorithmic_bytes"):
+    for key in (
+        "kernel",
+        "kernel_mangled",
+        "device",
+        "grid",
+        "block",
+        "stream",
+        "nvtx",
+        "machine",
+        "launch",
+        "source_format",
+        "compute_capability",
+        "algorithmic_flop",
+        "algorithmic_bytes",
+    ):
         if key in raw.columns:
             frame[key] = raw[key].values
     if "compute_capability" not in raw.columns or (frame["compute_capability"].astype(str) == "").all():
-        frame["compute_capability"] = [
-            "" if math.isnan(v) else f"{int(v) // 10}.{int(v) % 10}" for v in cc
-        ]
+        frame["compute_capability"] = ["" if math.isnan(v) else f"{int(v) // 10}.{int(v) % 10}" for v in cc]
     for column, metric in metrics.IDENTITY_METRICS.items():
         if column in ("device",) or column.startswith("cc_"):
             continue
         if metric in raw.columns:
             frame[column] = pd.to_numeric(raw[metric], errors="coerce")
-    static = pd.to_numeric(raw.get("launch__shared_mem_per_block_static", pd.Series(np.nan, index=raw.index)), errors="coerce")
-    dynamic = pd.to_numeric(raw.get("launch__shared_mem_per_block_dynamic", pd.Series(np.nan, index=raw.index)), errors="coerce")
+    static = pd.to_numeric(
+        raw.get("launch__shared_mem_per_block_static", pd.Series(np.nan, index=raw.index)), errors="coerce"
+    )
+    dynamic = pd.to_numeric(
+        raw.get("launch__shared_mem_per_block_dynamic", pd.Series(np.nan, index=raw.index)), errors="coerce"
+    )
     frame["shared_mem_bytes"] = static.fillna(0) + dynamic.fillna(0)
     frame["kernel_short"] = frame["kernel"].astype(str).map(short_kernel_name)
     frame["missing"], frame["missing_hint"] = _missing(frame)
@@ -449,8 +476,7 @@ def diagnostics_for(counters: pd.DataFrame, app: str) -> pd.DataFrame:
             "source_file": lacking["source_file"],
             "launch": lacking["launch"],
             "message": [
-                f"launch {launch} ({kernel}): cannot derive {missing.replace(';', ', ')}; "
-                f"collect it with {hint}"
+                f"launch {launch} ({kernel}): cannot derive {missing.replace(';', ', ')}; collect it with {hint}"
                 for launch, kernel, missing, hint in zip(
                     lacking["launch"], lacking["kernel_short"], lacking["missing"], lacking["missing_hint"]
                 )

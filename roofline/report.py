@@ -37,7 +37,7 @@ PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#0
 ROOF_COLOUR = "#555555"
 LEVEL_LABEL = {"dram": "DRAM", "l2": "L2", "l1": "L1", "shared": "Shared"}
 LEVEL_DASH = {"dram": [1, 0], "l2": [8, 3], "l1": [3, 2], "shared": [8, 2, 2, 2]}
-LEVEL_SIZE = {"dram": 130, "l2": 80, "l1": 45, "shared": 25}
+LEVEL_SIZE = {"dram": 140, "shared": 20}  # point area [px^2], linear in level order
 CLASS_LABEL = {
     "fp64": "FP64", "fp32": "FP32", "fp16": "FP16", "tensor_fp64": "Tensor FP64",
     "tensor_tf32": "Tensor TF32", "tensor_fp16": "Tensor FP16", "tensor_bf16": "Tensor BF16",
@@ -59,8 +59,10 @@ def si(value: float, unit: str) -> str:
     """``value`` with a decimal SI prefix and 3 significant digits, e.g. ``1.56 TB/s``."""
     if value is None or not np.isfinite(value):
         return "–"
-    for factor, prefix in ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= factor:
+    prefixes = ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""),
+                (1e-3, "m"), (1e-6, "µ"), (1e-9, "n"), (1e-12, "p"))
+    for factor, prefix in prefixes:
+        if abs(float(f"{value:.3g}")) >= factor:
             return f"{value / factor:.3g} {prefix}{unit}"
     return f"{value:.3g} {unit}"
 
@@ -94,14 +96,12 @@ class _Frame:
         return 10 ** (self.lx[0] + px / self.ppx), 10 ** (self.ly[1] - py / self.ppy)
 
 
-def _decades(values: Sequence[float], pad: float, span: int = 3) -> tuple[float, float]:
-    values = [v for v in values if np.isfinite(v) and v > 0] or [1.0]
-    lo = math.floor(math.log10(min(values) / pad))
-    hi = math.ceil(math.log10(max(values) * pad))
-    if hi - lo < span:
-        lo -= (span - (hi - lo)) // 2
-        hi = lo + span
-    return 10.0**lo, 10.0**hi
+def _span(lo: float, hi: float, decades: float, low_side: float) -> tuple[float, float]:
+    """Widen [lo, hi] to at least ``decades``, ``low_side`` of the extra going below ``lo``."""
+    extra = decades - math.log10(hi / lo)
+    if extra > 0:
+        lo, hi = lo / 10 ** (extra * low_side), hi * 10 ** (extra * (1 - low_side))
+    return lo, hi
 
 
 def _selected(ceilings: pd.DataFrame, device: str) -> dict[tuple[str, str], tuple[float, str]]:
@@ -178,24 +178,55 @@ def _place(lines: list[float], texts: list[str], gap: float = FONT + 3) -> list[
     return [tuple(p) for p in placed]
 
 
+def _spot(origin: tuple[float, float], u: tuple[float, float], side: int, line_px: float, text: str,
+          obstacles: np.ndarray) -> tuple[float, np.ndarray]:
+    """Distance along a roof (pixels from ``origin`` in direction ``u``) where its label covers
+    the fewest obstacles (kernel points, other labels); also the sample points of the chosen box."""
+    length = len(text) * CHAR_PX
+    n = (u[1], -u[0]) if side < 0 else (-u[1], u[0])  # unit normal towards the label's side
+    rel = obstacles - np.asarray(origin) if len(obstacles) else np.empty((0, 2))
+    along, across = rel @ np.asarray(u), rel @ np.asarray(n)
+    best, best_count = 12.0, None
+    for start in np.arange(12.0, max(line_px - length - 4, 12.0) + 1, 16.0):
+        inside = (along > start - 6) & (along < start + length + 6) & (across > -3) & (across < FONT + 6)
+        if best_count is None or inside.sum() < best_count:
+            best, best_count = float(start), int(inside.sum())
+    samples = np.array([
+        (origin[0] + u[0] * d + n[0] * h, origin[1] + u[1] * d + n[1] * h)
+        for d in np.arange(best, best + length, 5.0) for h in (3.0, FONT / 2 + 3, FONT + 3)
+    ])
+    return best, samples
+
+
 def _roof_layers(
-    roofs: dict[tuple[str, str], tuple[float, str]], classes: list[str], frame: _Frame
+    roofs: dict[tuple[str, str], tuple[float, str]], classes: list[str], frame: _Frame, points_px: np.ndarray
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """Roof segments, their labels and the ridge points, in data coordinates."""
+    """Roof segments, their labels and the ridge points, in data coordinates.
+
+    Labels of close roofs are put on opposite sides or merged (:func:`_place`); along its roof
+    each label goes where it hides the fewest kernel points and no other label (:func:`_spot`).
+    """
     compute = sorted(((roofs[("compute", c)], c) for c in classes if ("compute", c) in roofs), reverse=True)
     memory = sorted(((roofs[("memory", lv)], lv) for lv in MEMORY_LEVELS if ("memory", lv) in roofs), reverse=True)
     (x_lo, x_hi), (y_lo, _) = frame.x, frame.y
     top = compute[0][0][0] if compute else None
     widest = memory[0][0][0] if memory else None
     segments, labels, ridges = [], [], []
+    obstacles = [points_px.reshape(-1, 2)]
+    flat_start = {}
     for (value, source), name in compute:
-        text = f"{CLASS_LABEL[name]} {si(value, 'FLOP/s')} ({source})"
+        text = _compute_text(value, source, name)
         x0 = max(x_lo, value / widest) if widest else x_lo
         segments.append({"x": x0, "x2": x_hi, "y": value, "y2": value, "style": "compute", "roof": text})
+        flat_start[text] = (x0, value)
     ys = [frame.px(x_hi, v)[1] for (v, _), _ in compute]
     for text, pos, side in _place(ys, [s["roof"] for s in segments]):
-        px, py = WIDTH - 4, pos + (-3 if side < 0 else 3)
-        x, y = frame.data(px, py)
+        x0, value = flat_start[text.split(" · ")[0]]
+        origin = (WIDTH - 2.0, pos)
+        along, box = _spot(origin, (-1.0, 0.0), side, WIDTH - 2 - frame.px(x0, value)[0], text,
+                           np.concatenate(obstacles))
+        obstacles.append(box)
+        x, y = frame.data(origin[0] - along, pos + 3.0 * side)
         labels.append({"x": x, "y": y, "text": text, "angle": 0, "align": "right",
                        "baseline": "bottom" if side < 0 else "top"})
     sloped, offsets = [], []
@@ -203,47 +234,66 @@ def _roof_layers(
     for (beta, source), level in memory:
         x0 = max(x_lo, y_lo / beta)
         x1 = top / beta if top else x_hi
-        text = f"{LEVEL_LABEL[level]} {si(beta, 'B/s')} ({source})"
+        text = _memory_text(beta, source, level)
         segments.append({"x": x0, "x2": x1, "y": beta * x0, "y2": beta * x1, "style": level, "roof": text})
-        sloped.append((x0, beta, text))
+        sloped.append((x0, x1, beta, text))
         # Perpendicular pixel offset of parallel slope-1 lines: top line first.
         offsets.append(-math.log10(beta) * frame.ppy * cos)
         for (pi, _), name in compute:
             ridges.append({"x": pi / beta, "y": pi,
                            "ridge": f"ridge {CLASS_LABEL[name]} / {LEVEL_LABEL[level]}: {pi / beta:.3g} FLOP/B"})
-    by_text = {t: (x0, beta) for x0, beta, t in sloped}
-    for text, _, side in _place(offsets, [t for _, _, t in sloped]):
-        x0, beta = by_text[text.split(" · ")[0]]
-        sx, sy = frame.px(x0, beta * x0)
-        along, perp = 12.0, 3.0 * side
-        px = sx + along * cos - perp * sin
-        py = sy - along * sin + perp * cos
-        x, y = frame.data(px, py)
+    by_text = {t: (x0, x1, beta) for x0, x1, beta, t in sloped}
+    for text, _, side in _place(offsets, [t for *_, t in sloped]):
+        x0, x1, beta = by_text[text.split(" · ")[0]]
+        origin, end = frame.px(x0, beta * x0), frame.px(x1, beta * x1)
+        along, box = _spot(origin, (cos, -sin), side, math.dist(origin, end), text, np.concatenate(obstacles))
+        obstacles.append(box)
+        perp = 3.0 * side
+        x, y = frame.data(origin[0] + along * cos - perp * sin, origin[1] - along * sin + perp * cos)
         labels.append({"x": x, "y": y, "text": text, "angle": (360 - math.degrees(frame.theta)) % 360,
                        "align": "left", "baseline": "bottom" if side < 0 else "top"})
     return pd.DataFrame(segments), pd.DataFrame(labels), pd.DataFrame(ridges, columns=["x", "y", "ridge"])
 
 
 def _domain(points: pd.DataFrame, roofs: dict, classes: list[str]) -> _Frame:
-    compute = [roofs[("compute", c)][0] for c in classes if ("compute", c) in roofs]
-    memory = [v for (kind, _), (v, _) in roofs.items() if kind == "memory"]
-    ridges = [p / b for p in compute for b in memory]
-    ai = points[[f"ai_{lv}" for lv in MEMORY_LEVELS]].to_numpy().ravel()
-    xs = [*ai[np.isfinite(ai)], *ridges]
-    ys = [*points["y"], *compute]
-    x_dom, y_dom = _decades(xs, 10), _decades(ys, 3)
-    frame = _Frame(x_dom, y_dom)
-    # Leave room for a sloped label between the left edge and the lowest ridge.
-    for _ in range(3):
-        need = 180 * math.cos(frame.theta) / frame.ppx
-        if not ridges or math.log10(min(ridges) / frame.x[0]) >= need:
+    """Axis ranges holding every point, roof and ridge, with room for the roof labels."""
+    compute = [roofs[("compute", c)] for c in classes if ("compute", c) in roofs]
+    memory = [v for (kind, _), v in roofs.items() if kind == "memory"]
+    top = max((v for v, _ in compute), default=np.nan)
+    ridges = [p / b for p, _ in compute for b, _ in memory]
+    ai = points[[f"ai_{lv}" for lv in MEMORY_LEVELS]].to_numpy(dtype=float).ravel()
+    xs = np.array([*ai[np.isfinite(ai) & (ai > 0)], *ridges] or [1.0])
+    ys = np.array([*points["y"], *(v for v, _ in compute)] or [1.0])
+    x = _span(xs.min() / 3, xs.max() * 3, 3, 0.5)
+    y = _span(ys.min() / 10, ys.max() * 1.6, 3, 1.0)
+    sloped_px = max((len(_memory_text(b, s)) * CHAR_PX + 24 for b, s in memory), default=0)
+    flat_px = max((len(_compute_text(p, s)) * CHAR_PX + 16 for p, s in compute), default=0)
+    for _ in range(6):
+        frame = _Frame(x, y)
+        grow_left = grow_right = False
+        for beta, _ in memory:
+            end = top / beta if np.isfinite(top) else x[1]
+            start = max(x[0], y[0] / beta)
+            grow_left |= end / start < 10 ** (sloped_px * math.cos(frame.theta) / frame.ppx)
+        if ridges:
+            grow_right = WIDTH - frame.px(max(ridges), top)[0] < flat_px
+        if not (grow_left or grow_right):
             break
-        frame = _Frame((frame.x[0] / 10, frame.x[1]), frame.y)
-    return frame
+        x = (x[0] / (3 if grow_left else 1), x[1] * (3 if grow_right else 1))
+        y = (y[0] / (3 if grow_left else 1), y[1])
+    return _Frame(x, y)
+
+
+def _memory_text(value: float, source: str, level: str = "dram") -> str:
+    return f"{LEVEL_LABEL[level]} {si(value, 'B/s')} ({source})"
+
+
+def _compute_text(value: float, source: str, cls: str = "tensor_bf16") -> str:
+    return f"{CLASS_LABEL[cls]} {si(value, 'FLOP/s')} ({source})"
 
 
 def _axis_values(lo: float, hi: float) -> list[float]:
-    return [10.0**e for e in range(round(math.log10(lo)), round(math.log10(hi)) + 1)]
+    return [10.0**e for e in range(math.ceil(math.log10(lo) - 1e-9), math.floor(math.log10(hi) + 1e-9) + 1)]
 
 
 def roofline_chart(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str) -> alt.LayerChart:
@@ -258,9 +308,12 @@ def roofline_chart(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str) -
     roofs = _selected(ceilings, device)
     classes = _used_classes(on_device)
     frame = _domain(points, roofs, classes)
-    segments, labels, ridges = _roof_layers(roofs, classes, frame)
+    ai = points[[f"ai_{lv}" for lv in MEMORY_LEVELS]].to_numpy(dtype=float)
+    at = np.isfinite(ai) & (ai > 0)
+    points_px = np.array([frame.px(a, y) for a, y in zip(ai[at], np.repeat(points["y"].to_numpy(), at.sum(axis=1)))])
+    segments, labels, ridges = _roof_layers(roofs, classes, frame, points_px)
 
-    def xy(x: str, y: str, axis: bool = False) -> dict:
+    def xy(x: str, y: str, axis: bool = True) -> dict:
         x_axis = alt.Axis(format="~s", values=_axis_values(*frame.x), grid=True,
                           labelExpr="datum.value < 1 ? format(datum.value, '~g') : format(datum.value, '~s')")
         return {
@@ -273,7 +326,7 @@ def roofline_chart(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str) -
 
     styles = ["compute", *MEMORY_LEVELS]
     roof_rules = alt.Chart(segments).mark_rule(color=ROOF_COLOUR, strokeWidth=1.6, clip=True).encode(
-        **xy("x", "y", axis=True), x2="x2:Q", y2="y2:Q",
+        **xy("x", "y"), x2="x2:Q", y2="y2:Q",
         strokeDash=alt.StrokeDash("style:N", scale=alt.Scale(domain=styles, range=[[1, 0], *LEVEL_DASH.values()]),
                                   legend=None),
         tooltip=alt.Tooltip("roof:N", title="roof"),
@@ -307,6 +360,7 @@ def roofline_chart(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str) -
         .transform_calculate(
             level=" : ".join(f"datum.level_key == 'ai_{lv}' ? '{LEVEL_LABEL[lv]}'" for lv in levels) + " : ''",
             colour="colour_by == 'app' ? datum.app : datum.bound",
+            level_rank=" : ".join(f"datum.level_key == 'ai_{lv}' ? {MEMORY_LEVELS.index(lv)}" for lv in levels) + " : 0",
         )
     )
     layers.append(base.mark_line(color="#999999", clip=True).encode(
@@ -336,8 +390,10 @@ def roofline_chart(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str) -
                                     legend=alt.Legend(labelLimit=300, title="point")),
         shape=alt.Shape("compute_class:N", title="compute class", legend=legend.copy(), scale=alt.Scale(
             domain=used_shapes, range=[CLASS_SHAPE[c] for c in used_shapes])),
-        size=alt.Size("level:N", title="memory level", scale=alt.Scale(
-            domain=[LEVEL_LABEL[lv] for lv in levels], range=[LEVEL_SIZE[lv] for lv in levels])),
+        size=alt.Size("level_rank:Q", title="memory level", scale=alt.Scale(
+            domain=[0, len(MEMORY_LEVELS) - 1], range=[LEVEL_SIZE["dram"], LEVEL_SIZE["shared"]]),
+            legend=alt.Legend(values=[MEMORY_LEVELS.index(lv) for lv in levels], symbolFillColor="#888888",
+                              labelExpr=f"{[LEVEL_LABEL[lv] for lv in MEMORY_LEVELS]}[datum.value]")),
         strokeWidth=alt.condition(pick, alt.value(3.0), alt.value(1.5), empty=False),
         opacity=alt.condition(pick, alt.value(0.95), alt.value(0.15)),
         tooltip=tooltip,
@@ -360,7 +416,7 @@ CSS = """
 body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:1.5em;color:#222;max-width:1400px}
 h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.6em;border-bottom:1px solid #ddd}
 table{border-collapse:collapse;font-size:13px}th,td{border-bottom:1px solid #e4e4e4;padding:3px 8px;text-align:left}
-th{background:#f4f4f4;position:sticky;top:0}td.n{text-align:right;font-variant-numeric:tabular-nums}
+th{background:#f4f4f4;position:sticky;top:0}td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 .kname{max-width:32em;overflow:hidden;text-overflow:ellipsis;white-space:nowrap;font-family:monospace}
 .note{color:#555;font-size:12px}.error{color:#a40000}.warning{color:#8a5a00}
 .chart{margin:.5em 0}.chart form,.vega-bindings{font-size:13px}.vega-bind{display:inline-block;margin-right:1.2em}
@@ -512,7 +568,7 @@ def _body(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFra
                 sections.append(f"<section><h2>{_e(device)}</h2><p>No chart: {why}; its kernels are listed "
                                 "below and under Diagnostics.</p></section>")
                 continue
-            specs.append(roofline_chart(kernels, ceilings, device).to_dict())
+            specs.append(roofline_chart(kernels, ceilings, device).to_dict(validate=False))
             sections.append(f'<section><h2>{_e(device)}</h2><div class="chart" id="chart{len(specs) - 1}">'
                             "</div></section>")
     table = kernel_table(kernels)

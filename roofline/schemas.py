@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,9 +59,7 @@ PROVENANCE = [
 ]
 
 QUANTITY_COLUMNS = [Column(q.name, "float", q.unit, q.description) for q in QUANTITIES]
-RECIPE_COLUMNS = [
-    Column(f"{q.name}_recipe", "str", "", f"recipe that produced {q.name}") for q in QUANTITIES
-]
+RECIPE_COLUMNS = [Column(f"{q.name}_recipe", "str", "", f"recipe that produced {q.name}") for q in QUANTITIES]
 
 COUNTERS = [
     *LAUNCH_IDENTITY,
@@ -99,10 +98,7 @@ _LEVEL_COLUMNS = [
         Column(f"attainable_{level}", "float", "FLOP/s", f"min(peak, bw x AI) at {level}"),
     )
 ]
-_CLASS_COLUMNS = [
-    Column(f"time_bound_{cls}", "float", "s", f"{cls} work / {cls} ceiling")
-    for cls in COMPUTE_CLASSES
-]
+_CLASS_COLUMNS = [Column(f"time_bound_{cls}", "float", "s", f"{cls} work / {cls} ceiling") for cls in COMPUTE_CLASSES]
 
 CLASSIFIED_EXTRA = [
     Column("compute_class", "str", "", "dominant executed compute class (largest time bound)"),
@@ -213,19 +209,33 @@ def empty(table: str) -> pd.DataFrame:
     return conform(pd.DataFrame(), table)
 
 
-def write_table(frame: pd.DataFrame, table: str, path: str | os.PathLike) -> None:
-    """Conform ``frame`` and write it to Parquet atomically (temp file + rename)."""
+@contextmanager
+def atomic_output(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; on success rename it over ``path``.
+
+    A killed writer leaves either the old file or none, never half a file. The file gets the
+    permissions a plain ``open()`` would give (mkstemp's are owner-only).
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = conform(frame, table)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
     try:
-        data.to_parquet(tmp, index=False)
+        yield Path(tmp)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def write_table(frame: pd.DataFrame, table: str, path: str | os.PathLike) -> None:
+    """Conform ``frame`` and write it to Parquet atomically (temp file + rename)."""
+    data = conform(frame, table)
+    with atomic_output(path) as tmp:
+        data.to_parquet(tmp, index=False)
 
 
 def read_table(path: str | os.PathLike, table: str) -> pd.DataFrame:

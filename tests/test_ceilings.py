@@ -38,8 +38,9 @@ def _row(source, value, name="fp32", kind="compute", device="G", clock=np.nan):
 
 
 def test_policy_order_and_device_override():
-    candidates = conform(pd.DataFrame([_row("report", 10e12), _row("datasheet", 19.5e12), _row("measured", 18e12)]),
-                         "ceilings")
+    candidates = conform(
+        pd.DataFrame([_row("report", 10e12), _row("datasheet", 19.5e12), _row("measured", 18e12)]), "ceilings"
+    )
     chosen = select_ceilings(candidates, ["report", "datasheet"])
     assert chosen.loc[chosen["selected"], "source"].tolist() == ["report"]
     chosen = select_ceilings(candidates, ["datasheet", "report"])
@@ -51,8 +52,9 @@ def test_policy_order_and_device_override():
 
 
 def test_cross_check_warns_with_numbers_and_explains_clocks():
-    ceilings = conform(pd.DataFrame([_row("report", 10.5e12, clock=762e6), _row("datasheet", 19.5e12, clock=1410e6)]),
-                       "ceilings")
+    ceilings = conform(
+        pd.DataFrame([_row("report", 10.5e12, clock=762e6), _row("datasheet", 19.5e12, clock=1410e6)]), "ceilings"
+    )
     [warning] = cross_check(ceilings, 0.25)
     assert "10.5 TFLOP/s" in warning and "19.5 TFLOP/s" in warning and "ratio 0.54" in warning
     assert "762 MHz" in warning and "1410 MHz" in warning
@@ -60,8 +62,10 @@ def test_cross_check_warns_with_numbers_and_explains_clocks():
 
 
 def test_ridge_points_from_selected():
-    ceilings = select_ceilings(conform(pd.DataFrame([
-        _row("datasheet", 120e12), _row("datasheet", 3e12, "dram", "memory")]), "ceilings"), ["datasheet"])
+    ceilings = select_ceilings(
+        conform(pd.DataFrame([_row("datasheet", 120e12), _row("datasheet", 3e12, "dram", "memory")]), "ceilings"),
+        ["datasheet"],
+    )
     ridge = ridge_points(ceilings)
     assert ridge["ridge"].tolist() == [pytest.approx(40.0)]
 
@@ -77,8 +81,10 @@ def test_report_dram_peak_close_to_datasheet():
         dram = table[(table["name"] == "dram")].set_index("source")["value"]
         if {"report", "datasheet"} <= set(dram.index):
             ratio = dram["report"] / dram["datasheet"]
-            lines.append(f"{path.parent.name}: report {dram['report'] / 1e9:.0f} GB/s, "
-                         f"datasheet {dram['datasheet'] / 1e9:.0f} GB/s, ratio {ratio:.3f}")
+            lines.append(
+                f"{path.parent.name}: report {dram['report'] / 1e9:.0f} GB/s, "
+                f"datasheet {dram['datasheet'] / 1e9:.0f} GB/s, ratio {ratio:.3f}"
+            )
             if (counters["duration_s"] >= SHORT_LAUNCH_S).any():
                 assert 0.85 < ratio < 1.1, lines[-1]
             else:  # short launches report clocks 20-50 % low (roofline.md §5)

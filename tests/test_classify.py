@@ -24,8 +24,19 @@ def _machine(device, peak, bw, cls="fp32"):
 
 
 def _launch(device, flop, dram, duration=math.nan, cls="fp32"):
-    frame = pd.DataFrame([{"app": "seed", "kernel": "k", "launch": 0, "device": device, f"flop_{cls}": flop,
-                           "dram_bytes": dram, "duration_s": duration}])
+    frame = pd.DataFrame(
+        [
+            {
+                "app": "seed",
+                "kernel": "k",
+                "launch": 0,
+                "device": device,
+                f"flop_{cls}": flop,
+                "dram_bytes": dram,
+                "duration_s": duration,
+            }
+        ]
+    )
     return conform(frame, "counters")
 
 
@@ -118,8 +129,23 @@ def test_no_flop_kernel_is_classified_by_memory_roof():
 
 
 def test_mixed_classes_bound_by_largest_time():
-    frame = conform(pd.DataFrame([{"app": "a", "kernel": "attn", "launch": 0, "device": "m", "flop_fp32": 1e12,
-                                   "flop_tensor_fp16": 100e12, "dram_bytes": 1e9, "duration_s": 1.0}]), "counters")
+    frame = conform(
+        pd.DataFrame(
+            [
+                {
+                    "app": "a",
+                    "kernel": "attn",
+                    "launch": 0,
+                    "device": "m",
+                    "flop_fp32": 1e12,
+                    "flop_tensor_fp16": 100e12,
+                    "dram_bytes": 1e9,
+                    "duration_s": 1.0,
+                }
+            ]
+        ),
+        "counters",
+    )
     ceilings = pd.concat([_machine("m", 10e12, 1e12), _machine("m", 1000e12, 1e12, "tensor_fp16").iloc[:1]])
     row = classify_launches(frame, ceilings).iloc[0]
     # fp32: 1e12 / 10e12 = 0.1 s; tensor: 100e12 / 1000e12 = 0.1 s... tie -> first listed class wins.
@@ -138,11 +164,40 @@ def test_above_roof_and_far_below_are_flagged():
 
 
 def test_kernel_aggregate_is_total_work_over_total_time():
-    frame = conform(pd.DataFrame([
-        {"app": "a", "kernel": "k", "launch": 0, "device": "m", "flop_fp32": 1e9, "dram_bytes": 1e9, "duration_s": 1e-3},
-        {"app": "a", "kernel": "k", "launch": 1, "device": "m", "flop_fp32": 3e9, "dram_bytes": 1e9, "duration_s": 3e-3},
-        {"app": "a", "kernel": "other", "launch": 2, "device": "m", "flop_fp32": 0, "dram_bytes": 1e9, "duration_s": 4e-3},
-    ]), "counters")
+    frame = conform(
+        pd.DataFrame(
+            [
+                {
+                    "app": "a",
+                    "kernel": "k",
+                    "launch": 0,
+                    "device": "m",
+                    "flop_fp32": 1e9,
+                    "dram_bytes": 1e9,
+                    "duration_s": 1e-3,
+                },
+                {
+                    "app": "a",
+                    "kernel": "k",
+                    "launch": 1,
+                    "device": "m",
+                    "flop_fp32": 3e9,
+                    "dram_bytes": 1e9,
+                    "duration_s": 3e-3,
+                },
+                {
+                    "app": "a",
+                    "kernel": "other",
+                    "launch": 2,
+                    "device": "m",
+                    "flop_fp32": 0,
+                    "dram_bytes": 1e9,
+                    "duration_s": 4e-3,
+                },
+            ]
+        ),
+        "counters",
+    )
     kernels = aggregate_kernels(frame, _machine("m", 100e12, 1e12)).set_index("kernel")
     assert kernels.loc["k", "launches"] == 2
     assert kernels.loc["k", "performance"] == pytest.approx(4e9 / 4e-3)  # not the mean of 1e12 and 1e12

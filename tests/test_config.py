@@ -45,8 +45,7 @@ def test_apps_from_inputs_and_names(tmp_path):
         (tmp_path / "in" / name).write_text("hand-made placeholder")
     config = load_config({"inputs": ["in/*"], "apps": {"gemm": {"command": "./gemm"}}})
     apps = resolve_apps(config, tmp_path)
-    assert {a: (apps[a].kind) for a in apps} == {
-        "one": "ncu-rep", "two": "csv", "three": "what-if", "gemm": "capture"}
+    assert {a: (apps[a].kind) for a in apps} == {"one": "ncu-rep", "two": "csv", "three": "what-if", "gemm": "capture"}
 
 
 @pytest.mark.parametrize("bad", ["has space.ncu-rep", "ünïcode.ncu-rep", "semi;colon.ncu-rep"])

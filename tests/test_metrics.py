@@ -20,8 +20,18 @@ def test_recipe_dependencies_come_earlier_in_the_table():
 
 
 def test_roofline_quantities_present():
-    for name in ("duration_s", "flop_fp64", "flop_fp32", "flop_fp16", "dram_bytes", "l2_bytes", "l1_bytes",
-                 "peak_flops_fp32", "peak_dram_bw", *(f"flop_{c}" for c in metrics.TENSOR_CLASSES)):
+    for name in (
+        "duration_s",
+        "flop_fp64",
+        "flop_fp32",
+        "flop_fp16",
+        "dram_bytes",
+        "l2_bytes",
+        "l1_bytes",
+        "peak_flops_fp32",
+        "peak_dram_bw",
+        *(f"flop_{c}" for c in metrics.TENSOR_CLASSES),
+    ):
         assert name in QUANTITY_BY_NAME
 
 
@@ -36,3 +46,10 @@ def test_capture_metrics_are_names_without_duplicates():
     assert len(names) == len(set(names))
     assert "dram__bytes.sum" in names and "gpu__time_duration.sum" in names
     assert all("@" not in n for n in names)
+
+
+def test_docs_recipe_table_is_in_sync():
+    from conftest import REPO
+
+    text = (REPO / "docs" / "metrics.md").read_text()
+    assert text.endswith(metrics.recipe_markdown()), "regenerate with: python -m roofline.metrics"

@@ -174,8 +174,11 @@ def test_what_if_table_errors_name_file_and_key(tmp_path):
     [
         ("void gemm<float, 128, 8>(float *, const float *, int)", "gemm<…>"),
         ("rms_norm_matrix_kernel(float *, float *, float *, int, int, float)", "rms_norm_matrix_kernel"),
-        ("void at::native::(anonymous namespace)::fused_dropout_kernel_vec<double, double, unsigned int, 1, 4>(at::cuda::detail::TensorInfo<double, unsigned int>, double)",
-         "at::native::(anonymous namespace)::fused_dropout_kernel_vec<…>"),
+        (
+            "void at::native::(anonymous namespace)::fused_dropout_kernel_vec<double, double, unsigned int, 1, 4>"
+            "(at::cuda::detail::TensorInfo<double, unsigned int>, double)",
+            "at::native::(anonymous namespace)::fused_dropout_kernel_vec<…>",
+        ),
     ],
 )
 def test_short_kernel_name(name, short):
@@ -184,7 +187,21 @@ def test_short_kernel_name(name, short):
 
 def test_counters_table_has_contract_columns():
     frame = parse_input(TEXTBOOK, "t", "what-if")
-    for column in ("app", "kernel", "launch", "device", "duration_s", "flop_fp64", "flop_fp32", "flop_fp16",
-                   "flop_tensor", "dram_bytes", "l2_bytes", "l1_bytes", "source_file", "source_sha256"):
+    for column in (
+        "app",
+        "kernel",
+        "launch",
+        "device",
+        "duration_s",
+        "flop_fp64",
+        "flop_fp32",
+        "flop_fp16",
+        "flop_tensor",
+        "dram_bytes",
+        "l2_bytes",
+        "l1_bytes",
+        "source_file",
+        "source_sha256",
+    ):
         assert column in frame.columns
     assert isinstance(frame, pd.DataFrame)

@@ -17,7 +17,9 @@ pytestmark = pytest.mark.slow
 def _run(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
     result = subprocess.run(
         [*SNAKEMAKE, "--directory", str(workdir), "--cores", "2", *args],
-        capture_output=True, text=True, timeout=600,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     if check and result.returncode != 0:
         raise AssertionError(f"snakemake failed:\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}")
@@ -41,9 +43,25 @@ def workdir(tmp_path_factory) -> Path:
 def test_workflow_writes_the_contract_outputs(workdir):
     assert (workdir / "reports" / "summary.html").stat().st_size > 100_000
     classified = read_table(workdir / "data" / "classified" / "textbook.parquet", "classified")
-    for column in ("app", "kernel", "launch", "device", "duration_s", "flop_fp64", "flop_fp32", "flop_fp16",
-                   "flop_tensor", "dram_bytes", "l2_bytes", "l1_bytes", "bound", "roof_pct",
-                   "peak_flops", "peak_dram_bw", "ceiling_source"):
+    for column in (
+        "app",
+        "kernel",
+        "launch",
+        "device",
+        "duration_s",
+        "flop_fp64",
+        "flop_fp32",
+        "flop_fp16",
+        "flop_tensor",
+        "dram_bytes",
+        "l2_bytes",
+        "l1_bytes",
+        "bound",
+        "roof_pct",
+        "peak_flops",
+        "peak_dram_bw",
+        "ceiling_source",
+    ):
         assert column in classified.columns
     seed = classified.set_index("kernel").loc["seed_normalization"]
     assert seed["bound"] == "memory:dram" and seed["roof_pct"] == pytest.approx(100 * 30 / 36)

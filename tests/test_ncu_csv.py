@@ -1,0 +1,355 @@
+"""Tests of roofline.ncu_csv: real ncu CSV exports, hand-made edge cases, refusals and speed."""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from roofline.ncu_csv import (
+    IDENTITY_COLUMNS,
+    ROOFLINE_CHART_LABELS,
+    SOURCE_FORMATS,
+    NcuCsvError,
+    NcuCsvWarning,
+    is_kept_metric,
+    read_ncu_csv,
+    read_ncu_csvs,
+)
+
+REAL = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "real"
+DATA = Path(__file__).resolve().parent / "data"
+NERSC = "a100-dropout-nersc-metrics-csv/nsight162.csv"
+GTX1080 = "gtx1080-vecadd-legacy-rawcsv/nsight_vectoradd_100_32_metrics_all"
+RTX5090 = "rtx5090-llm-kernels-csv-ncu2025"
+REAL_CSVS = sorted(REAL.glob("*/**/*.csv")) if REAL.is_dir() else []
+
+
+def real(relative: str) -> Path:
+    """A real fixture file or folder, or skip the test when the shared fixtures are absent."""
+    path = REAL / relative
+    if not path.exists():
+        pytest.skip(f"real fixture {relative} is not available at {REAL}")
+    return path
+
+
+def csv_module_values(path: Path) -> dict[tuple[int, str], tuple[str, float]]:
+    """(ID, metric) -> (unit, value) of a long export, read with the csv module only."""
+    with path.open(newline="", encoding="utf-8") as fh:
+        return {
+            (int(r["ID"]), r["Metric Name"]): (
+                r["Metric Unit"],
+                float(r["Metric Value"].replace(",", "")),
+            )
+            for r in csv.DictReader(fh)
+            if r["Metric Name"] and r["Metric Value"].replace(",", "").replace(".", "").isdigit()
+        }
+
+
+def check_frame(frame: pd.DataFrame) -> None:
+    """The raw launch frame contract: identity columns first, one row per launch, floats."""
+    assert list(frame.columns[: len(IDENTITY_COLUMNS)]) == list(IDENTITY_COLUMNS)
+    assert frame["launch"].dtype == np.int64
+    assert frame["launch"].is_unique and frame["launch"].is_monotonic_increasing
+    for column in IDENTITY_COLUMNS:
+        if column != "launch":
+            assert pd.api.types.is_string_dtype(frame[column]), column
+            assert frame[column].notna().all(), column
+    assert set(frame["source_format"]) <= set(SOURCE_FORMATS)
+    metrics = frame.columns[len(IDENTITY_COLUMNS) :]
+    assert all(frame[m].dtype == np.float64 for m in metrics)
+    assert all(is_kept_metric(m) for m in metrics)
+    assert list(metrics) == sorted(metrics)
+
+
+# -- real fixtures -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", REAL_CSVS, ids=lambda p: str(p.relative_to(REAL)))
+def test_every_real_csv_fixture_parses(path: Path) -> None:
+    frame = read_ncu_csv(path)
+    check_frame(frame)
+    assert len(frame) >= 1
+    assert (frame["kernel"] != "").all()
+
+
+def test_real_csv_fixtures_present() -> None:
+    if not REAL_CSVS:
+        pytest.skip(f"no real CSV fixtures at {REAL}")
+    assert len(REAL_CSVS) >= 62  # 1 legacy raw + 1 NERSC + 20 x 3 RTX 5090
+
+
+def test_nersc_a100_matches_values_read_with_the_csv_module() -> None:
+    path = real(NERSC)
+    frame = read_ncu_csv(path).set_index("launch")
+    truth = csv_module_values(path)
+    assert len(frame) == 162 and frame.index.tolist() == list(range(162))
+    assert (frame["source_format"] == "nersc-long").all()
+    assert (frame["device"] == "").all()  # the file does not record its GPU
+    metrics = [
+        "dram__bytes.sum",
+        "sm__cycles_elapsed.avg",
+        "sm__sass_thread_inst_executed_op_dadd_pred_on.sum",
+        "sm__sass_thread_inst_executed_op_dmul_pred_on.sum",
+        "sm__sass_thread_inst_executed_op_dfma_pred_on.sum",
+    ]
+    for launch in (0, 1, 57, 120, 161):
+        for metric in metrics:
+            unit, value = truth[(launch, metric)]
+            assert unit in {"byte", "cycle", "inst"}
+            assert frame.at[launch, metric] == pytest.approx(value, rel=1e-3, abs=0), (
+                launch,
+                metric,
+            )
+    unit, ns = truth[(0, "gpu__time_duration.sum")]
+    assert unit == "nsecond"
+    assert frame.at[0, "gpu__time_duration.sum"] == pytest.approx(ns * 1e-9, rel=1e-12)
+    assert frame.at[0, "sm__sass_thread_inst_executed_op_dfma_pred_on.sum"] == 655_360
+
+
+def test_nersc_a100_parse_speed() -> None:
+    path = real(NERSC)
+    read_ncu_csv(path)
+    start = time.perf_counter()
+    read_ncu_csv(path)
+    assert time.perf_counter() - start < 2.0
+
+
+def test_rtx5090_kernel_0001_dram_bytes_read() -> None:
+    folder = next(iter(sorted(real(RTX5090).glob("kernel_0001_*"))))
+    frame = read_ncu_csv(folder / "ncu.metrics.csv")
+    assert len(frame) == 1
+    row = frame.iloc[0]
+    assert row["dram__bytes_read.sum"] == pytest.approx(2.33e6, rel=1e-12)  # "2.33 Mbyte"
+    assert row["gpu__time_duration.sum"] == pytest.approx(6.75e-6, rel=1e-12)  # "6.75 us"
+    assert np.isnan(row["sm__ops_path_tensor_src_bf16_dst_bf16.sum"])  # "n/a"
+    assert row["compute_capability"] == "12.0"
+    assert (row["grid"], row["block"]) == ("(224, 1, 1)", "(32, 4, 1)")
+    assert row["device"] == ""  # the CSV's "Device" column is the device index "0"
+
+
+def test_rtx5090_roofline_section_labels_map_to_metrics() -> None:
+    folder = next(iter(sorted(real(RTX5090).glob("kernel_0001_*"))))
+    path = folder / "ncu.section_SpeedOfLight_RooflineChart.csv"
+    row = read_ncu_csv(path).iloc[0]
+    assert row["source_format"] == "ncu-csv-roofline-section"
+    assert row["sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained"] == 21_760
+    assert row["sm__sass_thread_inst_executed_op_dfma_pred_on.sum.peak_sustained"] == 340
+    assert row["dram__bytes.sum.peak_sustained"] == 128  # byte/cycle
+    assert row["sm__cycles_elapsed.avg.per_second"] == pytest.approx(2.15e9)  # "2.15 Ghz"
+    assert row["dram__cycles_elapsed.avg.per_second"] == pytest.approx(13.72e9)
+    assert row["dram__bytes.sum.per_second"] == pytest.approx(345.14e9)  # "Gbyte/s"
+    # The derived "FFMA Operations Per Cycle" row (2 x the FFMA counter, read with the csv module)
+    # confirms which counter the "Thread Instructions Executed Per Cycle" label names.
+    with path.open(newline="", encoding="utf-8") as fh:
+        ops = next(
+            float(r["Metric Value"])
+            for r in csv.DictReader(fh)
+            if r["Metric Name"] == "Predicated-On FFMA Operations Per Cycle"
+        )
+    ffma = row["smsp__sass_thread_inst_executed_op_ffma_pred_on.sum.per_cycle_elapsed"]
+    assert 2 * ffma == pytest.approx(ops, abs=0.011)
+    assert all(is_kept_metric(m) for m in ROOFLINE_CHART_LABELS.values())
+
+
+def test_rtx5090_three_exports_merge_into_one_launch() -> None:
+    folders = sorted(real(RTX5090).glob("kernel_*"))
+    assert len(folders) == 20
+    for folder in folders:
+        names = ("ncu.details.csv", "ncu.metrics.csv", "ncu.section_SpeedOfLight_RooflineChart.csv")
+        files = [folder / name for name in names]
+        merged = read_ncu_csvs(files)
+        check_frame(merged)
+        assert len(merged) == 1
+        row = merged.iloc[0]
+        assert row["source_format"] == "ncu-csv-details"
+        assert row["dram__bytes_read.sum"] > 0
+        assert row["gpu__time_duration.sum"] > 0
+        assert row["sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained"] == 21_760
+        for frame in map(read_ncu_csv, files):
+            for metric in frame.columns[len(IDENTITY_COLUMNS) :]:
+                value = frame.at[0, metric]
+                if not np.isnan(value):
+                    assert merged.at[0, metric] == pytest.approx(value, rel=1e-12), metric
+
+
+def test_gtx1080_legacy_raw_csv_and_its_text_log() -> None:
+    frame = read_ncu_csv(real(GTX1080 + ".csv"))
+    check_frame(frame)
+    assert frame["launch"].tolist() == [0, 1, 2]
+    assert (frame["kernel"] == "vecAdd").all()
+    assert (frame["device"] == "NVIDIA GeForce GTX 1080").all()
+    assert (frame["compute_capability"] == "6.1").all()
+    assert (frame["source_format"] == "ncu-csv-raw").all()
+    assert frame.at[0, "launch__block_size"] == 1024  # "1,024.00"
+    assert frame.at[0, "device__attribute_multiprocessor_count"] == 20
+    assert "dram__bytes.sum" not in frame  # legacy names: no roofline metrics
+    # The same CSV behind program output and ==PROF== lines.
+    log = read_ncu_csv(real(GTX1080 + ".txt"))
+    pd.testing.assert_frame_equal(log, frame)
+
+
+def test_binary_report_is_refused() -> None:
+    path = real(GTX1080.replace("_all", "_report") + ".nsight-cuprof-report")
+    with pytest.raises(NcuCsvError, match="binary file.*--csv --page raw"):
+        read_ncu_csv(path)
+
+
+# -- hand-made edge cases ------------------------------------------------------------------------
+
+
+def test_raw_thousands_separators_na_units_short_rows() -> None:
+    frame = read_ncu_csv(DATA / "ncu_raw_edge_cases.csv").set_index("launch")
+    assert frame.index.tolist() == [0, 1, 2]  # the trailing ==PROF== line is not a launch
+    assert frame.at[0, "dram__bytes.sum"] == pytest.approx(2_906_085.08e3)  # Kbyte
+    assert np.isnan(frame.at[1, "dram__bytes.sum"])  # n/a
+    assert frame.at[2, "dram__bytes.sum"] == pytest.approx(512e3)
+    assert frame.at[0, "gpu__time_duration.sum"] == pytest.approx(1234.5e-6)  # usecond
+    assert frame.at[0, "sm__cycles_elapsed.avg.per_second"] == pytest.approx(1.98e9)
+    assert frame.at[1, "lts__t_bytes.sum"] == pytest.approx(0.5e6)  # Mbyte
+    assert frame.at[1, "sm__ops_path_tensor_src_fp16_dst_fp32.sum"] == 1024
+    for metric in ("lts__t_bytes.sum", "sm__cycles_elapsed.avg.per_second"):
+        assert np.isnan(frame.at[2, metric])  # the short row
+    assert "dram__throughput.avg.pct_of_peak_sustained_elapsed" not in frame
+    assert frame.at[2, "kernel"] == "scale(float*)"
+    assert (frame["device"] == "NVIDIA H200").all()
+    assert (frame.at[2, "grid"], frame.at[2, "block"], frame.at[2, "stream"]) == (
+        "(8, 1, 1)",
+        "(128, 1, 1)",
+        "13",
+    )
+
+
+def test_long_mixed_unit_prefixes_per_row() -> None:
+    frame = read_ncu_csv(DATA / "ncu_long_mixed_units.csv")
+    check_frame(frame)
+    frame = frame.set_index("launch")
+    assert frame["dram__bytes_read.sum"].tolist() == pytest.approx([512_250, 2.33e6, 96])
+    assert frame["gpu__time_duration.sum"].tolist() == pytest.approx([1.5e-3, 6.75e-6, 2.72e-6])
+    tensor = frame["sm__ops_path_tensor_src_bf16_dst_fp32.sum"]
+    assert np.isnan(tensor[0]) and tensor[1] == 1_048_576 and np.isnan(tensor[2])
+    assert (frame["source_format"] == "ncu-csv-details").all()
+    assert frame.at[1, "kernel"] == "softmax<__nv_bfloat16>(Params)"
+    assert frame.at[1, "grid"] == "(64, 1, 1)"
+
+
+def test_utf16_and_bom_files_read_like_utf8(tmp_path: Path) -> None:
+    source = DATA / "ncu_long_mixed_units.csv"
+    expected = read_ncu_csv(source)
+    text = source.read_text(encoding="utf-8")
+    for name, data in (
+        ("utf16.csv", text.encode("utf-16")),
+        ("bom.csv", codecs.BOM_UTF8 + text.encode("utf-8")),
+    ):
+        (tmp_path / name).write_bytes(data)
+        pd.testing.assert_frame_equal(read_ncu_csv(tmp_path / name), expected)
+
+
+def test_non_utf8_bytes_are_replaced_with_a_warning(tmp_path: Path) -> None:
+    data = (DATA / "ncu_long_mixed_units.csv").read_bytes().replace(b"softmax", b"softm\xe4x")
+    path = tmp_path / "latin1.csv"
+    path.write_bytes(data)
+    with pytest.warns(NcuCsvWarning, match="not UTF-8"):
+        frame = read_ncu_csv(path)
+    assert frame.at[1, "kernel"] == "softm\ufffdx<__nv_bfloat16>(Params)"
+    assert frame.at[1, "dram__bytes_read.sum"] == pytest.approx(2.33e6)
+
+
+def test_utf8_file_gives_no_warning() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        read_ncu_csv(DATA / "ncu_long_mixed_units.csv")
+
+
+# -- refusals ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("empty.csv", r"empty\.csv: the file is empty"),
+        ("not_ncu.csv", r"not an ncu CSV export"),
+        ("ncu_no_kernel_name.csv", r"line 2: the header has no 'Kernel Name' column"),
+        ("ncu_semicolon.csv", r"line 2: the columns are separated by ';', not commas"),
+        (
+            "ncu_raw_no_units_row.csv",
+            r"line 3: the second row holds values, not units.*`ncu --csv --page raw`.*"
+            r"`--print-units base`",
+        ),
+        ("ncu_long_binary_unit.csv", r"line 3: unit 'Mibyte' of metric 'dram__bytes.sum'.*binary"),
+        ("ncu_long_bit_unit.csv", r"line 3: unit 'Mbit' of metric 'dram__bytes.sum'.*bits"),
+        ("ncu_long_unknown_unit.csv", r"unknown unit 'fortnight' of metric 'gpu__time_duration"),
+        ("ncu_long_not_a_number.csv", r"line 4: metric 'dram__bytes.sum' has the value '12.5.3'"),
+        (
+            "ncu_long_duplicate_conflict.csv",
+            r"line 5: launch ID 0 gives metric 'dram__bytes.sum' twice with different values",
+        ),
+        ("ncu_long_two_kernels_one_id.csv", r"line 4: launch ID 0 names two kernels"),
+    ],
+)
+def test_refusals_name_the_file_and_the_fix(name: str, message: str) -> None:
+    with pytest.raises(NcuCsvError, match=message) as info:
+        read_ncu_csv(DATA / name)
+    assert str(info.value).startswith(str(DATA / name))
+    assert isinstance(info.value, ValueError)
+
+
+def test_binary_bytes_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "report.csv"
+    path.write_bytes(b"NVR\x00\x02\x00\x00\x00" + bytes(range(256)))
+    with pytest.raises(NcuCsvError, match="binary file"):
+        read_ncu_csv(path)
+
+
+def test_merge_refuses_different_kernels_under_one_launch_id() -> None:
+    files = [DATA / "ncu_long_mixed_units.csv", DATA / "ncu_raw_edge_cases.csv"]
+    with pytest.raises(NcuCsvError, match="launch 0 is kernel 'vecAdd"):
+        read_ncu_csvs(files)
+    with pytest.raises(NcuCsvError, match="no CSV files"):
+        read_ncu_csvs([])
+
+
+def test_merge_fills_metrics_earlier_files_lack(tmp_path: Path) -> None:
+    text = (DATA / "ncu_long_mixed_units.csv").read_text(encoding="utf-8")
+    lines = [ln for ln in text.splitlines() if "gpu__time_duration" not in ln]
+    first = tmp_path / "no_time.csv"
+    first.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    partial = read_ncu_csv(first)
+    assert partial["gpu__time_duration.sum"].tolist() == pytest.approx(
+        [1.5e-3, 6.75e-6, np.nan], nan_ok=True
+    )
+    merged = read_ncu_csvs([first, DATA / "ncu_long_mixed_units.csv"])
+    assert merged["gpu__time_duration.sum"].tolist() == pytest.approx([1.5e-3, 6.75e-6, 2.72e-6])
+
+
+# -- speed ---------------------------------------------------------------------------------------
+
+
+def test_long_csv_with_a_million_rows_parses_in_seconds(tmp_path: Path) -> None:
+    source = real(NERSC)
+    with source.open(newline="", encoding="utf-8") as fh:
+        reader = csv.reader(fh)
+        header = next(reader)
+        rows = list(reader)
+    kernel = header.index("Kernel Name")
+    for row in rows:
+        row[kernel] = "fused_dropout_kernel_vec<double, double, unsigned int, 1, 4>"
+    copies = 300  # 300 x 3,402 rows = 1,020,600 rows, 48,600 launches
+    path = tmp_path / "big.csv"
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh, quoting=csv.QUOTE_ALL, lineterminator="\n")
+        writer.writerow(header)
+        for copy in range(copies):
+            writer.writerows([str(int(r[0]) + 162 * copy), *r[1:]] for r in rows)
+    start = time.perf_counter()
+    frame = read_ncu_csv(path)
+    elapsed = time.perf_counter() - start
+    assert len(frame) == 162 * copies
+    assert frame["dram__bytes.sum"].iloc[162 * 7] == frame["dram__bytes.sum"].iloc[0]
+    assert elapsed < 20, f"{elapsed:.1f} s for {len(rows) * copies} rows"
