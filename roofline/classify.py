@@ -20,6 +20,7 @@ Rules chosen, and why:
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 
@@ -150,6 +151,11 @@ def classify_frame(
         out["ridge_ratio"] = binding_ai / (peak_flops / binding_bw)
         out["traffic_excess"] = _col(merged, "dram_bytes") / _col(merged, "algorithmic_bytes")
         out["ai_algorithmic"] = _col(merged, "algorithmic_flop") / _col(merged, "algorithmic_bytes")
+        # Instruction roofline (Ding & Williams): warp instructions per 32 B sector at the busiest level.
+        warp_instructions = _col(merged, "warp_instructions")
+        out["warp_ips"] = warp_instructions / duration
+        busiest_bytes = np.where(busiest >= 0, level_bytes[rows, np.maximum(busiest, 0)], np.nan)
+        out["instruction_intensity"] = np.where(busiest_bytes > 0, warp_instructions / (busiest_bytes / 32.0), np.nan)
     source_name = np.where(compute_wins & has_flop, compute_class, busiest_level)
     out["ceiling_source"] = [
         merged[f"src_{name}"].iat[i]
@@ -189,6 +195,25 @@ def _notes(merged, out, above, fraction, low, work, peaks, has_flop) -> list[str
     return notes
 
 
+def apply_annotations(counters: pd.DataFrame, annotations: list[dict]) -> pd.DataFrame:
+    """Set compulsory work and bytes per launch from config annotations.
+
+    Each annotation has ``kernel`` (a regular expression searched in the full kernel name), an
+    optional ``app``, and ``algorithmic_flop`` / ``algorithmic_bytes`` per launch. The first
+    matching annotation wins; values already in the input (what-if rows) are kept.
+    """
+    frame = counters.copy()
+    for annotation in reversed(annotations):
+        match = frame["kernel"].astype(str).str.contains(annotation["kernel"], regex=True)
+        if annotation.get("app"):
+            match &= frame["app"] == annotation["app"]
+        for key in ("algorithmic_flop", "algorithmic_bytes"):
+            if annotation.get(key) is not None:
+                given = frame[key].notna() & (frame.get("source_format") == "what-if")
+                frame.loc[match & ~given, key] = float(annotation[key])
+    return frame
+
+
 def classify_launches(counters: pd.DataFrame, ceilings: pd.DataFrame, **options) -> pd.DataFrame:
     """The classified per-launch table."""
     return conform(classify_frame(counters, ceilings, **options), "classified")
@@ -199,7 +224,7 @@ def aggregate_kernels(counters: pd.DataFrame, ceilings: pd.DataFrame, **options)
     if counters.empty:
         return conform(pd.DataFrame(), "kernels")
     sums = [f"flop_{c}" for c in COMPUTE_CLASSES] + ["flop_tensor"] + [f"{lv}_bytes" for lv in MEMORY_LEVELS]
-    sums += ["duration_s", "algorithmic_flop", "algorithmic_bytes"]
+    sums += ["duration_s", "algorithmic_flop", "algorithmic_bytes", "warp_instructions"]
     frame = counters.copy()
     for key in KERNEL_KEYS:
         frame[key] = frame[key].astype("string").fillna("")
@@ -224,11 +249,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ceilings", required=True)
     parser.add_argument("--low-roof-fraction", type=float, default=0.1)
     parser.add_argument("--above-roof-tolerance", type=float, default=0.02)
+    parser.add_argument("--annotations", default="[]", help="JSON list of compulsory-work annotations")
     parser.add_argument("--output", required=True)
     parser.add_argument("--kernels", required=True)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    counters = read_table(args.counters, "counters")
+    counters = apply_annotations(read_table(args.counters, "counters"), json.loads(args.annotations))
     ceilings = read_table(args.ceilings, "ceilings")
     options = {"low_roof_fraction": args.low_roof_fraction, "above_roof_tolerance": args.above_roof_tolerance}
     write_table(classify_launches(counters, ceilings, **options), "classified", args.output)

@@ -78,12 +78,32 @@ class CeilingsConfig(Strict):
     cross_check_margin: float = Field(0.25, gt=0, description="warn when two sources differ by more than this fraction")
 
 
+class Annotation(Strict):
+    """Compulsory (algorithmic) work and traffic of a kernel, per launch."""
+
+    kernel: str = Field(description="regular expression searched in the full kernel name")
+    app: str | None = Field(None, description="only in this app")
+    algorithmic_flop: float | None = Field(None, ge=0, description="compulsory FLOP per launch, e.g. 2MNK")
+    algorithmic_bytes: float | None = Field(None, ge=0, description="compulsory DRAM bytes per launch")
+
+    @model_validator(mode="after")
+    def _valid_regex(self) -> Annotation:
+        try:
+            re.compile(self.kernel)
+        except re.error as exc:
+            raise ValueError(f"kernel pattern {self.kernel!r} is not a valid regular expression: {exc}") from None
+        return self
+
+
 class ClassifyConfig(Strict):
     low_roof_fraction: float = Field(
         0.1, gt=0, lt=1, description="below this fraction of every roof a launch is labelled latency/parallelism?"
     )
     above_roof_tolerance: float = Field(
         0.02, ge=0, description="achieved may exceed the roof by this fraction before above_roof is set"
+    )
+    annotations: list[Annotation] = Field(
+        default_factory=list, description="compulsory FLOP and bytes of kernels, for traffic excess"
     )
 
 
@@ -95,6 +115,11 @@ class ReportConfig(Strict):
 class CaptureConfig(Strict):
     ncu: str = Field("ncu", description="ncu executable")
     raw_dir: str = Field("data/raw", description="where captured reports are written")
+    gpu_model: str | None = Field(
+        None, description="SLURM gpu model for capture jobs of apps that set none (e.g. h100)"
+    )
+    runtime: int = Field(60, ge=1, description="capture job time limit [min] for apps that set none")
+    mem_mb: int = Field(16000, ge=1, description="capture job memory [MB] for apps that set none")
 
 
 class Config(Strict):

@@ -229,6 +229,8 @@ class DecisionParams:
     """Thresholds of the decision rule (docs/tracking.md); ``per_kernel`` overrides by regex."""
 
     window: int = 7  # K: baseline = median of the last K valid nights of the segment
+    noise_window: int = 21  # nights of the segment the noise is estimated from
+    noise_method: str = "diff"  # "diff": MAD of night-to-night changes; "level": MAD of baseline
     min_nights: int = 3  # fewer valid nights -> insufficient_data
     rel_min: float = 0.05
     z_min: float = 4.0
@@ -253,6 +255,8 @@ class DecisionParams:
             raise ValueError(f"need 1 <= min_nights ({self.min_nights}) <= window ({self.window})")
         if min(self.rel_min, self.z_min, self.sigma_floor, self.work_tol, self.ridge_band) < 0:
             raise ValueError("tracking thresholds must be non-negative")
+        if self.noise_window < self.window or self.noise_method not in ("diff", "level"):
+            raise ValueError("need noise_window >= window and noise_method 'diff' or 'level'")
         if self.big_ratio <= 1:
             raise ValueError(f"big_ratio must exceed 1, got {self.big_ratio}")
 
@@ -311,9 +315,18 @@ def _median(values: list[float]) -> float:
     return float(np.median(finite)) if finite else math.nan
 
 
-def _rel_sigma(values: list[float]) -> float:
-    """1.4826 x MAD / median: the robust relative noise of nightly values."""
+def _rel_sigma(values: list[float], method: str = "level") -> float:
+    """Robust relative noise of nightly values: 1.4826 x MAD.
+
+    ``level``: MAD of the values / their median. ``diff``: MAD of the night-to-night changes of
+    log(value), / sqrt(2); a step or a spike inside the window barely moves it.
+    """
     x = np.asarray(values, dtype=float)
+    if method == "diff":
+        if len(x) < 3:
+            return math.nan
+        d = np.diff(np.log(x))
+        return 1.4826 * float(np.median(np.abs(d - np.median(d)))) / math.sqrt(2)
     med = float(np.median(x))
     return 1.4826 * float(np.median(np.abs(x - med))) / med if med > 0 else math.nan
 
@@ -413,7 +426,8 @@ def _judge(p: DecisionParams, night: dict, nights: list[dict], pending: dict | N
             changed.append(f"{what} {moved:+.1%}")
     memory = str(row.get("bound") or "").startswith("memory") or not night["flop"] > 0
     work = "bytes" if memory else "flop"
-    pool = [n for n in nights if n["label"] != "outlier" and n is not pending][-p.window:]
+    kept = [n for n in nights if n["label"] != "outlier" and n is not pending]
+    pool = kept[-p.window:]
     values = [_scaled(n, night, work, p.work_tol) for n in pool]
     nb = len(values)
     rec.update(n_baseline=nb, baseline_runs=",".join(n["run_id"] for n in pool),
@@ -436,8 +450,11 @@ def _judge(p: DecisionParams, night: dict, nights: list[dict], pending: dict | N
         if info:
             rec["note"] = _join(rec["note"], f"{ratio - 1:+.1%} vs {nb} night(s) (info only)")
         return
-    rel = _rel_sigma(values)
-    if nb < p.window:
+    if p.noise_method == "diff":
+        rel = _rel_sigma([_scaled(n, night, work, p.work_tol) for n in kept[-p.noise_window:]], "diff")
+    else:
+        rel = _rel_sigma(values)
+    if nb < p.window or not math.isfinite(rel):
         rel = max(rel, carried if math.isfinite(carried) else p.short_sigma_floor)
     rel = max(rel, p.sigma_floor)
     limit = max(p.rel_min, p.z_min * rel)
@@ -511,9 +528,11 @@ def _replay(p: DecisionParams, rows: dict[int, dict], runs: list[tuple[str, str]
                 label = "environment_change"
                 note = "; ".join(f"{f}: {a or '?'} → {b or '?'}" for f, a, b
                                  in zip(p.segment_fields, ident, new_ident, strict=True) if a != b)
-                pool = [n["value"] for n in nights if n["label"] != "outlier"][-p.window:]
-                if len(pool) >= p.min_nights:  # the noise scale carries over to the new segment
-                    carried = max(_rel_sigma(pool), p.sigma_floor)
+                kept = [n["value"] for n in nights if n["label"] != "outlier"]
+                pool = kept[-(p.noise_window if p.noise_method == "diff" else p.window):]
+                rel = _rel_sigma(pool, p.noise_method)
+                if len(pool) >= p.min_nights and math.isfinite(rel):  # carried to the new segment
+                    carried = max(rel, p.sigma_floor)
             seg, seg_start, ident = seg + 1, run_id, new_ident
             nights, streak, streak_dir, pending = [], 0, 0, None
             bound = _Bound(p.ridge_band, p.flip_nights)

@@ -136,11 +136,7 @@ class NcuCsvWarning(UserWarning):
 
 def is_kept_metric(name: str) -> bool:
     """Whether the raw launch frame keeps ncu metric ``name``."""
-    return (
-        name in _KEPT
-        or name.startswith("sm__ops_path_tensor_")
-        or name.startswith("device__attribute_")
-    )
+    return name in _KEPT or name.startswith("sm__ops_path_tensor_") or name.startswith("device__attribute_")
 
 
 def read_ncu_csv(path: str | Path) -> pd.DataFrame:
@@ -275,9 +271,7 @@ def _sniff(path: Path) -> tuple[str | io.BytesIO, str, list[str], int]:
     )
 
 
-def _read_table(
-    source: str | io.BytesIO, encoding: str, columns: list[str], where: _Where
-) -> pd.DataFrame:
+def _read_table(source: str | io.BytesIO, encoding: str, columns: list[str], where: _Where) -> pd.DataFrame:
     """All ``columns`` as strings; pyarrow's fast reader, pandas' when rows are ragged or odd."""
     try:
         table = pacsv.read_csv(
@@ -308,9 +302,7 @@ def _read_table(
             engine="c",
         )
     except (pd.errors.ParserError, ValueError) as err:
-        raise where.error(
-            f"not readable as an ncu CSV export ({err}); re-export it with `ncu --csv`"
-        ) from err
+        raise where.error(f"not readable as an ncu CSV export ({err}); re-export it with `ncu --csv`") from err
     return frame.fillna("")
 
 
@@ -401,8 +393,7 @@ def _read_wide(source, encoding: str, header: list[str], where: _Where) -> pd.Da
                 continue  # a string-valued device attribute: not a number to keep
             pos = int(np.argmax(bad))
             raise where.error(
-                f"metric {metric!r} has the value {data[metric].iloc[pos]!r}, not a number: fix "
-                "or re-export the file",
+                f"metric {metric!r} has the value {data[metric].iloc[pos]!r}, not a number: fix or re-export the file",
                 index[pos],
             )
         columns[metric] = values * _factor(units[metric].strip(), metric, where, lambda: unit_line)
@@ -417,9 +408,7 @@ def _read_wide(source, encoding: str, header: list[str], where: _Where) -> pd.Da
                 "concatenates several exports; split it so each launch ID appears once",
                 index[np.flatnonzero(codes == code)[1]],
             )
-    ident_frame = pd.DataFrame(
-        {c: np.asarray(data[c].iloc[rows], dtype=object) for c in ident if c != "ID"}
-    )
+    ident_frame = pd.DataFrame({c: np.asarray(data[c].iloc[rows], dtype=object) for c in ident if c != "ID"})
     names = data[_DISPLAY_NAME].iloc[rows] if _DISPLAY_NAME in data else None
     per_launch = values.iloc[rows].reset_index(drop=True)
     return _assemble(ident_frame, launches, per_launch, names, "ncu-csv-raw", where)
@@ -488,9 +477,7 @@ def _read_long(source, encoding: str, header: list[str], where: _Where) -> pd.Da
     factors = np.empty(len(pairs))
     for i, pair in enumerate(pairs):
         metric, text = metric_names[pair // len(unit_u)], str(unit_u[pair % len(unit_u)]).strip()
-        factors[i] = _factor(
-            text, metric, where, lambda i=i: index[sel[np.argmax(pair_codes == i)]]
-        )
+        factors[i] = _factor(text, metric, where, lambda i=i: index[sel[np.argmax(pair_codes == i)]])
     si = values * factors[pair_codes]
     si[bad] = np.nan  # string-valued device attributes
 
@@ -584,9 +571,7 @@ def _assemble(ident, launches, values, display_names, source_format, where) -> p
     if major is not None and minor is not None:
         cc = major.map(lambda v: f"{v:.0f}") + "." + minor.map(lambda v: f"{v:.0f}")
         cc = cc.where(major.notna() & minor.notna(), "")
-        out["compute_capability"] = out["compute_capability"].where(
-            out["compute_capability"] != "", cc
-        )
+        out["compute_capability"] = out["compute_capability"].where(out["compute_capability"] != "", cc)
     text = [c for c in IDENTITY_COLUMNS if c not in ("launch", "source_format")]
     if out[text].apply(lambda s: s.str.contains("\ufffd", regex=False)).any().any():
         warnings.warn(

@@ -9,6 +9,7 @@ every embedded JSON has ``<`` escaped, so a name cannot close a tag or open a sc
 from __future__ import annotations
 
 import argparse
+import functools
 import html
 import json
 import math
@@ -18,7 +19,6 @@ import sys
 import tempfile
 import urllib.parse
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 
 import altair as alt
@@ -360,7 +360,8 @@ def roofline_chart(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str) -
         .transform_calculate(
             level=" : ".join(f"datum.level_key == 'ai_{lv}' ? '{LEVEL_LABEL[lv]}'" for lv in levels) + " : ''",
             colour="colour_by == 'app' ? datum.app : datum.bound",
-            level_rank=" : ".join(f"datum.level_key == 'ai_{lv}' ? {MEMORY_LEVELS.index(lv)}" for lv in levels) + " : 0",
+            level_rank=" : ".join(f"datum.level_key == 'ai_{lv}' ? {MEMORY_LEVELS.index(lv)}" for lv in levels)
+            + " : 0",
         )
     )
     layers.append(base.mark_line(color="#999999", clip=True).encode(
@@ -386,8 +387,8 @@ def roofline_chart(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str) -
         **xy("ai", "y"),
         color=alt.Color("colour:N", scale=colour_scale, legend=legend.copy(), title="colour"),
         fill=alt.Color("colour:N", scale=colour_scale, legend=None),
-        fillOpacity=alt.FillOpacity("timing:N", scale=alt.Scale(domain=[MEASURED, PREDICTED], range=[0.75, 0.0]),
-                                    legend=alt.Legend(labelLimit=300, title="point")),
+        fillOpacity=alt.FillOpacity("timing:O", scale=alt.Scale(domain=[MEASURED, PREDICTED], range=[0.75, 0.0]),
+                                    legend=None),
         shape=alt.Shape("compute_class:N", title="compute class", legend=legend.copy(), scale=alt.Scale(
             domain=used_shapes, range=[CLASS_SHAPE[c] for c in used_shapes])),
         size=alt.Size("level_rank:Q", title="memory level", scale=alt.Scale(
@@ -403,8 +404,12 @@ def roofline_chart(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str) -
         alt.layer(*layers)
         .add_params(colour_by, *filters.values(), top_n)
         .properties(width=WIDTH, height=HEIGHT, title=alt.Title(
-            device, subtitle=f"{len(points)} kernels plotted; ceilings: {', '.join(sources) or 'none'}; "
-            "click a kernel to highlight its levels, double-click to clear"))
+            device, subtitle=[
+                f"{len(points)} kernels plotted; ceilings: {', '.join(sources) or 'none'}; "
+                "click a kernel to highlight its levels, double-click to clear",
+                *(["hollow points: what-if kernels without a duration, drawn at their predicted (at-roof) "
+                   "performance"] if (points["timing"] == PREDICTED).any() else []),
+            ]))
         .configure_axis(labelFontSize=FONT, titleFontSize=12)
         .configure_legend(labelFontSize=FONT)
     )
@@ -479,7 +484,7 @@ def _table_html(table: pd.DataFrame, app_prefix: str | None) -> str:
             f'<td class="n">{_num(v["priority"])}</td>', f'<td class="note">{_e(v["note"])}</td>',
         ]
         rows.append("<tr>" + "".join(cells) + "</tr>")
-    return f'<table id="kernels"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+    return f'<table class="kernels"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
 
 
 def _csv_link(table: pd.DataFrame, name: str) -> str:
@@ -535,9 +540,15 @@ def _plotted_index(kernels: pd.DataFrame) -> pd.Index:
     return pd.Index(keep)
 
 
-def _page(title: str, body: str, specs: list[dict]) -> str:
+@functools.cache
+def _vega_bundle() -> str:
+    """vega + vega-lite + vega-embed as one script (defines ``vegaEmbed``); built once per process."""
     import vl_convert
 
+    return vl_convert.javascript_bundle()
+
+
+def _page(title: str, body: str, specs: list[dict]) -> str:
     embeds = "\n".join(
         f"vegaEmbed('#chart{i}', SPECS[{i}], {{actions: false}})"
         f".then(function (r) {{ document.getElementById('chart{i}').setAttribute('data-rendered', 'yes'); }})"
@@ -547,7 +558,7 @@ def _page(title: str, body: str, specs: list[dict]) -> str:
     )
     return (
         f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>\n'
-        f"<style>{CSS}</style>\n<script>{vl_convert.javascript_bundle()}</script>\n</head><body>\n{body}\n"
+        f"<style>{CSS}</style>\n<script>{_vega_bundle()}</script>\n</head><body>\n{body}\n"
         f"<script>\nvar SPECS = {_json(specs)};\n{embeds}\n</script>\n</body></html>\n"
     )
 
@@ -557,34 +568,35 @@ def _body(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFra
     kernels = conform(kernels, "kernels")
     ceilings = conform(ceilings, "ceilings")
     diagnostics = conform(diagnostics, "diagnostics")
-    devices = sorted(d for d in kernels["device"].unique())
-    specs, sections = [], []
+    devices = sorted(kernels["device"].unique())
+    specs, sections, skipped = [], [], []
     with alt.data_transformers.disable_max_rows():
         for device in devices:
-            has_roof = ((ceilings["device"] == device) & ceilings["selected"]).any()
-            n_plot = len(plot_points(kernels[kernels["device"] == device]))
-            if not has_roof or n_plot == 0:
-                why = "no selected ceiling" if not has_roof else "no kernel has a performance and an intensity"
-                sections.append(f"<section><h2>{_e(device)}</h2><p>No chart: {why}; its kernels are listed "
-                                "below and under Diagnostics.</p></section>")
-                continue
-            specs.append(roofline_chart(kernels, ceilings, device).to_dict(validate=False))
-            sections.append(f'<section><h2>{_e(device)}</h2><div class="chart" id="chart{len(specs) - 1}">'
-                            "</div></section>")
+            if not ((ceilings["device"] == device) & ceilings["selected"]).any():
+                skipped.append(f"{_e(device or '(unnamed device)')} (no selected ceiling)")
+            elif plot_points(kernels[kernels["device"] == device]).empty:
+                skipped.append(f"{_e(device)} (no kernel with both a performance and an intensity)")
+            else:
+                specs.append(roofline_chart(kernels, ceilings, device).to_dict(validate=False))
+                sections.append(f'<div class="chart" id="chart{len(specs) - 1}"></div>')
+    if skipped:
+        sections.append(f"<p>No chart for {', '.join(skipped)}: their kernels are in the table below, the reasons "
+                        "under <a href=\"#diagnostics\">Diagnostics</a>.</p>")
     table = kernel_table(kernels)
     n_err = int((diagnostics["severity"] == "error").sum())
-    when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    contents = ('<nav class="meta">Contents: <a href="#charts">rooflines</a> · <a href="#kernels">kernels</a> · '
+                '<a href="#ceilings">ceilings</a> · <a href="#diagnostics">diagnostics</a></nav>')
     body = (
-        f"<h1>{_e(title)}</h1>\n{nav}\n<p class=\"meta\">{len(kernels)} kernels, "
-        f"{kernels['app'].nunique()} app(s), {len(devices)} device(s); {n_err} input error(s). Generated {when}. "
-        "Points: one per kernel and memory level (same performance, that level's intensity); hollow points are "
-        "what-if kernels drawn at their predicted (at-roof) performance.</p>\n"
-        + "\n".join(sections)
-        + "\n<section><h2>Kernels by priority</h2><p class=\"meta\">priority = time share × (1 − fraction of the "
-        f"binding roof): where optimisation pays most. {_csv_link(table, csv_name)}</p>\n"
+        f"<h1>{_e(title)}</h1>\n{nav}\n{contents}\n<p class=\"meta\">{len(kernels)} kernels, "
+        f"{kernels['app'].nunique()} app(s), {len(devices)} device(s); {n_err} input error(s). "
+        "Each kernel is drawn once per memory level: same performance, that level's arithmetic intensity "
+        "(work of its dominant compute class / measured bytes at the level).</p>\n"
+        '<section id="charts"><h2>Rooflines</h2>' + "\n".join(sections) + "</section>\n"
+        '<section id="kernels"><h2>Kernels by priority</h2><p class="meta">priority = time share × (1 − fraction of '
+        f"the binding roof): where optimisation pays most. {_csv_link(table, csv_name)}</p>\n"
         + (_table_html(table, app_prefix) if len(table) else "<p>No kernels.</p>")
-        + f"</section>\n<section><h2>Ceilings</h2>{_ceilings_html(ceilings, devices)}</section>\n"
-        f"<section id=\"diagnostics\"><h2>Diagnostics</h2>{_diagnostics_html(diagnostics, kernels)}</section>"
+        + f'</section>\n<section id="ceilings"><h2>Ceilings</h2>{_ceilings_html(ceilings, devices)}</section>\n'
+        f'<section id="diagnostics"><h2>Diagnostics</h2>{_diagnostics_html(diagnostics, kernels)}</section>'
     )
     return body, specs
 

@@ -120,6 +120,13 @@ CLASSIFIED_EXTRA = [
     Column("note", "str", "", "what to check, e.g. latency/parallelism? far below every roof"),
     Column("traffic_excess", "float", "", "measured / compulsory DRAM bytes"),
     Column("ai_algorithmic", "float", "FLOP/B", "compulsory FLOP / compulsory bytes"),
+    Column("warp_ips", "float", "inst/s", "warp instructions per second (instruction roofline y)"),
+    Column(
+        "instruction_intensity",
+        "float",
+        "inst/sector",
+        "warp instructions per 32 B transaction at the busiest level (instruction roofline x)",
+    ),
     *_CLASS_COLUMNS,
     *_LEVEL_COLUMNS,
 ]

@@ -73,3 +73,8 @@ def test_duplicate_app_names_are_refused(tmp_path):
 def test_missing_input_is_named(tmp_path):
     with pytest.raises(ConfigError, match="'nope.ncu-rep' does not exist"):
         resolve_apps(load_config({"inputs": ["nope.ncu-rep"]}), tmp_path)
+
+
+def test_annotation_regex_is_checked():
+    with pytest.raises(ConfigError, match="not a valid regular expression"):
+        load_config({"classify": {"annotations": [{"kernel": "gemm<(", "algorithmic_flop": 1}]}})

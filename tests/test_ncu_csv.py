@@ -300,6 +300,18 @@ def test_refusals_name_the_file_and_the_fix(name: str, message: str) -> None:
     assert isinstance(info.value, ValueError)
 
 
+def test_raw_duplicate_launch_ids(tmp_path: Path) -> None:
+    lines = (DATA / "ncu_raw_edge_cases.csv").read_text(encoding="utf-8").splitlines()
+    same = tmp_path / "same.csv"  # launch 0 exported twice, identically: kept once
+    same.write_text("\n".join([*lines[:4], lines[3], *lines[4:]]) + "\n", encoding="utf-8")
+    assert read_ncu_csv(same)["launch"].tolist() == [0, 1, 2]
+    differ = tmp_path / "differ.csv"  # launch 1 twice with different values: refused
+    lines[5] = lines[5].replace('"2"', '"1"', 1)
+    differ.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(NcuCsvError, match="line 6: launch ID 1 appears twice with different"):
+        read_ncu_csv(differ)
+
+
 def test_binary_bytes_are_refused(tmp_path: Path) -> None:
     path = tmp_path / "report.csv"
     path.write_bytes(b"NVR\x00\x02\x00\x00\x00" + bytes(range(256)))
@@ -321,9 +333,7 @@ def test_merge_fills_metrics_earlier_files_lack(tmp_path: Path) -> None:
     first = tmp_path / "no_time.csv"
     first.write_text("\n".join(lines) + "\n", encoding="utf-8")
     partial = read_ncu_csv(first)
-    assert partial["gpu__time_duration.sum"].tolist() == pytest.approx(
-        [1.5e-3, 6.75e-6, np.nan], nan_ok=True
-    )
+    assert partial["gpu__time_duration.sum"].tolist() == pytest.approx([1.5e-3, 6.75e-6, np.nan], nan_ok=True)
     merged = read_ncu_csvs([first, DATA / "ncu_long_mixed_units.csv"])
     assert merged["gpu__time_duration.sum"].tolist() == pytest.approx([1.5e-3, 6.75e-6, 2.72e-6])
 

@@ -1,2 +1,33 @@
-# Capture: runs apps with a `command:` under ncu (the only rule that needs a GPU).
-# Filled in by the capture issue; apps given as reports never schedule it.
+# Capture: runs apps with a `command:` under ncu (the only rule that needs a GPU); apps given as
+# reports never schedule it. It reruns when the app's capture settings, capture.ncu, the run id
+# or the capture code change; job resources (gpu_model, runtime, mem_mb) place the job only.
+from roofline.capture import app_regex, capture_plan  # noqa: E402
+
+CAPTURES = capture_plan(CONFIG, {name: app.kind for name, app in APPS.items()})
+
+
+rule capture:
+    input:
+        code=pkg_code("capture.py", "config.py"),
+    output:
+        report=f"{CONFIG.capture.raw_dir}/{{app}}.ncu-rep",
+        sidecar=f"{CONFIG.capture.raw_dir}/{{app}}.capture.json",
+    wildcard_constraints:
+        app=app_regex(CAPTURES),
+    params:
+        settings=lookup(dpath="{app}/settings", within=CAPTURES),
+        ncu=CONFIG.capture.ncu,
+        run_id=run_id(),
+    resources:
+        gpu=1,
+        gpu_model=lookup(dpath="{app}/gpu_model", within=CAPTURES),
+        runtime=lookup(dpath="{app}/runtime", within=CAPTURES),
+        mem_mb=lookup(dpath="{app}/mem_mb", within=CAPTURES),
+    log:
+        "logs/capture/{app}.log",
+    conda:
+        "../envs/roofline.yaml"
+    shell:
+        "python -m roofline.capture --app {wildcards.app} --config-json {params.settings:q}"
+        " --ncu {params.ncu:q} --run-id {params.run_id:q}"
+        " --output {output.report} --sidecar {output.sidecar} 2> {log}"
