@@ -39,6 +39,9 @@ class AppConfig(Strict):
 
     report: str | None = Field(None, description="path of an existing .ncu-rep, ncu CSV export or what-if table")
     command: str | None = Field(None, description="command line to profile under ncu (capture stage)")
+    device: str | None = Field(
+        None, description="GPU name (as ncu reports it) for inputs that do not record one, e.g. CSV exports"
+    )
     workdir: str | None = Field(None, description="working directory of the command")
     env: dict[str, str] = Field(default_factory=dict, description="extra environment variables")
     kernel_filter: str | None = Field(None, description="ncu -k / --kernel-name filter")
@@ -138,7 +141,8 @@ class Config(Strict):
 class App:
     name: str
     source: str | None  # input file (None when captured)
-    kind: str  # ncu-rep, csv, what-if, capture
+    kind: str  # ncu-rep, csv, csv-dir, what-if, capture, legacy
+    device: str | None = None  # GPU name to assume where the input records none
 
 
 class ConfigError(ValueError):
@@ -161,6 +165,9 @@ def load_config(data: dict) -> Config:
 
 
 def input_kind(path: str) -> str:
+    """The reader an input needs, from its suffix; a folder holds CSV exports of one ncu run."""
+    if Path(path).is_dir():
+        return "csv-dir"
     for suffix, kind in INPUT_SUFFIXES.items():
         if path.lower().endswith(suffix):
             return kind
@@ -191,6 +198,8 @@ def resolve_apps(config: Config, workdir: str | Path = ".") -> dict[str, App]:
             rel = str(Path(match).relative_to(workdir)) if workdir != Path(".") else match
             if rel in named_reports:
                 continue
+            if Path(match).is_dir() and not any(Path(match).glob("*.csv")):
+                continue  # a folder is an app only when it holds CSV exports of one ncu run
             name = _stem(rel)
             _check_name(name, rel)
             if name in apps:
@@ -198,7 +207,7 @@ def resolve_apps(config: Config, workdir: str | Path = ".") -> dict[str, App]:
                     f"two inputs give the app name {name!r}: {apps[name].source} and {rel}; "
                     "name one of them under apps:"
                 )
-            apps[name] = App(name, rel, input_kind(rel))
+            apps[name] = App(name, rel, input_kind(str(match)))
     for name, app in config.apps.items():
         _check_name(name, "apps:")
         if name in apps:
@@ -206,7 +215,7 @@ def resolve_apps(config: Config, workdir: str | Path = ".") -> dict[str, App]:
         if app.report:
             if not (workdir / app.report).exists():
                 raise ConfigError(f"apps.{name}.report: {app.report!r} does not exist")
-            apps[name] = App(name, app.report, input_kind(app.report))
+            apps[name] = App(name, app.report, input_kind(str(workdir / app.report)), app.device)
         else:
             apps[name] = App(name, None, "capture")
     return apps

@@ -390,10 +390,14 @@ def short_kernel_name(name: str, limit: int = 80) -> str:
 
 
 def sha256(path: str | Path) -> str:
+    """sha256 of a file, or of a folder's files in name order."""
+    path = Path(path)
+    files = sorted(p for p in path.iterdir() if p.is_file()) if path.is_dir() else [path]
     digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
+    for file in files:
+        with open(file, "rb") as handle:
+            for block in iter(lambda handle=handle: handle.read(1 << 20), b""):
+                digest.update(block)
     return digest.hexdigest()
 
 
@@ -418,6 +422,13 @@ def read_input(path: str | Path, kind: str) -> pd.DataFrame:
         return read_ncu_rep(path)
     if kind == "what-if":
         return read_what_if(path)
+    if kind == "csv-dir":
+        from roofline.ncu_csv import read_ncu_csvs
+
+        files = sorted(path.glob("*.csv"))
+        if not files:
+            raise InputError(f"{path}: the folder holds no .csv export")
+        return read_ncu_csvs(files)
     if kind == "csv":
         if _is_what_if_csv(path):
             return read_what_if_csv(path)
@@ -452,11 +463,22 @@ def read_what_if_csv(path: Path) -> pd.DataFrame:
     return out
 
 
-def parse_input(path: str | Path, app: str, kind: str) -> pd.DataFrame:
-    """The whole stage for one input: read, derive, add provenance; returns the counters table."""
+def parse_input(path: str | Path, app: str, kind: str, device: str | None = None) -> pd.DataFrame:
+    """The whole stage for one input: read, derive, add provenance; returns the counters table.
+
+    ``device`` names the GPU for inputs that record none (CSV exports); a recorded name wins.
+    """
     path = Path(path)
     raw = read_input(path, kind)
     counters = derive_counters(raw)
+    recorded = counters.get("device", pd.Series("", index=counters.index)).fillna("").astype(str)
+    if device:
+        counters["device"] = recorded.where(recorded != "", device)
+    else:
+        unnamed = [
+            f"unnamed GPU (sm_{cc.replace('.', '')})" if cc else "unnamed GPU" for cc in counters["compute_capability"]
+        ]
+        counters["device"] = recorded.where(recorded != "", pd.Series(unnamed, index=counters.index))
     counters["app"] = app
     counters["source_file"] = str(path)
     counters["source_sha256"] = sha256(path)
@@ -492,10 +514,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kind", required=True)
     parser.add_argument("--output", required=True)
     parser.add_argument("--diagnostics", required=True)
+    parser.add_argument("--device", default="", help="GPU name for inputs that record none")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
-        counters = parse_input(args.input, args.app, args.kind)
+        counters = parse_input(args.input, args.app, args.kind, args.device or None)
         diagnostics = diagnostics_for(counters, args.app)
     except (InputError, UnitError, ValueError, OSError) as exc:
         # One bad input must not stop the batch: record the error, write empty tables, go on.

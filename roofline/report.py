@@ -188,7 +188,7 @@ def _spot(origin: tuple[float, float], u: tuple[float, float], side: int, line_p
     along, across = rel @ np.asarray(u), rel @ np.asarray(n)
     best, best_count = 12.0, None
     for start in np.arange(12.0, max(line_px - length - 4, 12.0) + 1, 16.0):
-        inside = (along > start - 6) & (along < start + length + 6) & (across > -3) & (across < FONT + 6)
+        inside = (along > start - 10) & (along < start + length + 10) & (across > -8) & (across < FONT + 10)
         if best_count is None or inside.sum() < best_count:
             best, best_count = float(start), int(inside.sum())
     samples = np.array([
@@ -399,7 +399,8 @@ def roofline_chart(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str) -
         opacity=alt.condition(pick, alt.value(0.95), alt.value(0.15)),
         tooltip=tooltip,
     ).add_params(pick))
-    sources = sorted({s for _, s in roofs.values()})
+    drawn = {("memory", lv) for lv in MEMORY_LEVELS} | {("compute", c) for c in classes}
+    sources = sorted({s for key, (_, s) in roofs.items() if key in drawn})
     return (
         alt.layer(*layers)
         .add_params(colour_by, *filters.values(), top_n)
@@ -423,13 +424,14 @@ h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.6em;border-bottom:1px solid #
 table{border-collapse:collapse;font-size:13px}th,td{border-bottom:1px solid #e4e4e4;padding:3px 8px;text-align:left}
 th{background:#f4f4f4;position:sticky;top:0}td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 .kname{max-width:32em;overflow:hidden;text-overflow:ellipsis;white-space:nowrap;font-family:monospace}
-.note{color:#555;font-size:12px}.error{color:#a40000}.warning{color:#8a5a00}
+.note{color:#555;font-size:12px;min-width:16em;max-width:36em}.cfg{font-size:12px;white-space:nowrap}.error{color:#a40000}.warning{color:#8a5a00}
 .chart{margin:.5em 0}.chart form,.vega-bindings{font-size:13px}.vega-bind{display:inline-block;margin-right:1.2em}
 .meta{color:#555}
 """
 
-TABLE_COLUMNS = ["#", "kernel", "app", "device", "launches", "time share", "GPU time", "bound", "% of roof",
-                 "achieved", "attainable", "AI at binding level [FLOP/B]", "ceiling source", "priority", "note"]
+TABLE_COLUMNS = ["#", "kernel", "app", "device", "grid × block", "launches", "time share", "GPU time", "bound",
+                 "% of roof", "achieved", "attainable", "AI at binding level [FLOP/B]", "ceiling source", "priority",
+                 "note"]
 
 
 def _e(text: object) -> str:
@@ -457,6 +459,7 @@ def kernel_table(kernels: pd.DataFrame) -> pd.DataFrame:
     measured = np.isfinite(k["performance"])
     return pd.DataFrame({
         "#": np.arange(1, len(k) + 1), "kernel": k["kernel_short"], "app": k["app"], "device": k["device"],
+        "grid × block": [f"{g} × {b}" if g or b else "" for g, b in zip(k["grid"], k["block"])],
         "launches": k["launches"], "time share": k["time_share"], "GPU time": k["duration_s"], "bound": k["bound"],
         "% of roof": k["roof_pct"], "achieved": k["performance"],
         "attainable": k["attainable"], "AI at binding level [FLOP/B]": k.apply(_binding_ai, axis=1) if len(k) else [],
@@ -476,7 +479,8 @@ def _table_html(table: pd.DataFrame, app_prefix: str | None) -> str:
         cells = [
             f'<td class="n">{v["#"]}</td>',
             f'<td class="kname" title="{_e(v["kernel (full name)"])}">{_e(v["kernel"])}</td>',
-            f"<td>{app_cell}</td>", f"<td>{_e(v['device'])}</td>", f'<td class="n">{v["launches"]}</td>',
+            f"<td>{app_cell}</td>", f"<td>{_e(v['device'])}</td>", f'<td class="cfg">{_e(v["grid × block"])}</td>',
+            f'<td class="n">{v["launches"]}</td>',
             f'<td class="n">{_pct(100 * v["time share"])}</td>', f'<td class="n">{si(v["GPU time"], "s")}</td>',
             f"<td>{_e(v['bound'])}</td>", f'<td class="n">{_pct(v["% of roof"])}</td>',
             f'<td class="n">{achieved}</td>', f'<td class="n">{attainable}</td>',
@@ -627,6 +631,9 @@ def app_html(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.Data
 def _write_atomic(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a report is for reading
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
@@ -642,24 +649,17 @@ def _read_all(paths: Sequence[str | os.PathLike], table: str) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else conform(pd.DataFrame(), table)
 
 
-def write_report(
-    kernels_paths: Sequence[str | os.PathLike],
-    ceilings_paths: Sequence[str | os.PathLike],
-    diagnostics_paths: Sequence[str | os.PathLike],
-    output: str | os.PathLike,
-    apps_dir: str | os.PathLike,
-    title: str,
+def write_pages(
+    kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFrame,
+    output: str | os.PathLike, apps_dir: str | os.PathLike, title: str,
 ) -> list[Path]:
-    """Read the stage tables, write the summary page and one page per app; return the pages written.
+    """Write the summary page and one page per app (atomically); return the pages written.
 
     Raises
     ------
     ValueError
         If an app name could not be a file name (letters, digits, ``.``, ``_``, ``-`` only).
     """
-    kernels = _read_all(kernels_paths, "kernels")
-    ceilings = _read_all(ceilings_paths, "ceilings").drop_duplicates()
-    diagnostics = _read_all(diagnostics_paths, "diagnostics")
     apps = sorted((set(kernels["app"]) | set(diagnostics["app"])) - {""})
     bad = [a for a in apps if not APP_NAME.match(a) or a in {".", ".."}]
     if bad:
@@ -672,6 +672,21 @@ def write_report(
         _write_atomic(page, app_html(kernels, ceilings, diagnostics, app, title))
         written.append(page)
     return written
+
+
+def write_report(
+    kernels_paths: Sequence[str | os.PathLike],
+    ceilings_paths: Sequence[str | os.PathLike],
+    diagnostics_paths: Sequence[str | os.PathLike],
+    output: str | os.PathLike,
+    apps_dir: str | os.PathLike,
+    title: str,
+) -> list[Path]:
+    """Read the stage tables (Parquet) and write the pages with :func:`write_pages`."""
+    kernels = _read_all(kernels_paths, "kernels")
+    ceilings = _read_all(ceilings_paths, "ceilings").drop_duplicates()
+    diagnostics = _read_all(diagnostics_paths, "diagnostics")
+    return write_pages(kernels, ceilings, diagnostics, output, apps_dir, title)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -31,12 +31,24 @@ def pkg_code(*modules):
     return [str(PKG / m) for m in ("__init__.py", "schemas.py", "metrics.py", *modules)]
 
 
-def app_input(wildcards):
-    """The file a parse job reads: the user's report, or what capture writes."""
+def app_source(wildcards):
+    """The path a parse job reads: the user's report or folder, or what capture writes."""
     app = APPS[wildcards.app]
     if app.source is not None:
         return app.source
     return f"{CONFIG.capture.raw_dir}/{app.name}.ncu-rep"
+
+
+def app_input(wildcards):
+    """The files behind app_source (a folder of CSV exports lists its files)."""
+    source = app_source(wildcards)
+    if APPS[wildcards.app].kind == "csv-dir":
+        return sorted(str(p) for p in Path(source).glob("*.csv"))
+    return source
+
+
+def app_device(wildcards):
+    return APPS[wildcards.app].device or ""
 
 
 def app_kind(wildcards):

@@ -1,0 +1,147 @@
+"""The ``roofline`` console command: the stages run in-process on a few files, without Snakemake.
+
+``roofline show FILE...`` prints the classified kernels as a text table, highest priority first;
+``roofline report FILE... -o out.html`` writes the offline summary page (and a page per app).
+A file that cannot be analysed gets one line on stderr; the others are still shown, and the exit
+status is 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from roofline.metrics import MEMORY_LEVELS
+from roofline.schemas import conform
+
+DEFAULT_CATALOG = Path(__file__).resolve().parent.parent / "config" / "gpus.yaml"
+DEFAULT_POLICY = "report,datasheet"
+SHOW_COLUMNS = ["kernel", "app", "device", "bound", "% roof", "time share", "AI [FLOP/B]", "performance"]
+
+
+def app_name(path: str | Path, taken: set[str]) -> str:
+    """The app name of an input: its file name without the input suffix, made unique."""
+    from roofline.config import INPUT_SUFFIXES
+
+    name = Path(path).name
+    for suffix in INPUT_SUFFIXES:
+        if name.lower().endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    unique, i = name or "app", 2
+    while unique in taken:
+        unique, i = f"{name}-{i}", i + 1
+    return unique
+
+
+def analyse(path: str | Path, app: str, catalog: str | Path, policy: list[str]) -> tuple[pd.DataFrame, ...]:
+    """Run parse -> ceilings -> classify on one input; returns (kernels, ceilings, diagnostics)."""
+    from roofline.ceilings import build_ceilings
+    from roofline.classify import aggregate_kernels
+    from roofline.config import input_kind
+    from roofline.parse import diagnostics_for, parse_input
+
+    counters = parse_input(path, app, input_kind(str(path)))
+    if counters.empty:
+        raise ValueError("no kernel launches in the file")
+    ceilings = build_ceilings(counters, catalog, policy)
+    kernels = aggregate_kernels(counters, ceilings)
+    return kernels, ceilings, conform(diagnostics_for(counters, app), "diagnostics")
+
+
+def analyse_all(
+    paths: Sequence[str], catalog: str | Path, policy: list[str]
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, list[str]]:
+    """Analyse every file; a failing file becomes an error row and a message, the rest go on."""
+    kernels, ceilings, diagnostics, errors, taken = [], [], [], [], set()
+    for path in paths:
+        app = app_name(path, taken)
+        taken.add(app)
+        try:
+            k, c, d = analyse(path, app, catalog, policy)
+        except Exception as exc:  # one bad input must not stop the others
+            kind = "" if isinstance(exc, (ValueError, OSError)) else f"{type(exc).__name__}: "
+            message = f"{kind}{exc}".strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            message = message.removeprefix(f"{path}: ")
+            errors.append(f"roofline: {path}: {message}")
+            diagnostics.append(conform(pd.DataFrame([{
+                "app": app, "stage": "cli", "severity": "error", "source_file": str(path), "message": message,
+            }]), "diagnostics"))
+            continue
+        kernels.append(k)
+        ceilings.append(c)
+        diagnostics.append(d)
+
+    def cat(frames: list[pd.DataFrame], table: str) -> pd.DataFrame:
+        frames = [f for f in frames if len(f)]
+        return conform(pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(), table)
+
+    return cat(kernels, "kernels"), cat(ceilings, "ceilings"), cat(diagnostics, "diagnostics"), errors
+
+
+def show_table(kernels: pd.DataFrame) -> str:
+    """The kernels as a plain text table, highest priority first."""
+    from roofline.report import si
+
+    k = kernels.sort_values(["priority", "duration_s"], ascending=False, na_position="last")
+    rows = []
+    for r in k.to_dict("records"):
+        level = r["binding_level"] if r["binding_level"] in MEMORY_LEVELS else "dram"
+        measured = np.isfinite(r["performance"])
+        rows.append([
+            r["kernel_short"], r["app"], r["device"], r["bound"],
+            f"{r['roof_pct']:.1f} %" if np.isfinite(r["roof_pct"]) else "-",
+            f"{100 * r['time_share']:.1f} %" if np.isfinite(r["time_share"]) else "-",
+            f"{r[f'ai_{level}']:.3g} ({level})" if np.isfinite(r[f"ai_{level}"]) else "-",
+            si(r["performance"], "FLOP/s") if measured else
+            (f"{si(r['attainable'], 'FLOP/s')} predicted" if np.isfinite(r["attainable"]) else "-"),
+        ])
+    widths = [max(len(h), *(len(str(row[i])) for row in rows)) for i, h in enumerate(SHOW_COLUMNS)]
+    widths[0] = min(widths[0], 60)
+
+    def line(cells: list[str]) -> str:
+        text = [str(c)[: widths[0] - 1] + "…" if i == 0 and len(str(c)) > widths[0] else str(c)
+                for i, c in enumerate(cells)]
+        return "  ".join(t.ljust(w) if i < 4 else t.rjust(w) for i, (t, w) in enumerate(zip(text, widths))).rstrip()
+
+    return "\n".join([line(SHOW_COLUMNS), line(["-" * w for w in widths]), *(line(r) for r in rows)])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="roofline", description="Hierarchical roofline of Nsight Compute profiles.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("files", nargs="+", metavar="FILE", help=".ncu-rep, ncu CSV export or what-if table")
+    common.add_argument("--catalog", default=str(DEFAULT_CATALOG), help="GPU datasheet catalog (YAML)")
+    common.add_argument("--policy", default=DEFAULT_POLICY, help="ceiling sources in order of preference")
+    sub.add_parser("show", parents=[common], help="print the classified kernels as a table")
+    report = sub.add_parser("report", parents=[common], help="write the offline HTML summary")
+    report.add_argument("-o", "--output", required=True, help="summary page, e.g. reports/summary.html")
+    report.add_argument("--apps-dir", help="per-app pages (default: apps/ next to the summary)")
+    report.add_argument("--title", default="Roofline summary")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="roofline: %(levelname)s %(name)s: %(message)s")
+
+    kernels, ceilings, diagnostics, errors = analyse_all(args.files, args.catalog, args.policy.split(","))
+    for message in errors:
+        print(message, file=sys.stderr)
+    if args.command == "show":
+        if len(kernels):
+            print(show_table(kernels))
+    else:
+        from roofline.report import write_pages
+
+        output = Path(args.output)
+        apps_dir = Path(args.apps_dir) if args.apps_dir else output.parent / "apps"
+        write_pages(kernels, ceilings, diagnostics, output, apps_dir, args.title)
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
