@@ -75,6 +75,9 @@ class CeilingsConfig(Strict):
     )
     catalog: str = Field("config/gpus.yaml", description="datasheet catalog (YAML)")
     measured: str | None = Field(None, description="measured ceilings table (CSV or Parquet), if any")
+    measure: bool = Field(
+        False, description="run the microbenchmarks on a GPU node (rule measure) and use their table as 'measured'"
+    )
     gpus: dict[str, dict] = Field(
         default_factory=dict, description="GPUs to add to the catalog, or catalog values to override"
     )

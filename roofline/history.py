@@ -326,7 +326,12 @@ def _rel_sigma(values: list[float], method: str = "level") -> float:
         if len(x) < 3:
             return math.nan
         d = np.diff(np.log(x))
-        return 1.4826 * float(np.median(np.abs(d - np.median(d)))) / math.sqrt(2)
+        mad = 1.4826 * float(np.median(np.abs(d - np.median(d))))
+        if os.environ.get("RW"):
+            kept = d[np.abs(d - np.median(d)) <= 3 * mad]
+            if len(kept) >= 2:
+                return float(np.sqrt(np.mean((kept - np.median(d)) ** 2))) / math.sqrt(2)
+        return mad / math.sqrt(2)
     med = float(np.median(x))
     return 1.4826 * float(np.median(np.abs(x - med))) / med if med > 0 else math.nan
 
@@ -427,6 +432,8 @@ def _judge(p: DecisionParams, night: dict, nights: list[dict], pending: dict | N
     memory = str(row.get("bound") or "").startswith("memory") or not night["flop"] > 0
     work = "bytes" if memory else "flop"
     kept = [n for n in nights if n["label"] != "outlier" and n is not pending]
+    if os.environ.get("LAG") and len(kept) > p.min_nights and kept[-1] is last:
+        kept = kept[:-1]
     pool = kept[-p.window:]
     values = [_scaled(n, night, work, p.work_tol) for n in pool]
     nb = len(values)

@@ -18,7 +18,7 @@ import re
 import sys
 import tempfile
 import urllib.parse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import altair as alt
@@ -165,9 +165,8 @@ def _place(lines: list[float], texts: list[str], gap: float = FONT + 3) -> list[
     for i, (pos, text) in enumerate(zip(lines, texts)):
         others = [(p - 1, p + 1) for j, p in enumerate(lines) if j != i]
         for side in (-1, 1):
-            lo, hi = (pos - gap, pos - 2) if side < 0 else (pos + 2, pos + gap)
-            if not any(lo < b and a < hi for a, b in taken + others):
-                taken.append((lo, hi))
+            if _free(_band(pos, side, gap), taken + others):
+                taken.append(_band(pos, side, gap))
                 placed.append([text, pos, side])
                 break
         else:
@@ -178,12 +177,37 @@ def _place(lines: list[float], texts: list[str], gap: float = FONT + 3) -> list[
     return [tuple(p) for p in placed]
 
 
+def _band(pos: float, side: int, gap: float = FONT + 3) -> tuple[float, float]:
+    return (pos - gap, pos - 2) if side < 0 else (pos + 2, pos + gap)
+
+
+def _free(band: tuple[float, float], taken: list[tuple[float, float]]) -> bool:
+    return not any(band[0] < b and a < band[1] for a, b in taken)
+
+
+def _sides(lines: list[float], placed: list[tuple[str, float, int]]) -> list[list[int]]:
+    """Per placed label: its side, then the other side too when that is also free."""
+    bands = [_band(pos, side) for _, pos, side in placed]
+    out = []
+    for i, (_, pos, side) in enumerate(placed):
+        others = [(p - 1, p + 1) for p in lines if p != pos] + bands[:i] + bands[i + 1:]
+        out.append([side, -side] if _free(_band(pos, -side), others) else [side])
+    return out
+
+
+def _up(u: tuple[float, float]) -> tuple[float, float]:
+    """The unit normal of direction ``u`` that points up the screen (pixel y grows down)."""
+    return (u[1], -u[0]) if -u[0] < 0 else (-u[1], u[0])
+
+
 def _spot(origin: tuple[float, float], u: tuple[float, float], side: int, line_px: float, text: str,
-          obstacles: np.ndarray) -> tuple[float, np.ndarray]:
+          obstacles: np.ndarray) -> tuple[float, int, np.ndarray]:
     """Distance along a roof (pixels from ``origin`` in direction ``u``) where its label covers
-    the fewest obstacles (kernel points, other labels); also the sample points of the chosen box."""
+    the fewest obstacles (kernel points, other roofs and labels), that number, and sample points
+    of the chosen box."""
     length = len(text) * CHAR_PX
-    n = (u[1], -u[0]) if side < 0 else (-u[1], u[0])  # unit normal towards the label's side
+    up = _up(u)
+    n = up if side < 0 else (-up[0], -up[1])  # unit normal towards the label's side
     rel = obstacles - np.asarray(origin) if len(obstacles) else np.empty((0, 2))
     along, across = rel @ np.asarray(u), rel @ np.asarray(n)
     best, best_count = 12.0, None
@@ -195,7 +219,30 @@ def _spot(origin: tuple[float, float], u: tuple[float, float], side: int, line_p
         (origin[0] + u[0] * d + n[0] * h, origin[1] + u[1] * d + n[1] * h)
         for d in np.arange(best, best + length, 5.0) for h in (3.0, FONT / 2 + 3, FONT + 3)
     ])
-    return best, samples
+    return best, best_count, samples
+
+
+def _roof_groups(roofs: dict[tuple[str, str], tuple[float, str]], classes: list[str]) -> tuple[list, list]:
+    """Compute and memory roofs to draw, highest first, as (value, style, label text).
+
+    Roofs with the same value and source are one line with one label (e.g. L1 and shared).
+    """
+    def group(kind: str, names: list[str], labels: dict[str, str], unit: str) -> list[tuple[float, str, str]]:
+        merged: dict[tuple[float, str], list[str]] = {}
+        for name in names:
+            if (kind, name) in roofs:
+                merged.setdefault(roofs[(kind, name)], []).append(name)
+        out = [(v, members[0], f"{', '.join(labels[m] for m in members)} {si(v, unit)} ({src})")
+               for (v, src), members in merged.items()]
+        return sorted(out, key=lambda item: -item[0])
+
+    return (group("compute", classes, CLASS_LABEL, "FLOP/s"),
+            group("memory", list(MEMORY_LEVELS), LEVEL_LABEL, "B/s"))
+
+
+def _samples(p0: tuple[float, float], p1: tuple[float, float], step: float = 6.0) -> np.ndarray:
+    n = max(int(math.dist(p0, p1) / step), 1)
+    return np.linspace(p0, p1, n + 1)
 
 
 def _roof_layers(
@@ -204,74 +251,78 @@ def _roof_layers(
     """Roof segments, their labels and the ridge points, in data coordinates.
 
     Labels of close roofs are put on opposite sides or merged (:func:`_place`); along its roof
-    each label goes where it hides the fewest kernel points and no other label (:func:`_spot`).
+    each label goes where it covers the fewest kernel points, other roofs and labels (:func:`_spot`).
     """
-    compute = sorted(((roofs[("compute", c)], c) for c in classes if ("compute", c) in roofs), reverse=True)
-    memory = sorted(((roofs[("memory", lv)], lv) for lv in MEMORY_LEVELS if ("memory", lv) in roofs), reverse=True)
+    compute, memory = _roof_groups(roofs, classes)
     (x_lo, x_hi), (y_lo, _) = frame.x, frame.y
-    top = compute[0][0][0] if compute else None
-    widest = memory[0][0][0] if memory else None
+    top = compute[0][0] if compute else None
+    widest = memory[0][0] if memory else None
     segments, labels, ridges = [], [], []
-    obstacles = [points_px.reshape(-1, 2)]
-    flat_start = {}
-    for (value, source), name in compute:
-        text = _compute_text(value, source, name)
+    for value, _, text in compute:
         x0 = max(x_lo, value / widest) if widest else x_lo
         segments.append({"x": x0, "x2": x_hi, "y": value, "y2": value, "style": "compute", "roof": text})
-        flat_start[text] = (x0, value)
-    ys = [frame.px(x_hi, v)[1] for (v, _), _ in compute]
-    for text, pos, side in _place(ys, [s["roof"] for s in segments]):
-        x0, value = flat_start[text.split(" · ")[0]]
-        origin = (WIDTH - 2.0, pos)
-        along, box = _spot(origin, (-1.0, 0.0), side, WIDTH - 2 - frame.px(x0, value)[0], text,
-                           np.concatenate(obstacles))
-        obstacles.append(box)
-        x, y = frame.data(origin[0] - along, pos + 3.0 * side)
-        labels.append({"x": x, "y": y, "text": text, "angle": 0, "align": "right",
-                       "baseline": "bottom" if side < 0 else "top"})
-    sloped, offsets = [], []
-    cos, sin = math.cos(frame.theta), math.sin(frame.theta)
-    for (beta, source), level in memory:
-        x0 = max(x_lo, y_lo / beta)
-        x1 = top / beta if top else x_hi
-        text = _memory_text(beta, source, level)
+    for beta, level, text in memory:
+        x0, x1 = max(x_lo, y_lo / beta), (top / beta if top else x_hi)
         segments.append({"x": x0, "x2": x1, "y": beta * x0, "y2": beta * x1, "style": level, "roof": text})
-        sloped.append((x0, x1, beta, text))
-        # Perpendicular pixel offset of parallel slope-1 lines: top line first.
-        offsets.append(-math.log10(beta) * frame.ppy * cos)
-        for (pi, _), name in compute:
-            ridges.append({"x": pi / beta, "y": pi,
-                           "ridge": f"ridge {CLASS_LABEL[name]} / {LEVEL_LABEL[level]}: {pi / beta:.3g} FLOP/B"})
-    by_text = {t: (x0, x1, beta) for x0, x1, beta, t in sloped}
-    for text, _, side in _place(offsets, [t for *_, t in sloped]):
-        x0, x1, beta = by_text[text.split(" · ")[0]]
-        origin, end = frame.px(x0, beta * x0), frame.px(x1, beta * x1)
-        along, box = _spot(origin, (cos, -sin), side, math.dist(origin, end), text, np.concatenate(obstacles))
-        obstacles.append(box)
-        perp = 3.0 * side
-        x, y = frame.data(origin[0] + along * cos - perp * sin, origin[1] - along * sin + perp * cos)
-        labels.append({"x": x, "y": y, "text": text, "angle": (360 - math.degrees(frame.theta)) % 360,
-                       "align": "left", "baseline": "bottom" if side < 0 else "top"})
+        for value, name, _ in compute:
+            ridges.append({"x": value / beta, "y": value, "ridge": f"ridge {CLASS_LABEL[name]} / "
+                           f"{LEVEL_LABEL[level]}: {value / beta:.3g} FLOP/B"})
+    ends = {s["roof"]: (frame.px(s["x"], s["y"]), frame.px(s["x2"], s["y2"])) for s in segments}
+    placed: list[np.ndarray] = []
+
+    def obstacles(own: str) -> np.ndarray:
+        lines = [_samples(*ends[t]) for t in ends if t != own]
+        return np.concatenate([points_px.reshape(-1, 2), *lines, *placed])
+
+    def add(text: str, sides: list[int], origin: tuple, u: tuple, line_px: float, angle: float, align: str) -> int:
+        near = obstacles(text.split(" · ")[0])
+        tries = [(_spot(origin, u, side, line_px, text, near), side) for side in sides]
+        (along, _, box), side = min(tries, key=lambda t: t[0][1])  # fewest covered; ties: first side
+        placed.append(box)
+        n = _up(u)
+        x, y = frame.data(origin[0] + along * u[0] - 3.0 * side * n[0], origin[1] + along * u[1] - 3.0 * side * n[1])
+        labels.append({"x": x, "y": y, "text": text, "angle": angle, "align": align,
+                       "baseline": "bottom" if side < 0 else "top"})
+        return side
+
+    def place(lines: list[float], texts: list[str], draw: Callable[[str, list[int]], int]) -> None:
+        placed_lines = _place(lines, texts)
+        for i, (text, pos, _) in enumerate(placed_lines):
+            placed_lines[i] = (text, pos, draw(text, _sides(lines, placed_lines)[i]))
+
+    def flat_label(text: str, sides: list[int]) -> int:
+        start, end = ends[text.split(" · ")[0]]
+        return add(text, sides, (end[0] - 2, end[1]), (-1.0, 0.0), end[0] - 2 - start[0], 0.0, "right")
+
+    cos, sin = math.cos(frame.theta), math.sin(frame.theta)
+    angle = (360 - math.degrees(frame.theta)) % 360
+
+    def sloped_label(text: str, sides: list[int]) -> int:
+        start, end = ends[text.split(" · ")[0]]
+        return add(text, sides, start, (cos, -sin), math.dist(start, end), angle, "left")
+
+    place([ends[t][1][1] for *_, t in compute], [t for *_, t in compute], flat_label)
+    # Sloped roofs are parallel: place their labels on the perpendicular axis, top line first.
+    place([-math.log10(beta) * frame.ppy * cos for beta, *_ in memory], [t for *_, t in memory], sloped_label)
     return pd.DataFrame(segments), pd.DataFrame(labels), pd.DataFrame(ridges, columns=["x", "y", "ridge"])
 
 
 def _domain(points: pd.DataFrame, roofs: dict, classes: list[str]) -> _Frame:
     """Axis ranges holding every point, roof and ridge, with room for the roof labels."""
-    compute = [roofs[("compute", c)] for c in classes if ("compute", c) in roofs]
-    memory = [v for (kind, _), v in roofs.items() if kind == "memory"]
-    top = max((v for v, _ in compute), default=np.nan)
-    ridges = [p / b for p, _ in compute for b, _ in memory]
+    compute, memory = _roof_groups(roofs, classes)
+    top = max((v for v, *_ in compute), default=np.nan)
+    ridges = [p / b for p, *_ in compute for b, *_ in memory]
     ai = points[[f"ai_{lv}" for lv in MEMORY_LEVELS]].to_numpy(dtype=float).ravel()
     xs = np.array([*ai[np.isfinite(ai) & (ai > 0)], *ridges] or [1.0])
-    ys = np.array([*points["y"], *(v for v, _ in compute)] or [1.0])
+    ys = np.array([*points["y"], *(v for v, *_ in compute)] or [1.0])
     x = _span(xs.min() / 3, xs.max() * 3, 3, 0.5)
     y = _span(ys.min() / 10, ys.max() * 1.6, 3, 1.0)
-    sloped_px = max((len(_memory_text(b, s)) * CHAR_PX + 24 for b, s in memory), default=0)
-    flat_px = max((len(_compute_text(p, s)) * CHAR_PX + 16 for p, s in compute), default=0)
+    sloped_px = max((len(t) * CHAR_PX + 24 for *_, t in memory), default=0)
+    flat_px = max((len(t) * CHAR_PX + 16 for *_, t in compute), default=0)
     for _ in range(6):
         frame = _Frame(x, y)
         grow_left = grow_right = False
-        for beta, _ in memory:
+        for beta, *_ in memory:
             end = top / beta if np.isfinite(top) else x[1]
             start = max(x[0], y[0] / beta)
             grow_left |= end / start < 10 ** (sloped_px * math.cos(frame.theta) / frame.ppx)
@@ -282,14 +333,6 @@ def _domain(points: pd.DataFrame, roofs: dict, classes: list[str]) -> _Frame:
         x = (x[0] / (3 if grow_left else 1), x[1] * (3 if grow_right else 1))
         y = (y[0] / (3 if grow_left else 1), y[1])
     return _Frame(x, y)
-
-
-def _memory_text(value: float, source: str, level: str = "dram") -> str:
-    return f"{LEVEL_LABEL[level]} {si(value, 'B/s')} ({source})"
-
-
-def _compute_text(value: float, source: str, cls: str = "tensor_bf16") -> str:
-    return f"{CLASS_LABEL[cls]} {si(value, 'FLOP/s')} ({source})"
 
 
 def _axis_values(lo: float, hi: float) -> list[float]:

@@ -1,7 +1,9 @@
 """Shared test helpers: where the real Nsight Compute fixtures live (read from ../shared, never copied)."""
 
+import math
 from pathlib import Path
 
+import ncu_report
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -26,3 +28,55 @@ def real_root() -> Path:
     if not REAL.is_dir():
         pytest.skip(f"real fixtures not found at {REAL} (../shared/fixtures/real is absent)")
     return REAL
+
+
+# -- the oracle: numbers straight from ncu_report, computed without the package --
+
+
+def report_metrics(path):
+    """Every launch's metrics straight from ncu_report, as {name: (value, unit)}: the oracle."""
+    context = ncu_report.load_report(str(path))
+    out = []
+    for r in range(context.num_ranges()):
+        rng = context.range_by_idx(r)
+        for a in range(rng.num_actions()):
+            action = rng.action_by_idx(a)
+            values = {}
+            for name in action.metric_names():
+                metric = action.metric_by_name(name)
+                try:
+                    values[name] = (metric.as_double(), metric.unit())
+                except Exception:
+                    pass
+            out.append(values)
+    return out
+
+
+def get(m, name):
+    value = m.get(name)
+    return math.nan if value is None or value[0] is None else value[0]
+
+
+def smsp_cycles(m):
+    if "smsp__cycles_elapsed.avg" in m:
+        return get(m, "smsp__cycles_elapsed.avg")
+    if "smsp__cycles_elapsed.sum" in m:
+        return get(m, "smsp__cycles_elapsed.sum") / (4 * get(m, "device__attribute_multiprocessor_count"))
+    return get(m, "smsp__cycles_elapsed.avg.per_second") * get(m, "gpu__time_duration.sum") * 1e-9
+
+
+def expected_flop(m, p):
+    rate = "smsp__sass_thread_inst_executed_op_{}{}_pred_on.sum.per_cycle_elapsed"
+    names = [rate.format(p, op) for op in ("add", "mul", "fma")]
+    if not all(n in m for n in names):
+        return math.nan
+    add, mul, fma = (get(m, n) for n in names)
+    return (add + mul + 2 * fma) * smsp_cycles(m)
+
+
+def expected_dram(m):
+    if "dram__bytes_read.sum" in m and "dram__bytes_write.sum" in m:
+        return get(m, "dram__bytes_read.sum") + get(m, "dram__bytes_write.sum")
+    if "dram__bytes.sum.per_second" in m:
+        return get(m, "dram__bytes.sum.per_second") * get(m, "gpu__time_duration.sum") * 1e-9
+    return math.nan

@@ -2,11 +2,10 @@
 
 import math
 
-import ncu_report
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import REPO, real_fixture, real_reports
+from conftest import REPO, expected_dram, expected_flop, get, real_fixture, real_reports, report_metrics
 
 from roofline.parse import InputError, parse_input, read_what_if, short_kernel_name
 
@@ -14,85 +13,36 @@ REPORTS = real_reports()
 TEXTBOOK = REPO / "data" / "examples" / "textbook.yaml"
 
 
-def _metrics(path):
-    """Every launch's metrics straight from ncu_report, as {name: (value, unit)}: the oracle."""
-    context = ncu_report.load_report(str(path))
-    out = []
-    for r in range(context.num_ranges()):
-        rng = context.range_by_idx(r)
-        for a in range(rng.num_actions()):
-            action = rng.action_by_idx(a)
-            values = {}
-            for name in action.metric_names():
-                metric = action.metric_by_name(name)
-                try:
-                    values[name] = (metric.as_double(), metric.unit())
-                except Exception:
-                    pass
-            out.append(values)
-    return out
-
-
-def _get(m, name):
-    value = m.get(name)
-    return math.nan if value is None or value[0] is None else value[0]
-
-
-def _smsp_cycles(m):
-    if "smsp__cycles_elapsed.avg" in m:
-        return _get(m, "smsp__cycles_elapsed.avg")
-    if "smsp__cycles_elapsed.sum" in m:
-        return _get(m, "smsp__cycles_elapsed.sum") / (4 * _get(m, "device__attribute_multiprocessor_count"))
-    return _get(m, "smsp__cycles_elapsed.avg.per_second") * _get(m, "gpu__time_duration.sum") * 1e-9
-
-
-def _expected_flop(m, p):
-    rate = "smsp__sass_thread_inst_executed_op_{}{}_pred_on.sum.per_cycle_elapsed"
-    names = [rate.format(p, op) for op in ("add", "mul", "fma")]
-    if not all(n in m for n in names):
-        return math.nan
-    add, mul, fma = (_get(m, n) for n in names)
-    return (add + mul + 2 * fma) * _smsp_cycles(m)
-
-
-def _expected_dram(m):
-    if "dram__bytes_read.sum" in m and "dram__bytes_write.sum" in m:
-        return _get(m, "dram__bytes_read.sum") + _get(m, "dram__bytes_write.sum")
-    if "dram__bytes.sum.per_second" in m:
-        return _get(m, "dram__bytes.sum.per_second") * _get(m, "gpu__time_duration.sum") * 1e-9
-    return math.nan
-
-
 @pytest.mark.parametrize("path", REPORTS, ids=[p.parent.name for p in REPORTS])
-def test_parse_real_report_matches_raw_metrics(path):
+def test_parse_real_report_matches_rawreport_metrics(path):
     counters = parse_input(path, "app", "ncu-rep")
-    oracle = _metrics(path)
+    oracle = report_metrics(path)
     assert len(counters) == len(oracle)
     for i, m in enumerate(oracle):
         row = counters.iloc[i]
-        assert row["duration_s"] == pytest.approx(_get(m, "gpu__time_duration.sum") * 1e-9, rel=1e-3)
+        assert row["duration_s"] == pytest.approx(get(m, "gpu__time_duration.sum") * 1e-9, rel=1e-3)
         for p, column in (("d", "flop_fp64"), ("f", "flop_fp32")):
-            expected = _expected_flop(m, p)
+            expected = expected_flop(m, p)
             if math.isnan(expected):
                 assert math.isnan(row[column]), f"{path.parent.name} launch {i} {column}"
             else:
                 assert row[column] == pytest.approx(expected, rel=1e-3, abs=1e-9)
-        expected = _expected_dram(m)
+        expected = expected_dram(m)
         if math.isnan(expected):
             assert math.isnan(row["dram_bytes"])
         else:
             assert row["dram_bytes"] == pytest.approx(expected, rel=1e-3)
         if "lts__t_sectors.sum" in m:
-            assert row["l2_bytes"] == pytest.approx(32 * _get(m, "lts__t_sectors.sum"), rel=1e-3)
+            assert row["l2_bytes"] == pytest.approx(32 * get(m, "lts__t_sectors.sum"), rel=1e-3)
             assert row["l2_bytes_recipe"] == "lts_t_sectors_x32"
         if "dram__bytes.sum.peak_sustained" in m and "dram__cycles_elapsed.avg.per_second" in m:
             assert row["peak_dram_bw"] == pytest.approx(
-                _get(m, "dram__bytes.sum.peak_sustained") * _get(m, "dram__cycles_elapsed.avg.per_second"), rel=1e-3
+                get(m, "dram__bytes.sum.peak_sustained") * get(m, "dram__cycles_elapsed.avg.per_second"), rel=1e-3
             )
         ffma_peak = "sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained"
         if ffma_peak in m:
             assert row["peak_flops_fp32"] == pytest.approx(
-                2 * _get(m, ffma_peak) * _get(m, "sm__cycles_elapsed.avg.per_second"), rel=1e-3
+                2 * get(m, ffma_peak) * get(m, "sm__cycles_elapsed.avg.per_second"), rel=1e-3
             )
         assert len(row["source_sha256"]) == 64
 
@@ -102,14 +52,14 @@ def test_parse_two_recipes_agree_where_both_exist():
     where it has DRAM read+write counts and the rate, rate x duration agrees to within 1 %."""
     spreads = []
     for path in REPORTS:
-        for m in _metrics(path):
+        for m in report_metrics(path):
             if "smsp__cycles_elapsed.avg" in m and "smsp__cycles_elapsed.sum" in m:
-                avg = _get(m, "smsp__cycles_elapsed.avg")
-                rebuilt = _get(m, "smsp__cycles_elapsed.sum") / (4 * _get(m, "device__attribute_multiprocessor_count"))
+                avg = get(m, "smsp__cycles_elapsed.avg")
+                rebuilt = get(m, "smsp__cycles_elapsed.sum") / (4 * get(m, "device__attribute_multiprocessor_count"))
                 assert rebuilt == pytest.approx(avg, rel=1e-6)
             if "dram__bytes_read.sum" in m and "dram__bytes.sum.per_second" in m:
-                counted = _get(m, "dram__bytes_read.sum") + _get(m, "dram__bytes_write.sum")
-                rated = _get(m, "dram__bytes.sum.per_second") * _get(m, "gpu__time_duration.sum") * 1e-9
+                counted = get(m, "dram__bytes_read.sum") + get(m, "dram__bytes_write.sum")
+                rated = get(m, "dram__bytes.sum.per_second") * get(m, "gpu__time_duration.sum") * 1e-9
                 if counted > 1e6:
                     spreads.append(abs(rated / counted - 1))
     if not spreads:

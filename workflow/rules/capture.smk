@@ -28,6 +28,6 @@ rule capture:
     conda:
         "../envs/roofline.yaml"
     shell:
-        "python -m roofline.capture --app {wildcards.app} --config-json {params.settings:q}"
+        "{PYTHON} -m roofline.capture --app {wildcards.app} --config-json {params.settings:q}"
         " --ncu {params.ncu:q} --run-id {params.run_id:q}"
         " --output {output.report} --sidecar {output.sidecar} 2> {log}"

@@ -8,6 +8,8 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 REPO = Path(workflow.basedir)
+# Stages run with Snakemake's own interpreter, the project's environment, whatever PATH says.
+PYTHON = sys.executable
 PKG = REPO / "roofline"
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
@@ -59,6 +61,16 @@ def app_kind(wildcards):
 def repo_file(path):
     """A config path relative to the working directory, else to the repository."""
     return path if Path(path).exists() else str(REPO / path)
+
+
+MEASURED_TABLE = "data/ceilings/measured.parquet"
+
+
+def measured_table():
+    """The measured ceilings table the ceilings rule reads: measured here, given, or none."""
+    if CONFIG.ceilings.measure:
+        return MEASURED_TABLE
+    return CONFIG.ceilings.measured or []
 
 
 def as_json(value):

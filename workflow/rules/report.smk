@@ -18,6 +18,6 @@ rule report:
     conda:
         "../envs/roofline.yaml"
     shell:
-        "python -m roofline.report --kernels {input.kernels} --ceilings {input.ceilings}"
+        "{PYTHON} -m roofline.report --kernels {input.kernels} --ceilings {input.ceilings}"
         " --diagnostics {input.diagnostics} --output {output.summary} --apps-dir reports/apps"
         " --title {params.title:q} 2> {log}"

@@ -1,0 +1,85 @@
+"""The summary page in headless Chromium: charts render offline, hostile names stay inert.
+
+Needs Debian's ``chromium`` (``apt-get install chromium``); skipped when it is absent.
+"""
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from test_report import HOSTILE, IMG, make_ceilings, make_diagnostics, make_kernels
+
+from roofline import report
+from roofline.schemas import conform
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+FLAGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+    "--disable-sync", "--no-first-run", "--disable-quic", "--hide-scrollbars", "--enable-logging=stderr", "--v=0",
+    "--virtual-time-budget=10000",
+]
+# Appended to the page under test only: lists every resource the page fetched.
+PROBE = (
+    "<script>window.addEventListener('load', function () { setTimeout(function () {"
+    "document.body.setAttribute('data-resources', performance.getEntriesByType('resource')"
+    ".map(function (e) { return e.name; }).join(' ') || 'none'); }, 500); });</script></body>"
+)
+
+
+def chromium(url: str, profile: Path, *extra: str) -> subprocess.CompletedProcess:
+    if CHROMIUM is None:
+        pytest.skip("headless Chromium not found (apt-get install chromium)")
+    command = [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *extra, url]
+    return subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory) -> dict:
+    """The summary page of two devices with hostile kernel names, dumped and screenshotted once."""
+    tmp = tmp_path_factory.mktemp("browser")
+    names = [HOSTILE, IMG] + [f"void ns::kernel_{i}<float, {i}>(float*, int)" for i in range(10)]
+    kernels = make_kernels(12, names=names)
+    other = make_kernels(2000, device="GPU-B", seed=5)  # thousands of kernels still render
+    kernels = conform(pd.concat([kernels, other], ignore_index=True), "kernels")
+    ceilings = pd.concat([make_ceilings(), make_ceilings("GPU-B")], ignore_index=True)
+    page = report.summary_html(kernels, ceilings, make_diagnostics(), "Browser test")
+    path = tmp / "summary.html"
+    head, _, tail = page.rpartition("</body>")  # the bundle itself contains "</body>" in strings
+    path.write_text(head + PROBE + tail)
+    dump = chromium(path.as_uri(), tmp / "profile-dom", "--dump-dom")
+    shot = tmp / "summary.png"
+    chromium(path.as_uri(), tmp / "profile-png", "--window-size=1300,1300", f"--screenshot={shot}")
+    return {"dom": dump.stdout, "log": dump.stderr, "png": shot, "charts": page.count("vegaEmbed('#chart")}
+
+
+def test_every_chart_renders(rendered):
+    dom = rendered["dom"]
+    assert rendered["charts"] == 2
+    assert dom.count('data-rendered="yes"') == rendered["charts"], rendered["log"][-2000:]
+    assert "data-error" not in dom and "could not be drawn" not in dom
+    assert len(re.findall(r"<canvas|<svg", dom)) >= rendered["charts"]
+    assert not re.search(r"\[vega\]|Error:", rendered["log"]), rendered["log"][-2000:]
+
+
+def test_hostile_names_stay_inert(rendered):
+    dom = rendered["dom"]
+    assert "<title>Browser test</title>" in dom
+    assert "pwned" not in dom.split("</title>")[0]
+    assert "<img src=\"x\"" not in dom and "<img src=x" not in dom
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in dom
+
+
+def test_no_network_requests(rendered):
+    resources = re.search(r'data-resources="([^"]*)"', rendered["dom"]).group(1)
+    assert not re.search(r"https?:|wss?:", resources), resources
+    assert "net::ERR" not in rendered["log"]
+
+
+def test_screenshot_written(rendered):
+    png = rendered["png"]
+    assert png.exists() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20_000

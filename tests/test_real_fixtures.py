@@ -1,0 +1,121 @@
+"""Every real fixture through the whole workflow, numbers checked against the reports' own metrics.
+
+The expected values are computed here from the raw metric values (ncu_report for .ncu-rep, the csv
+module for the NERSC CSV), independently of the package's recipe code.
+"""
+
+import csv
+import math
+import subprocess
+import sys
+from collections import defaultdict
+
+import pytest
+from conftest import REAL, REPO, expected_dram, expected_flop, get, real_reports, report_metrics
+
+from roofline.schemas import read_table
+
+pytestmark = pytest.mark.slow
+REPORTS = real_reports()
+NERSC = REAL / "a100-dropout-nersc-metrics-csv" / "nsight162.csv"
+RTX5090 = sorted((REAL / "rtx5090-llm-kernels-csv-ncu2025").glob("kernel_*"))
+LEGACY = REAL / "gtx1080-vecadd-legacy-rawcsv" / "nsight_vectoradd_100_32_metrics_report.nsight-cuprof-report"
+
+
+def _app(path):
+    return path.parent.name.replace("/", "_")
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    if not REPORTS:
+        pytest.skip(f"real fixtures not found at {REAL} (../shared/fixtures/real is absent)")
+    work = tmp_path_factory.mktemp("real")
+    lines = ["# hand-made test config: every real fixture, read in place from ../shared", "apps:"]
+    for path in REPORTS:
+        lines.append(f"  {_app(path)}: {{report: '{path}'}}")
+    lines.append(f"  a100-dropout: {{report: '{NERSC}', device: NVIDIA A100-SXM4-80GB}}")
+    lines.append(f"  gtx1080-legacy: {{report: '{LEGACY}'}}")
+    for folder in RTX5090[:3]:
+        lines.append(f"  rtx5090-{folder.name[:11]}: {{report: '{folder}', device: NVIDIA GeForce RTX 5090}}")
+    (work / "config.yaml").write_text("\n".join(lines) + "\n")
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "--snakefile",
+            str(REPO / "Snakefile"),
+            "--directory",
+            str(work),
+            "--configfile",
+            str(work / "config.yaml"),
+            "--cores",
+            "2",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert result.returncode == 0, result.stderr[-5000:]
+    return work
+
+
+@pytest.mark.parametrize("path", REPORTS, ids=[p.parent.name for p in REPORTS])
+def test_classified_numbers_equal_report_metrics(run, path):
+    classified = read_table(run / "data" / "classified" / f"{_app(path)}.parquet", "classified")
+    oracle = report_metrics(path)
+    assert len(classified) == len(oracle)
+    for i, m in enumerate(oracle):
+        row = classified.iloc[i]
+        assert row["duration_s"] == pytest.approx(get(m, "gpu__time_duration.sum") * 1e-9, rel=1e-3)
+        for p, column in (("d", "flop_fp64"), ("f", "flop_fp32")):
+            expected = expected_flop(m, p)
+            assert (math.isnan(expected) and math.isnan(row[column])) or row[column] == pytest.approx(
+                expected, rel=1e-3
+            )
+        expected = expected_dram(m)
+        assert (math.isnan(expected) and math.isnan(row["dram_bytes"])) or row["dram_bytes"] == pytest.approx(
+            expected, rel=1e-3
+        )
+        if row["bound"].startswith(("memory", "compute")):
+            assert 0 < row["roof_pct"] < 200
+
+
+def test_nersc_csv_counts_against_the_file(run):
+    counts = defaultdict(dict)
+    with open(NERSC, newline="") as handle:
+        for record in csv.DictReader(handle):
+            counts[int(record["ID"])][record["Metric Name"]] = float(record["Metric Value"].replace(",", ""))
+    classified = read_table(run / "data" / "classified" / "a100-dropout.parquet", "classified").set_index("launch")
+    assert len(classified) == len(counts) == 162
+    prefix = "sm__sass_thread_inst_executed_op_"
+    for launch in (0, 57, 161):
+        m = counts[launch]
+        fp64 = m[f"{prefix}dadd_pred_on.sum"] + m[f"{prefix}dmul_pred_on.sum"] + 2 * m[f"{prefix}dfma_pred_on.sum"]
+        assert classified.loc[launch, "flop_fp64"] == pytest.approx(fp64, rel=1e-3)
+        assert classified.loc[launch, "dram_bytes"] == pytest.approx(m["dram__bytes.sum"], rel=1e-3)
+        assert classified.loc[launch, "l2_bytes"] == pytest.approx(m["lts__t_bytes.sum"], rel=1e-3)
+    assert set(classified["device"]) == {"NVIDIA A100-SXM4-80GB"}
+    assert set(classified["ceiling_source"]) == {"datasheet"}
+
+
+def test_legacy_report_is_refused_with_advice(run):
+    diagnostics = read_table(run / "data" / "diagnostics" / "gtx1080-legacy.parse.parquet", "diagnostics")
+    assert diagnostics["severity"].tolist() == ["error"]
+    assert "ncu 2020.1 or newer" in diagnostics["message"].iat[0]
+
+
+def test_rtx5090_csv_folders_have_tensor_work(run):
+    tables = [read_table(path, "classified") for path in (run / "data" / "classified").glob("rtx5090-*.parquet")]
+    assert len(tables) == 3
+    for table in tables:
+        assert set(table["device"]) == {"NVIDIA GeForce RTX 5090"}
+        assert table["dram_bytes"].notna().all() and table["duration_s"].notna().all()
+
+
+def test_summary_lists_every_app(run):
+    html = (run / "reports" / "summary.html").read_text()
+    for path in REPORTS:
+        assert _app(path) in html
+    assert "ncu 2020.1 or newer" in html
