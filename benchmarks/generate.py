@@ -120,7 +120,7 @@ def nersc_template(path: Path = NERSC_CSV) -> LongTemplate:
 
 
 _SCALED_SUFFIX = (".sum", ".avg", ".max", ".min")
-_NOT_SCALED = ("per_second", "pct", "peak", "per_cycle", "ratio", "pct_of", "__throughput")
+_NOT_SCALED = ("per_second", "pct", "peak", "per_cycle", "ratio")  # in the part after the first "."
 _VARYING = ("gpu__time_duration", "sm__cycles_elapsed", "smsp__cycles_elapsed", "gpc__cycles_elapsed", "dram__bytes")
 
 
@@ -158,7 +158,12 @@ def wide_template(relative: str) -> WideTemplate:
     kernels = [a.name(ncu_report.IAction.NameBase_DEMANGLED) for a in actions]
     numeric = np.array([isinstance(v, float) for v in launches[0]])
     plain = np.array(
-        [not n.startswith(("device__", "launch__")) and not any(s in n for s in _NOT_SCALED) for n in names]
+        [
+            not n.startswith(("device__", "launch__"))
+            and not n.partition(".")[0].endswith("throughput")
+            and not any(s in n.partition(".")[2] for s in _NOT_SCALED)
+            for n in names
+        ]
     )
     scaled = numeric & plain & np.array([n.endswith(_SCALED_SUFFIX) for n in names])
     varying = scaled & np.array([n.startswith(_VARYING) for n in names])
@@ -344,7 +349,10 @@ def write_wide_csv(
         kernel_base.append(np.array([float(real[i]) for i in varying]))
         dims = ["(" + ", ".join(f"{d:.0f}" for d in dim) + ")" if dim else "" for dim in (block, grid)]
         ident.append([names[j], "1", "7", *dims])
-    jitter = np.exp(rng.normal(0.0, 0.03, size=(launches, len(varying))))
+    # One factor per launch for its time (cycles, duration move together), another for its traffic.
+    timing = np.array([not t.names[i].startswith("dram__") for i in varying])
+    factors = np.exp(rng.normal(0.0, [0.02, 0.01], size=(launches, 2)))
+    jitter = np.where(timing, factors[:, :1], factors[:, 1:])
     header = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream", "Block Size",
               "Grid Size", "Device", "CC", *t.names]
     with open(path, "w", encoding="utf-8", newline="") as out:
@@ -357,7 +365,6 @@ def write_wide_csv(
             row = row.copy()
             for pos, value in zip(varying, values):
                 row[pos] = _q(_wide_text(float(value)))
-                # a launch's duration follows its cycles; jitter is small, so keep them independent
             name, ctx, stream, block, grid = ident[j]
             cc = f"{major:.0f}.{minor:.0f}"
             lead = [str(i), "4242", "bench_app", "127.0.0.1", name, ctx, stream, block, grid, "0", cc]
@@ -365,7 +372,14 @@ def write_wide_csv(
     del device
 
 
-_WHAT_IF_GPUS = ["NVIDIA A100-SXM4-80GB", "NVIDIA H100 80GB HBM3", "NVIDIA GeForce RTX 4090"]
+# Catalog GPUs (config/gpus.yaml) and the datasheet peaks used to keep durations below the roofs:
+# (fp32 FLOP/s, fp64 FLOP/s, DRAM B/s).
+_WHAT_IF_GPUS = {
+    "NVIDIA A100-SXM4-80GB": (19.5e12, 9.7e12, 2.039e12),
+    "NVIDIA H100 80GB HBM3": (67e12, 34e12, 3.35e12),
+    "NVIDIA GeForce RTX 4090": (82.6e12, 1.29e12, 1.008e12),
+}
+_WHAT_IF_MACHINE = ("bench-60T-2TB", (60e12, 30e12, 2e12))
 
 
 def write_what_if(path: Path, launches: int, kernels: int, rng: np.random.Generator, names: list[str], seed: int) -> None:
@@ -375,15 +389,22 @@ def write_what_if(path: Path, launches: int, kernels: int, rng: np.random.Genera
     lines = [
         f"# {GENERATOR} (seed {seed}): generated what-if table, not measured; shaped like data/examples/textbook.yaml",
         "machines:",
-        "  bench-60T-2TB: {compute: {fp32: 60.0e+12, fp64: 30.0e+12}, memory: {dram: 2.0e+12}}",
+        f"  {_WHAT_IF_MACHINE[0]}: {{compute: {{fp32: 60.0e+12, fp64: 30.0e+12}}, memory: {{dram: 2.0e+12}}}}",
         "kernels:",
     ]
+    gpus = list(_WHAT_IF_GPUS)
     for j, count in enumerate(counts):
-        where = "machine: bench-60T-2TB" if rng.random() < 0.4 else f"gpu: {_WHAT_IF_GPUS[rng.integers(3)]}"
-        cls = "fp32" if rng.random() < 0.6 else "fp64"
+        if rng.random() < 0.4:
+            where, peaks = f"machine: {_WHAT_IF_MACHINE[0]}", _WHAT_IF_MACHINE[1]
+        else:
+            gpu = gpus[rng.integers(len(gpus))]
+            where, peaks = f"gpu: {gpu}", _WHAT_IF_GPUS[gpu]
+        fp32 = rng.random() < 0.7
+        cls = "fp32" if fp32 else "fp64"
         nbytes = float(np.exp(rng.normal(20, 2.5)))
         flop = nbytes * float(np.exp(rng.normal(0.0, 2.0)))
-        duration = max(nbytes / 1.5e12, flop / 20e12) * float(np.exp(rng.normal(0.7, 0.5)))
+        at_roof = max(nbytes / peaks[2], flop / peaks[0 if fp32 else 1])
+        duration = at_roof / float(np.clip(np.exp(rng.normal(-0.7, 0.6)), 0.01, 0.97))
         name = names[j].replace("'", "''")
         lines.append(
             f"  - {{name: '{name}', {where}, flop: {{{cls}: {flop:.6e}}}, bytes: {{dram: {nbytes:.6e}}}, "
