@@ -16,6 +16,7 @@ include: "workflow/rules/ceilings.smk"
 include: "workflow/rules/classify.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/track.smk"
+include: "workflow/rules/status.smk"
 
 
 rule all:

@@ -267,7 +267,7 @@ def write_long_csv(path: Path, launches: int, kernels: int, rng: np.random.Gener
     m = {name: i for i, name in enumerate(t.metrics)}
     base = t.values[rng.integers(len(t.values), size=k)].copy()  # a real launch per kernel
     size = np.exp(rng.normal(0.0, 1.6, size=k))  # work and traffic scale with the problem size
-    extensive = np.array([not (u in ("%", "cycle/second")) for u in t.units])
+    extensive = np.array([u not in ("%", "cycle/second") for u in t.units])
     base[:, extensive] *= size[:, None]
     flop = [i for name, i in m.items() if "_pred_on" in name or "tensor" in name]
     base[:, flop] *= np.exp(rng.normal(0.0, 1.2, size=(k, 1)))  # arithmetic intensity varies by kernel
@@ -338,8 +338,12 @@ def write_wide_csv(
             real[i] = float(real[i]) * size
         for i in np.flatnonzero(t.rates):
             real[i] = float(real[i]) * intensity
-        block = [max(1.0, float(real[col[f"launch__block_dim_{a}"]])) for a in "xyz"] if "launch__block_dim_x" in col else []
-        grid = [max(1.0, float(real[col[f"launch__grid_dim_{a}"]])) for a in "xyz"] if "launch__grid_dim_x" in col else []
+        block, grid = (
+            [max(1.0, float(real[col[f"launch__{what}_dim_{a}"]])) for a in "xyz"]
+            if f"launch__{what}_dim_x" in col
+            else []
+            for what in ("block", "grid")
+        )
         if grid:
             grid[0] = max(1.0, round(grid[0] * size))
             real[col["launch__grid_dim_x"]] = grid[0]
@@ -382,7 +386,9 @@ _WHAT_IF_GPUS = {
 _WHAT_IF_MACHINE = ("bench-60T-2TB", (60e12, 30e12, 2e12))
 
 
-def write_what_if(path: Path, launches: int, kernels: int, rng: np.random.Generator, names: list[str], seed: int) -> None:
+def write_what_if(
+    path: Path, launches: int, kernels: int, rng: np.random.Generator, names: list[str], seed: int
+) -> None:
     """A what-if YAML table (textbook.yaml's shape): a machine, catalog GPUs, kernels with launches."""
     plan = launch_plan(launches, kernels, rng)
     counts = np.bincount(plan)
@@ -441,25 +447,36 @@ def _matches(folder: Path, args: dict) -> dict | None:
 
 def generate_apps(out: Path, apps: int, launches: int, seed: int = 7, kernels: int | None = None,
                   mix: dict[str, float] | None = None, force: bool = False) -> dict:
-    """``apps`` applications of ``launches`` launches each; reuses ``out`` when it already matches."""
+    """``apps`` applications of ``launches`` launches each, in ``out/inputs``; returns the manifest.
+
+    App ``i`` depends only on (seed, i, launches, kernels, mix), so a folder generated with the same
+    arguments and at least ``apps`` apps is reused (its first ``apps`` apps), and a smaller one is
+    extended.
+    """
     mix = mix or MIX
     kernels = kernels or max(5, launches // 20)
-    args = {"apps": apps, "launches": launches, "seed": seed, "kernels": kernels, "mix": mix, "version": VERSION}
+    args = {"launches": launches, "seed": seed, "kernels": kernels, "mix": mix, "version": VERSION}
     out = Path(out)
-    if not force and (data := _matches(out, args)):
-        return data
     inputs = out / "inputs"
+    records: list[dict] = []
+    manifest = out / "manifest.json"
+    if not force and manifest.exists():
+        data = json.loads(manifest.read_text())
+        if data.get("args") == args and all(Path(a["path"]).exists() for a in data["apps"]):
+            records = data["apps"]
+    if len(records) >= apps:
+        return {**data, "apps": records[:apps]}
     inputs.mkdir(parents=True, exist_ok=True)
-    for old in inputs.iterdir():
-        old.unlink()
+    if not records:
+        for old in inputs.iterdir():
+            old.unlink()
     seeds = seed_kernel_names()
     wide_keys = list(WIDE_SOURCES)
     wide_weights = np.array([WIDE_SOURCES[k] for k in wide_keys], float)
     templates: dict[str, WideTemplate] = {}
     kinds = list(mix)
     probs = np.array([mix[k] for k in kinds], float)
-    records = []
-    for a in range(apps):
+    for a in range(len(records), apps):
         rng = np.random.default_rng([seed, a])
         kind = kinds[rng.choice(len(kinds), p=probs / probs.sum())]
         n_kernels = max(3, int(kernels * math.exp(rng.normal(0.0, 0.4))))
@@ -482,7 +499,7 @@ def generate_apps(out: Path, apps: int, launches: int, seed: int = 7, kernels: i
             records.append({"app": name, "path": str(path), "kind": kind})
         records[-1]["bytes"] = path.stat().st_size
     data = {"generator": GENERATOR, "generated": True, "args": args, "apps": records}
-    (out / "manifest.json").write_text(json.dumps(data, indent=1) + "\n")
+    manifest.write_text(json.dumps(data, indent=1) + "\n")
     _sidecar(inputs, f"{apps} apps x {launches} launches", [Path(r["path"]).name for r in records], args)
     return data
 

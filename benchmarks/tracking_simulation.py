@@ -18,7 +18,8 @@ from datetime import date, timedelta
 import numpy as np
 import pandas as pd
 
-from roofline.history import DecisionParams, decide_all, history_frame
+from roofline.history import CONTEXT, DecisionParams, decide_all, history_frame
+from roofline.schemas import TABLES
 
 PEAK_FLOPS = 19.5e12
 PEAK_BW = 1.555e12
@@ -43,6 +44,8 @@ def _plan(rng: np.random.Generator, kernels: list[str], nights: int, truth: Trut
     order = list(rng.permutation(len(kernels)))
     truth.driver_night = int(nights * 2 // 3)
     free = [n for n in range(12, nights - 4) if abs(n - truth.driver_night) > 9]
+    if not free:
+        raise ValueError(f"simulate needs at least 40 nights, got {nights}")
     events: dict[str, tuple[str, int, float]] = {}
     sizes = [0.05] * 8 + [0.10] * 14 + [0.25] * 8 + [-0.10] * 3 + [-0.25] * 2
     for size in sizes:
@@ -116,6 +119,22 @@ def simulate(seed: int = 0, nights: int = 60, kernels: int = 50, noise: float = 
     totals = frame.groupby(["run_id", "app"])["duration_s"].transform("sum")
     frame["time_share"] = frame["duration_s"] / totals
     return history_frame(frame), truth
+
+
+def nightly_inputs(history: pd.DataFrame):
+    """Per night, what the nightly CLI gets: (run_id, kernels table, run context)."""
+    kernel_columns = [c.name for c in TABLES["kernels"]]
+    context_columns = [c.name for c in CONTEXT if c.name != "context_json"]
+    for run_id, night in history.groupby("run_id", sort=True):
+        first = night.iloc[0]
+        context = {c: _plain(first[c]) for c in context_columns if _plain(first[c]) not in ("", None)}
+        yield run_id, night[kernel_columns].reset_index(drop=True), context
+
+
+def _plain(value):
+    if isinstance(value, float) and not np.isfinite(value):
+        return None
+    return value.item() if hasattr(value, "item") else value
 
 
 def score(decisions: pd.DataFrame, truth: Truth, window: int = 7) -> dict:

@@ -274,7 +274,7 @@ def find_ncu(ncu: str = "ncu") -> str:
         extra = [f"{cuda_home}/bin/ncu"] if cuda_home else []
         found = next((p for p in [*extra, *NCU_FALLBACKS] if os.access(p, os.X_OK)), None)
     if found is None:
-        raise CaptureError(f"{NCU_MISSING} (looked for {ncu!r} on PATH)")
+        raise CaptureError(f"{NCU_MISSING} (looked for {ncu!r})")
     return found
 
 

@@ -43,7 +43,7 @@ def report_ceilings(counters: pd.DataFrame) -> pd.DataFrame:
     device has no longer one. ``spread`` is max/min of the values used; ``citation`` lists them.
     """
     rows = []
-    for device, launches in counters.groupby("device", sort=True):
+    for device, launches in _narrow(counters).groupby("device", sort=True):
         for (kind, name), (column, clock) in _PEAK_COLUMNS.items():
             recipe = launches.get(f"{column}_recipe")
             values = launches[column]
@@ -77,6 +77,14 @@ def report_ceilings(counters: pd.DataFrame) -> pd.DataFrame:
     return conform(pd.DataFrame(rows), "ceilings")
 
 
+def _narrow(counters: pd.DataFrame) -> pd.DataFrame:
+    """Only the columns the ceilings read: row filters then copy a few columns, not all ~100."""
+    wanted = ["device", "launch", "duration_s", "source_format"]
+    for column, clock in _PEAK_COLUMNS.values():
+        wanted += [column, f"{column}_recipe", clock]
+    return counters[[c for c in dict.fromkeys(wanted) if c in counters.columns]]
+
+
 def _launch_list(launches: pd.Series, limit: int = 8) -> str:
     ids = [str(int(i)) for i in launches.head(limit)]
     more = "…" if len(launches) > limit else ""
@@ -86,6 +94,7 @@ def _launch_list(launches: pd.Series, limit: int = 8) -> str:
 def what_if_ceilings(counters: pd.DataFrame) -> pd.DataFrame:
     """Explicit peaks of what-if machines, one row per machine and ceiling."""
     rows = []
+    counters = _narrow(counters)
     for (kind, name), (column, _) in _PEAK_COLUMNS.items():
         recipe = counters.get(f"{column}_recipe")
         if recipe is None:
@@ -190,6 +199,7 @@ def build_ceilings(
 ) -> pd.DataFrame:
     """All candidate ceilings for the devices of ``counters``, the selected ones flagged."""
     devices = sorted(d for d in counters["device"].dropna().unique() if d)
+    counters = _narrow(counters)
     parts = [
         report_ceilings(counters[counters["source_format"] != "what-if"]),
         what_if_ceilings(counters),

@@ -157,41 +157,52 @@ def classify_frame(
         busiest_bytes = np.where(busiest >= 0, level_bytes[rows, np.maximum(busiest, 0)], np.nan)
         out["instruction_intensity"] = np.where(busiest_bytes > 0, warp_instructions / (busiest_bytes / 32.0), np.nan)
     source_name = np.where(compute_wins & has_flop, compute_class, busiest_level)
-    out["ceiling_source"] = [
-        merged[f"src_{name}"].iat[i]
-        if name and f"src_{name}" in merged.columns and pd.notna(merged[f"src_{name}"].iat[i])
-        else ""
-        for i, name in enumerate(source_name)
-    ]
+    ceiling_source = np.full(n, "", dtype=object)
+    for name in pd.unique(source_name):
+        if name and f"src_{name}" in merged.columns:  # one vectorised pick per ceiling name
+            rows_of = source_name == name
+            picked = merged[f"src_{name}"].to_numpy(dtype=object)[rows_of]
+            ceiling_source[rows_of] = np.where(pd.notna(picked), picked, "")
+    out["ceiling_source"] = ceiling_source.tolist()
     above = roof_fraction > 1 + above_roof_tolerance
     out["above_roof"] = above
-    out["note"] = _notes(merged, out, above, roof_fraction, low_roof_fraction, work, peaks, has_flop)
+    out["note"] = _notes(merged, ceiling_source, above, roof_fraction, low_roof_fraction, work, peaks, has_flop)
     drop = [c for c in out.columns if c.startswith(("peak_", "bw_", "src_")) and c not in frame.columns]
     keep = {"peak_flops", "peak_dram_bw", *(f"peak_{lv}_bw_used" for lv in MEMORY_LEVELS)}
     return out.drop(columns=[c for c in drop if c not in keep])
 
 
-def _notes(merged, out, above, fraction, low, work, peaks, has_flop) -> list[str]:
-    notes = []
+def _notes(merged, ceiling_source, above, fraction, low, work, peaks, has_flop) -> list[str]:
+    """The ``note`` text of every row; the conditions are vectorised, text is built only where needed."""
+    n = len(fraction)
+    with np.errstate(invalid="ignore"):
+        far_below = ~above & np.isfinite(fraction) & (fraction < low)
     missing_ceiling = (work > 0) & ~np.isfinite(peaks)
-    for i in range(len(out)):
+    no_ceiling = missing_ceiling.any(axis=1) if n else np.zeros(0, dtype=bool)
+    no_flop_counters = np.zeros(n, dtype=bool)
+    if "missing" in merged.columns:
+        missing = merged["missing"].to_numpy(dtype=object)
+        for i in np.flatnonzero(~has_flop):
+            no_flop_counters[i] = str(missing[i]).find("flop") >= 0
+    notes = [""] * n
+    for i in np.flatnonzero(above | far_below | no_ceiling | no_flop_counters):
         parts = []
         if above[i]:
             parts.append(
                 f"above the roof ({100 * fraction[i]:.0f} %): check the ceiling source "
-                f"({out['ceiling_source'].iat[i] or 'none'}), the clock it assumes, sparsity, units"
+                f"({ceiling_source[i] or 'none'}), the clock it assumes, sparsity, units"
             )
-        elif np.isfinite(fraction[i]) and fraction[i] < low:
+        elif far_below[i]:
             parts.append(
                 f"latency/parallelism? at {100 * fraction[i]:.1f} % of the binding roof: capacity is unused; "
                 "check occupancy, launch size, stalls and the other levels (the roofline does not say why)"
             )
-        if missing_ceiling[i].any():
+        if no_ceiling[i]:
             classes = [COMPUTE_CLASSES[j] for j in np.flatnonzero(missing_ceiling[i])]
             parts.append(f"no ceiling for {', '.join(classes)}: that work is not judged")
-        if not has_flop[i] and str(merged.get("missing", pd.Series([""] * len(out))).iat[i]).find("flop") >= 0:
+        if no_flop_counters[i]:
             parts.append("no FLOP counters in the input: classified by the memory roof only")
-        notes.append("; ".join(parts))
+        notes[i] = "; ".join(parts)
     return notes
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 APP_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
@@ -126,6 +127,10 @@ class CaptureConfig(Strict):
     )
     runtime: int = Field(60, ge=1, description="capture job time limit [min] for apps that set none")
     mem_mb: int = Field(16000, ge=1, description="capture job memory [MB] for apps that set none")
+    local_rules: list[str] = Field(
+        default_factory=list,
+        description="rules run on the submitting host under a cluster executor (e.g. report)",
+    )
 
 
 class Config(Strict):
@@ -164,7 +169,9 @@ def load_config(data: dict) -> Config:
                 lines.append(f"unknown config key '{where}': remove it or check its spelling")
             else:
                 lines.append(f"config key '{where}': {err['msg']}")
-        raise ConfigError("invalid config:\n  " + "\n  ".join(lines)) from None
+        raise ConfigError(
+            "invalid config:\n  " + "\n  ".join(lines) + "\n(the keys and their types are listed in config/README.md)"
+        ) from None
 
 
 def input_kind(path: str) -> str:
@@ -230,6 +237,99 @@ def _stem(path: str) -> str:
         if name.lower().endswith(suffix):
             return name[: -len(suffix)]
     return Path(path).stem
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """Safe YAML that refuses a key given twice in one mapping (plain YAML keeps the last silently)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: dict = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if isinstance(key, str | int | float | bool) and key in seen:
+                raise ConfigError(
+                    f"line {key_node.start_mark.line + 1}: key {key!r} is given twice (first on line "
+                    f"{seen[key]}); YAML would silently keep only the last: remove or rename one"
+                )
+            seen[key] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep=deep)
+
+
+def check_config_files(paths) -> None:
+    """Refuse config files that give one key twice (e.g. two ``apps:`` entries of one name).
+
+    Raises
+    ------
+    ConfigError
+        Naming the file, the line and the key.
+    """
+    for path in paths:
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"config file {path}: cannot be read ({exc})") from None
+        try:
+            yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass
+        except ConfigError as exc:
+            raise ConfigError(f"config file {path}: {exc}") from None
+        except yaml.YAMLError:
+            pass  # Snakemake has read the file already; its own error wins
+
+
+def check_catalog(config: Config, repo: str | Path | None = None) -> None:
+    """Load the GPU catalog with the config's ``ceilings.gpus`` merged, as the ceilings stage will.
+
+    Raises
+    ------
+    ConfigError
+        Naming ``ceilings.catalog`` or ``ceilings.gpus``, the GPU entry and key (bits, binary
+        prefixes, strings with units, unknown keys...).
+    """
+    from roofline.catalog import load_catalog
+
+    repo = Path(repo) if repo is not None else Path(__file__).resolve().parent.parent
+    path = Path(config.ceilings.catalog)
+    if not path.exists():
+        path = repo / config.ceilings.catalog
+    try:
+        load_catalog(path)
+    except ValueError as exc:
+        raise ConfigError(f"config key 'ceilings.catalog' ({config.ceilings.catalog}): {exc}") from None
+    if config.ceilings.gpus:
+        try:
+            load_catalog(path, config.ceilings.gpus)
+        except ValueError as exc:
+            raise ConfigError(f"config key 'ceilings.gpus': {exc}") from None
+
+
+def load_workflow_config(
+    config: dict, configfiles=(), workdir: str | Path = ".", repo: str | Path | None = None
+) -> tuple[Config, dict[str, App]]:
+    """Every check the workflow makes before scheduling any job (workflow/rules/common.smk).
+
+    Duplicate keys in the config files, the config model (unknown keys, types), the applications
+    (names, duplicates, missing files) and the GPU catalog with its config overrides.
+
+    Raises
+    ------
+    ConfigError
+        The first problem found, naming the key or file and the fix.
+    """
+    check_config_files(configfiles)
+    parsed = load_config(config)
+    apps = resolve_apps(parsed, workdir)
+    check_catalog(parsed, repo)
+    return parsed, apps
+
+
+def interpreter_first_on_path() -> None:
+    """Put this interpreter's bin folder first on PATH, so ``python`` in rule shells is this one."""
+    import os
+
+    folder = str(Path(sys.executable).parent)
+    parts = os.environ.get("PATH", "").split(os.pathsep)
+    if parts[:1] != [folder]:
+        os.environ["PATH"] = os.pathsep.join([folder, *parts])
 
 
 def json_schema() -> dict:

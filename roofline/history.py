@@ -20,6 +20,7 @@ import math
 import os
 import re
 import shutil
+import statistics
 import tempfile
 import time
 from collections.abc import Mapping
@@ -27,7 +28,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from roofline import __version__
@@ -177,7 +177,8 @@ def append_run(store_dir: str | os.PathLike, run_id: str, kernels: pd.DataFrame,
         On a bad run id, or columns the ``kernels`` table does not declare.
     """
     context = dict(context or {})
-    frame = conform(kernels, "kernels")
+    frame = kernels.reset_index(drop=True).drop(columns=_CONTEXT_NAMES, errors="ignore")
+    devices = frame["device"].astype(str) if "device" in frame else pd.Series("", index=frame.index)
     run_time = str(context.get("run_time") or datetime.now(UTC).isoformat(timespec="seconds"))
     date = context.get("run_date") or (run_id[:10] if _DATE.match(run_id) else run_time[:10])
     fixed = {"run_id": _check_run_id(run_id), "run_date": str(date), "run_time": run_time,
@@ -189,7 +190,7 @@ def append_run(store_dir: str | os.PathLike, run_id: str, kernels: pd.DataFrame,
             frame[name] = fixed[name]
         else:
             default = context.get(name)
-            frame[name] = [per_device.get(d, {}).get(name, default) for d in frame["device"]]
+            frame[name] = [per_device.get(d, {}).get(name, default) for d in devices]
     return _atomic_put(Path(store_dir), run_id, history_frame(frame))
 
 
@@ -294,6 +295,9 @@ DECISION_COLUMNS = [
     "ai_dram_baseline", "bound", "bound_side", "bound_flip", "flop_ratio", "dram_bytes_ratio",
     "peak_flops", "peak_dram_bw", "sm_clock_hz", "environment_shift", "note", "rule_version",
 ]
+_USED = ("run_id", "kernel_short", "bound", "launches", "duration_s", "flop_total", "flop",
+         "dram_bytes", "performance", "roof_pct", "ai_dram", "sm_clock_hz", "time_share",
+         "peak_flops", "peak_dram_bw", "ridge_ratio", "clock_control", "cache_control")
 _COMPARED = ("regression", "improvement", "suspicious", "outlier", "unchanged")
 _DIRECTION = {1: "up", -1: "down", 0: ""}
 
@@ -312,28 +316,29 @@ def _rel(a: float, b: float) -> float:
 
 def _median(values: list[float]) -> float:
     finite = [v for v in values if math.isfinite(v)]
-    return float(np.median(finite)) if finite else math.nan
+    return float(statistics.median(finite)) if finite else math.nan
 
 
 def _rel_sigma(values: list[float], method: str = "level") -> float:
-    """Robust relative noise of nightly values: 1.4826 x MAD.
+    """Robust relative noise of nightly values.
 
-    ``level``: MAD of the values / their median. ``diff``: MAD of the night-to-night changes of
-    log(value), / sqrt(2); a step or a spike inside the window barely moves it.
+    ``level``: 1.4826 x MAD of the values / their median. ``diff``: the night-to-night changes of
+    log(value): 1.4826 x MAD, then the RMS of the changes within 3 of those, / sqrt(2); a step
+    or a spike inside the window barely moves it.
     """
-    x = np.asarray(values, dtype=float)
     if method == "diff":
-        if len(x) < 3:
+        if len(values) < 3:
             return math.nan
-        d = np.diff(np.log(x))
-        mad = 1.4826 * float(np.median(np.abs(d - np.median(d))))
-        if os.environ.get("RW"):
-            kept = d[np.abs(d - np.median(d)) <= 3 * mad]
-            if len(kept) >= 2:
-                return float(np.sqrt(np.mean((kept - np.median(d)) ** 2))) / math.sqrt(2)
-        return mad / math.sqrt(2)
-    med = float(np.median(x))
-    return 1.4826 * float(np.median(np.abs(x - med))) / med if med > 0 else math.nan
+        logs = [math.log(v) for v in values]
+        d = [b - a for a, b in zip(logs, logs[1:], strict=False)]
+        centre = statistics.median(d)
+        dev = [abs(x - centre) for x in d]
+        mad = 1.4826 * statistics.median(dev)
+        kept = [x for x in dev if x <= 3 * mad]  # one reweighting step: MAD alone is noisy
+        scale = math.sqrt(sum(x * x for x in kept) / len(kept)) if len(kept) >= 2 else mad
+        return scale / math.sqrt(2)
+    med = statistics.median(values)
+    return 1.4826 * statistics.median([abs(x - med) for x in values]) / med if med > 0 else math.nan
 
 
 def _join(a: str, b: str) -> str:
@@ -431,8 +436,10 @@ def _judge(p: DecisionParams, night: dict, nights: list[dict], pending: dict | N
             changed.append(f"{what} {moved:+.1%}")
     memory = str(row.get("bound") or "").startswith("memory") or not night["flop"] > 0
     work = "bytes" if memory else "flop"
-    kept = [n for n in nights if n["label"] != "outlier" and n is not pending]
-    if os.environ.get("LAG") and len(kept) > p.min_nights and kept[-1] is last:
+    # Tonight and last night are judged together against the valid nights before them.
+    recent = nights[-(p.noise_window + p.window + 2):]
+    kept = [n for n in recent if n["label"] != "outlier" and n is not pending]
+    if len(kept) > p.min_nights and kept[-1] is last:
         kept = kept[:-1]
     pool = kept[-p.window:]
     values = [_scaled(n, night, work, p.work_tol) for n in pool]
@@ -448,7 +455,7 @@ def _judge(p: DecisionParams, night: dict, nights: list[dict], pending: dict | N
         rec["note"] = f"work moved ({', '.join(changed)}): time judged per unit of {work}"
     if nb == 0:
         return
-    base = float(np.median(values))
+    base = float(statistics.median(values))
     ratio = night["value"] / base
     rec.update(baseline_s=base, ratio=ratio, impact=(ratio - 1) * _f(rec["time_share"]))
     if nb < p.min_nights:  # information only: a plain relative rule
@@ -470,19 +477,23 @@ def _judge(p: DecisionParams, night: dict, nights: list[dict], pending: dict | N
                upper_s=base * (1 + limit))
     single = 1 if ratio - 1 > limit else -1 if 1 - ratio > limit else 0
     persistent = 0
-    if last is not None:  # two nights: both beyond rel_min, their mean beyond z_min sigma/sqrt(2)
+    if last is not None:
+        # Two nights at one new level: both beyond rel_min, their mean beyond z_min sigma/sqrt(2),
+        # and close to each other (a spike next to a blip is no level).
         prev = _scaled(last, night, work, p.work_tol) / base
         two = max(p.rel_min, p.z_min * rel / math.sqrt(2))
+        mean = (ratio + prev) / 2 - 1
+        level = abs(ratio - prev) <= max(p.z_min * rel * math.sqrt(2), abs(mean) / 2)
         for s in (1, -1):
             both = min(s * (ratio - 1), s * (prev - 1)) > p.rel_min
-            if both and s * ((ratio + prev) / 2 - 1) > two:
+            if both and level and s * mean > two:
                 persistent = s
     big = 0
     if ratio >= p.big_ratio and z >= p.big_z:
         big = 1
     elif ratio <= 1 / p.big_ratio and z <= -p.big_z:
         big = -1
-    night["dir"] = persistent or big or single
+    night["dir"], night["persistent"] = persistent or big or single, bool(persistent)
     rec["direction"] = _DIRECTION[night["dir"]]
     if changed:
         return
@@ -573,7 +584,7 @@ def _replay(p: DecisionParams, rows: dict[int, dict], runs: list[tuple[str, str]
         rec["nights_in_violation"] = streak
         label = rec["label"]
         if pending is not None:
-            if label in ("regression", "improvement") and pending["dir"] == direction:
+            if night.get("persistent") and pending["dir"] == direction:
                 _set_label(pending, label)  # the lone night was the onset
             elif label != "workload_changed":
                 _set_label(pending, "outlier")
@@ -581,7 +592,8 @@ def _replay(p: DecisionParams, rows: dict[int, dict], runs: list[tuple[str, str]
                     rec["label"] = "outlier"
                     rec["note"] = _join(rec["note"], f"{pending['run_id']} was a single-night "
                                         "spike, now excluded from the baseline")
-        lone = label == "suspicious" or (label in ("regression", "improvement") and streak == 1)
+        lone = label == "suspicious" or (label in ("regression", "improvement")
+                                         and not night.get("persistent"))
         pending = night if lone else None
         _set_label(night, rec["label"])
         nights.append(night)
@@ -613,11 +625,18 @@ def decide_all(history: pd.DataFrame,
     order = run_order(history)
     dates = history.groupby("run_id")["run_date"].first()
     runs = [(r, str(dates[r])) for r in order]
-    hist = history.assign(_i=history["run_id"].map({r: i for i, r in enumerate(order)}))
+    position = {r: i for i, r in enumerate(order)}
+    keys = SERIES_KEY + list(p.settings)
+    wanted = list(dict.fromkeys([*keys, *p.segment_fields, *_USED]))
+    # plain Python objects: iterating Arrow-backed strings row by row is slow
+    table = {c: history[c].to_numpy(dtype=object).tolist() for c in wanted if c in history}
+    series: dict[tuple, dict[int, dict]] = {}
+    for values in zip(*table.values(), strict=True):
+        row = dict(zip(table, values, strict=True))
+        series.setdefault(tuple(row.get(k, "") for k in keys), {})[position[row["run_id"]]] = row
     records: list[dict] = []
-    for key, group in hist.groupby(SERIES_KEY + list(p.settings), sort=True, dropna=False):
-        rows = {int(r["_i"]): r for r in group.to_dict("records")}
-        records += _replay(p.for_kernel(str(key[2])), rows, runs)
+    for key in sorted(series):
+        records += _replay(p.for_kernel(str(key[2])), series[key], runs)
     return _night_level(pd.DataFrame(records, columns=DECISION_COLUMNS), history, order, p)
 
 
@@ -625,8 +644,9 @@ def _night_level(frame: pd.DataFrame, history: pd.DataFrame, order: list[str],
                  p: DecisionParams) -> pd.DataFrame:
     """Many kernels moving together on one night: one ``environment_shift`` flag, not N alerts."""
     commits = history.groupby("run_id")["app_commit"].agg(lambda s: ",".join(sorted(set(s))))
+    nights = frame.groupby("run_id").indices
     for n, run in enumerate(order):
-        night = frame.index[frame["run_id"] == run]
+        night = frame.index[nights.get(run, [])]
         labels, directions = frame.loc[night, "label"], frame.loc[night, "direction"]
         compared = labels.isin(_COMPARED)
         for direction in ("up", "down"):

@@ -267,7 +267,8 @@ def _sniff(path: Path) -> tuple[str | io.BytesIO, str, list[str], int]:
     raise NcuCsvError(
         f'{path}: no ncu CSV header (a row starting with the "ID" and "Kernel Name" columns) '
         f"in the first {_SNIFF_BYTES >> 20} MiB: this is not an ncu CSV export; export with "
-        "`ncu --csv --page raw` or `--page details`"
+        "`ncu --csv --page raw` or `--page details` (a what-if table in CSV starts with a 'kernel' "
+        "column: see config/README.md)"
     )
 
 
@@ -365,7 +366,10 @@ def _read_wide(source, encoding: str, header: list[str], where: _Where) -> pd.Da
     ident = [c for c in _IDENT_SOURCE if c in header]
     frame = _read_table(source, encoding, [*ident, *metrics], where)
     if frame.empty:
-        raise where.error("no units row and no launches: ncu profiled no kernel")
+        raise where.error(
+            "no units row and no launches: ncu profiled no kernel; check the --kernel-name / --launch-skip "
+            "filters of the ncu run and export again"
+        )
     if frame["ID"].iloc[0].strip():
         raise where.error(
             "the second row holds values, not units: this wide export has no units row, so the "
@@ -379,7 +383,10 @@ def _read_wide(source, encoding: str, header: list[str], where: _Where) -> pd.Da
     if log.any():
         data = data[~log]
     if data.empty:
-        raise where.error("no launches after the units row: ncu profiled no kernel")
+        raise where.error(
+            "no launches after the units row: ncu profiled no kernel; check the --kernel-name / "
+            "--launch-skip filters of the ncu run and export again"
+        )
     index = data.index.to_numpy()
     codes, launches = _launch_ids(data["ID"], where)
     columns: dict[str, np.ndarray] = {}
@@ -430,7 +437,10 @@ def _read_long(source, encoding: str, header: list[str], where: _Where) -> pd.Da
     if log.any():
         frame = frame[~log]
     if frame.empty:
-        raise where.error("the export holds no rows: ncu profiled no kernel")
+        raise where.error(
+            "the export holds no rows: ncu profiled no kernel; check the --kernel-name / --launch-skip "
+            "filters of the ncu run and export again"
+        )
     index = frame.index.to_numpy()
     codes, launches = _launch_ids(frame["ID"], where)
     n_launch = len(launches)

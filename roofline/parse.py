@@ -15,6 +15,7 @@ import logging
 import math
 import re
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -61,29 +62,113 @@ def _string_metric(action, name: str) -> str:
     return "" if value is None else str(value)
 
 
+_REPORT_MAGIC = b"NVR\x00"
+
+
+def report_structure_problem(path: str | Path) -> str | None:
+    """Why the bytes of an ``.ncu-rep`` are truncated or damaged, or None when they look whole.
+
+    A report is the signature ``NVR\\0``, a little-endian uint32 header size and the header, then
+    length-prefixed blocks (uint32 size + payload) up to the last byte; every real fixture, ncu
+    2019 to 2025, ends exactly at a block boundary. ncu_report silently loads the launches before a
+    cut, so a copy cut short would otherwise lose launches without a word. A cut that falls exactly
+    on a block boundary cannot be seen. Files without the signature return None (the loader judges).
+    """
+    data = Path(path).read_bytes()
+    if not data.startswith(_REPORT_MAGIC) or len(data) < 8:
+        return None
+    offset = 8 + int.from_bytes(data[4:8], "little")
+    blocks = 0
+    while offset + 4 <= len(data):
+        offset += 4 + int.from_bytes(data[offset : offset + 4], "little")
+        blocks += 1
+    if offset == len(data):
+        return None
+    if offset > len(data):
+        return (
+            f"the file is truncated or damaged: its block {blocks} ends at byte {offset:,} but the file has "
+            f"only {len(data):,} bytes"
+        )
+    return f"the file ends with {len(data) - offset} stray byte(s) after its last block"
+
+
+def _text_head(path: Path) -> str | None:
+    """The first line of ``path`` when the file is text, else None."""
+    head = path.read_bytes()[:4096]
+    if b"\x00" in head:
+        return None
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return (text.strip().splitlines() or [""])[0][:80]
+
+
+def _not_a_report(path: Path, ranges: int) -> InputError:
+    """The error for a file ncu_report loads without any kernel launch."""
+    fix = f"re-export it with ncu --export {path.name} (ncu --set roofline ...)"
+    first_line = _text_head(path)
+    if first_line is not None:
+        if '"ID"' in first_line or "Kernel Name" in first_line:
+            hint = "it looks like an ncu CSV export: rename it to .csv"
+        elif first_line.startswith(("machines:", "kernels:", "#")):
+            hint = "if it is a what-if table, rename it to .yaml"
+        else:
+            hint = fix
+        return InputError(
+            f"{path}: a text file (first line {first_line!r}), not an Nsight Compute report: the report "
+            f"holds no kernel launch; {hint}"
+        )
+    if not path.read_bytes()[:4] == _REPORT_MAGIC:
+        return InputError(
+            f"{path}: not an Nsight Compute report (it lacks the 'NVR' signature of .ncu-rep files; "
+            f"ncu_report found {ranges} ranges and no kernel launch); {fix}"
+        )
+    return InputError(
+        f"{path}: the report holds no kernel launch (ncu_report found {ranges} ranges); the file is "
+        f"corrupt, truncated or was written by an ncu run that profiled no kernel; {fix}"
+    )
+
+
 def read_ncu_rep(path: str | Path) -> pd.DataFrame:
     """Read an ``.ncu-rep`` with NVIDIA's ``ncu_report`` into the raw launch frame.
 
     Raises
     ------
     InputError
-        If the file is not a readable Nsight Compute report or holds no kernel launch.
+        If the file is not a readable Nsight Compute report, is truncated or damaged (see
+        :func:`report_structure_problem`, or a launch without any metric), or holds no kernel launch.
     """
     import ncu_report  # imported here: the rest of the package works without it
 
     path = Path(path)
     if path.stat().st_size == 0:
         raise InputError(f"{path}: the file is empty; re-run ncu with --export {path.name}")
+    problem = report_structure_problem(path)
+    if problem:
+        raise InputError(
+            f"{path}: {problem}; no launch of it is analysed, since the launches after the cut would be "
+            "lost without a word. Copy the report again from where ncu wrote it (check its size), or "
+            f"re-run ncu with --export {path.name}"
+        )
     try:
         context = ncu_report.load_report(str(path))
     except Exception as exc:  # the module raises plain exceptions for corrupt files
-        raise InputError(f"{path}: not a readable Nsight Compute report ({exc})") from exc
+        raise InputError(
+            f"{path}: not a readable Nsight Compute report ({exc}); re-export it with ncu --export {path.name}"
+        ) from exc
     rows = []
     launch = 0
     for range_index in range(context.num_ranges()):
         profiled_range = context.range_by_idx(range_index)
         for action_index in range(profiled_range.num_actions()):
             action = profiled_range.action_by_idx(action_index)
+            names = list(action.metric_names())
+            if not names:
+                raise InputError(
+                    f"{path}: launch {launch} has no metric at all: the report is truncated or damaged; "
+                    f"copy it again from where ncu wrote it, or re-run ncu with --export {path.name}"
+                )
             row: dict[str, object] = {
                 "launch": launch,
                 "kernel": action.name(ncu_report.IAction.NameBase_DEMANGLED),
@@ -93,7 +178,7 @@ def read_ncu_rep(path: str | Path) -> pd.DataFrame:
                 "block": _dims(action, "block"),
                 "stream": _string_metric(action, "launch__stream_id"),
             }
-            for name in action.metric_names():
+            for name in names:
                 if not _wanted(name) or name == "device__attribute_display_name":
                     continue
                 metric = action.metric_by_name(name)
@@ -105,11 +190,7 @@ def read_ncu_rep(path: str | Path) -> pd.DataFrame:
             rows.append(row)
             launch += 1
     if not rows:
-        raise InputError(
-            f"{path}: the report holds no kernel launch (ncu_report found {context.num_ranges()} "
-            "ranges); the file is corrupt, truncated or not an ncu report. Re-export it with "
-            f"ncu --export {path.name}"
-        )
+        raise _not_a_report(path, context.num_ranges())
     raw = pd.DataFrame(rows)
     raw["source_format"] = "ncu-rep"
     return raw
@@ -125,6 +206,18 @@ def report_version(path: str | Path) -> str:
 # -- what-if tables --------------------------------------------------------------------------------
 
 _WHAT_IF_WORK = {f"flop_{c}" for c in COMPUTE_CLASSES}
+_WHAT_IF_KEYS = {
+    "name",
+    "machine",
+    "gpu",
+    "flop",
+    "bytes",
+    "duration_s",
+    "algorithmic_flop",
+    "algorithmic_bytes",
+    "launches",
+    "note",
+}
 _WHAT_IF_BYTES = {f"{level}_bytes" for level in MEMORY_LEVELS}
 
 
@@ -153,27 +246,37 @@ def read_what_if(path: str | Path) -> pd.DataFrame:
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: not a valid YAML what-if table ({exc})") from exc
     if not isinstance(doc, dict) or not isinstance(doc.get("kernels"), list):
-        raise InputError(f"{path}: a what-if table needs a 'kernels:' list (and 'machines:' or per-kernel 'gpu:')")
+        raise InputError(
+            f"{path}: a what-if table needs a 'kernels:' list (and 'machines:' or per-kernel 'gpu:'); "
+            "see 'What-if tables' in config/README.md"
+        )
+    unknown = sorted(set(doc) - {"machines", "kernels"})
+    if unknown:
+        raise InputError(
+            f"{path}: unknown top-level keys {unknown} in a what-if table: only 'machines:' and 'kernels:' "
+            "are read; fix the spelling or remove them"
+        )
     machines = doc.get("machines") or {}
+    if not isinstance(machines, dict):
+        raise InputError(f"{path}: 'machines:' must map machine names to {{compute: ..., memory: ...}}")
+    for name, spec in machines.items():
+        extra = sorted(set(spec or {}) - {"compute", "memory"}) if isinstance(spec, dict) else ["(not a mapping)"]
+        if extra:
+            raise InputError(
+                f"{path}: machines.{name}: unknown keys {extra}; a machine has only 'compute: {{class: FLOP/s}}' "
+                "and 'memory: {level: B/s}'"
+            )
     rows = []
     for index, kernel in enumerate(doc["kernels"]):
         where = f"{path}: kernels[{index}]"
         if not isinstance(kernel, dict) or "name" not in kernel:
             raise InputError(f"{where}: each kernel needs a 'name'")
-        unknown = set(kernel) - {
-            "name",
-            "machine",
-            "gpu",
-            "flop",
-            "bytes",
-            "duration_s",
-            "algorithmic_flop",
-            "algorithmic_bytes",
-            "launches",
-            "note",
-        }
+        unknown = set(kernel) - _WHAT_IF_KEYS
         if unknown:
-            raise InputError(f"{where}: unknown keys {sorted(unknown)}")
+            raise InputError(
+                f"{where}: unknown keys {sorted(unknown)}; a kernel may have {sorted(_WHAT_IF_KEYS)} "
+                "(see 'What-if tables' in config/README.md)"
+            )
         row: dict[str, object] = {"kernel": str(kernel["name"])}
         if "machine" in kernel:
             name = str(kernel["machine"])
@@ -214,7 +317,9 @@ def read_what_if(path: str | Path) -> pd.DataFrame:
                 row[key] = _number(kernel[key], f"{where}.{key}")
                 if key == "duration_s":
                     row["duration_s_recipe"] = "what-if"
-        launches = int(kernel.get("launches", 1))
+        launches = kernel.get("launches", 1)
+        if isinstance(launches, bool) or not isinstance(launches, int) or launches < 1:
+            raise InputError(f"{where}.launches: expected a whole number >= 1, got {launches!r}")
         for _ in range(launches):
             rows.append(dict(row))
     if not rows:
@@ -272,10 +377,77 @@ def _compute_capability(raw: pd.DataFrame) -> pd.Series:
     return (major * 10 + minor).astype("float64")
 
 
+# -- plausibility ----------------------------------------------------------------------------------
+#
+# What parse calls absurd. A value outside these limits cannot be a measurement of one kernel launch;
+# it is refused *for that launch and quantity*: the quantity is left empty (NaN), its recipe column
+# reads "refused: <metrics> gives <value>: <why>", later recipes do not replace it, and the launch
+# keeps its row and gets one warning (diagnostics_for). Quantities computed from a refused one (e.g.
+# DRAM bytes = rate x duration) are empty too. The limits are those of the GPU catalog
+# (roofline/catalog.py: COMPUTE_RANGE, MEMORY_RANGE upper ends); clocks may reach 100 GHz because
+# ncu reports GDDR7 DRAM clocks near 14 GHz (RTX 5090 fixture).
+#
+# - any quantity below 0 (negative counters, bytes, times, clocks, peaks);
+# - a duration of exactly 0 s (nothing takes no time: the rates would be infinite);
+# - a duration above MAX_DURATION_S (one day: ncu replays a launch dozens of times);
+# - clocks above MAX_CLOCK_HZ, peaks above MAX_FLOP_RATE / MAX_BYTE_RATE;
+# - work or traffic that implies a rate above those peaks in the launch's duration (e.g. 1e21 FLOP/s):
+#   the work or bytes are refused, the duration kept.
+MAX_DURATION_S = 86_400.0
+MAX_CLOCK_HZ = 1e11
+MAX_FLOP_RATE = 1e18
+MAX_BYTE_RATE = 1e16
+_UNIT_LIMITS = {"s": MAX_DURATION_S, "Hz": MAX_CLOCK_HZ, "FLOP/s": MAX_FLOP_RATE, "B/s": MAX_BYTE_RATE}
+REFUSED = "refused: "
+
+
+def _source_text(recipe: Recipe | None) -> str:
+    if recipe is None:
+        return "the table"
+    return " + ".join(dict.fromkeys(recipe.inputs())) or recipe.name
+
+
+def _implausible(quantity, values: pd.Series, recipe: Recipe | None) -> pd.Series:
+    """Per row, "" or the refusal text for ``values`` of ``quantity`` (NaN is not judged)."""
+    reasons = pd.Series("", index=values.index, dtype="object")
+    limit = _UNIT_LIMITS.get(quantity.unit)
+    negative = values < 0
+    zero = (values == 0) if quantity.name == "duration_s" else pd.Series(False, index=values.index)
+    high = values > limit if limit is not None else pd.Series(False, index=values.index)
+    source = _source_text(recipe)
+    checks = [(negative, "negative"), (zero, "zero: a launch takes time, so the rates would be infinite")]
+    if limit is not None:
+        checks.append((high, f"above the plausible maximum {limit:g} {quantity.unit}"))
+    for mask, why in checks:
+        for i in np.flatnonzero(mask.to_numpy() & (reasons == "").to_numpy()):
+            reasons.iat[i] = f"{REFUSED}{source} gives {values.iat[i]:.4g} {quantity.unit}: {why}"
+    return reasons
+
+
+def _refuse_rates(frame: pd.DataFrame) -> None:
+    """Refuse work and traffic that imply an absurd rate in the launch's own duration (in place)."""
+    duration = frame["duration_s"]
+    checks = [(f"flop_{c}", "FLOP", MAX_FLOP_RATE) for c in COMPUTE_CLASSES]
+    checks += [(f"{level}_bytes", "B", MAX_BYTE_RATE) for level in MEMORY_LEVELS]
+    for column, unit, limit in checks:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rate = frame[column] / duration
+        bad = np.flatnonzero((rate > limit).to_numpy())
+        for i in bad:
+            recipe = frame[f"{column}_recipe"].iat[i]
+            frame.loc[frame.index[i], f"{column}_recipe"] = (
+                f"{REFUSED}{recipe or 'the table'} gives {frame[column].iat[i]:.4g} {unit} in "
+                f"{duration.iat[i]:.4g} s = {rate.iat[i]:.3g} {unit}/s: above the plausible maximum "
+                f"{limit:g} {unit}/s"
+            )
+            frame.loc[frame.index[i], column] = np.nan
+
+
 def derive_counters(raw: pd.DataFrame) -> pd.DataFrame:
     """Apply the recipe table to a raw launch frame; return counters columns with provenance.
 
-    Columns already present under a quantity's name (what-if rows) win over recipes.
+    Columns already present under a quantity's name (what-if rows) win over recipes. Absurd values
+    (see the plausibility notes above) are refused per launch and quantity, never silently used.
     """
     cc = _compute_capability(raw)
     values: dict[str, pd.Series] = {}
@@ -283,24 +455,33 @@ def derive_counters(raw: pd.DataFrame) -> pd.DataFrame:
     for quantity in QUANTITIES:
         value = pd.Series(np.nan, index=raw.index, dtype="float64")
         recipe_used = pd.Series("", index=raw.index, dtype="object")
+        refused = pd.Series("", index=raw.index, dtype="object")
         if quantity.name in raw.columns:
             given = pd.to_numeric(raw[quantity.name], errors="coerce")
             value = given.astype("float64")
             label = raw.get(f"{quantity.name}_recipe", pd.Series("given", index=raw.index))
             recipe_used = label.where(value.notna(), "").astype("object")
+            refused = _implausible(quantity, value, None)
         for recipe in quantity.recipes:
-            if not value.isna().any():
+            if not (value.isna() & (refused == "")).any():
                 break
             result = _evaluate(recipe, raw, values, cc)
             if result is None:
                 continue
-            fill = value.isna() & result.notna()
+            fill = value.isna() & (refused == "") & result.notna()
+            reasons = _implausible(quantity, result.where(fill), recipe)
+            refused = refused.where(reasons == "", reasons)
+            fill &= reasons == ""
             value = value.where(~fill, result)
             recipe_used = recipe_used.where(~fill, recipe.name)
+        if (refused != "").any():
+            value = value.where(refused == "")
+            recipe_used = recipe_used.where(refused == "", refused)
         values[quantity.name] = value
         out[quantity.name] = value
         out[f"{quantity.name}_recipe"] = recipe_used
     frame = pd.DataFrame(out, index=raw.index)
+    _refuse_rates(frame)
     tensor = frame[[f"flop_{c}" for c in metrics.TENSOR_CLASSES]]
     frame["flop_tensor"] = tensor.sum(axis=1, min_count=1)
     for key in (
@@ -343,15 +524,24 @@ def _missing(frame: pd.DataFrame) -> tuple[list[str], list[str]]:
     flop_columns = [f"flop_{c}" for c in COMPUTE_CLASSES]
     missing_all, hints_all = [], []
     no_flop = frame[flop_columns].isna().all(axis=1)
+    refused = {
+        column: frame[f"{column}_recipe"].astype(str).str.startswith(REFUSED)
+        for column in ("duration_s", "dram_bytes", *flop_columns)
+    }
+    flop_refused = pd.concat([refused[c] for c in flop_columns], axis=1).any(axis=1)
     for i in range(len(frame)):
         missing, hints = [], []
         for quantity in ("duration_s", "dram_bytes"):
             if pd.isna(frame[quantity].iat[i]):
                 missing.append(quantity)
-                hints.append(metrics.metric_hint(quantity))
+                if refused[quantity].iat[i]:
+                    hints.append(f"{quantity}: fix the value ({quantity}_recipe says why it was refused)")
+                else:
+                    hints.append(metrics.metric_hint(quantity))
         if no_flop.iat[i]:
             missing.append("flop")
-            hints.append(metrics.NCU_ROOFLINE_FLAGS)
+            hints.append("flop: fix the values (see the flop_*_recipe columns)" if flop_refused.iat[i]
+                         else metrics.NCU_ROOFLINE_FLAGS)
         missing_all.append(";".join(missing))
         hints_all.append(" ; ".join(dict.fromkeys(hints)))
     return missing_all, hints_all
@@ -440,16 +630,26 @@ def read_input(path: str | Path, kind: str) -> pd.DataFrame:
 
 def read_what_if_csv(path: Path) -> pd.DataFrame:
     """A what-if table as CSV: columns kernel, gpu or machine peaks, flop_<class>, <level>_bytes."""
-    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    try:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8")
+    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: not a readable what-if CSV ({exc}); write plain comma-separated UTF-8") from exc
+    columns_help = "columns: kernel, gpu (or peak_* columns), flop_<class>, <level>_bytes, duration_s"
     if "kernel" not in frame.columns:
-        raise InputError(f"{path}: a what-if CSV needs a 'kernel' column")
+        raise InputError(f"{path}: a what-if CSV needs a 'kernel' column ({columns_help})")
     if "gpu" not in frame.columns and not any(c.startswith("peak_") for c in frame.columns):
-        raise InputError(f"{path}: a what-if CSV needs a 'gpu' column (catalog name) or peak_* columns")
+        raise InputError(
+            f"{path}: a what-if CSV needs a 'gpu' column (catalog name) or peak_* columns ({columns_help})"
+        )
     allowed = {"kernel", "gpu", "duration_s", "algorithmic_flop", "algorithmic_bytes"} | _WHAT_IF_WORK | _WHAT_IF_BYTES
     allowed |= {f"peak_flops_{c}" for c in COMPUTE_CLASSES} | {f"peak_{lv}_bw" for lv in MEMORY_LEVELS}
     unknown = [c for c in frame.columns if c not in allowed]
     if unknown:
         raise InputError(f"{path}: unknown what-if columns {unknown}; allowed: {sorted(allowed)}")
+    if not any(c in _WHAT_IF_WORK | _WHAT_IF_BYTES for c in frame.columns):
+        raise InputError(
+            f"{path}: a what-if CSV needs at least one flop_<class> or <level>_bytes column ({columns_help})"
+        )
     out = pd.DataFrame({"kernel": frame["kernel"]})
     if "gpu" in frame.columns:
         out["device"] = out["machine"] = frame["gpu"]
@@ -457,6 +657,14 @@ def read_what_if_csv(path: Path) -> pd.DataFrame:
         if column in ("kernel", "gpu"):
             continue
         out[column] = frame[column].map(parse_number)
+        text = frame[column].str.strip().str.lower()
+        bad = out[column].isna() & ~text.isin(["", "n/a", "nan", "na", "-", "none"])
+        if bad.any():
+            row = int(bad.to_numpy().argmax())
+            raise InputError(
+                f"{path}: line {row + 2}: column {column!r} has {frame[column].iat[row]!r}, not a number; "
+                "write plain numbers in SI base units (e.g. 240.0e+9), or leave the cell empty"
+            )
         out[f"{column}_recipe"] = "what-if"
     out["launch"] = range(len(out))
     out["source_format"] = "what-if"
@@ -487,24 +695,85 @@ def parse_input(path: str | Path, app: str, kind: str, device: str | None = None
     return conform(counters, "counters")
 
 
+def _launch_problems(row, recipe_columns: list[str]) -> list[str]:
+    """What is wrong with one launch: refused quantities first, then quantities no recipe gave."""
+    problems = []
+    refused = set()
+    for column in recipe_columns:
+        text = str(row[column])
+        if text.startswith(REFUSED):
+            quantity = column.removesuffix("_recipe")
+            refused.add(quantity)
+            problems.append(f"{quantity} refused ({text.removeprefix(REFUSED)})")
+    if problems:
+        problems[-1] += "; the launch is kept with these quantities empty: check the export (units, values)"
+    lacking = [q for q in str(row["missing"]).split(";") if q and q not in refused]
+    if "flop" in lacking and any(q.startswith("flop_") for q in refused):
+        lacking.remove("flop")
+    if lacking:
+        hints = [metrics.NCU_ROOFLINE_FLAGS if q == "flop" else metrics.metric_hint(q) for q in lacking]
+        problems.append(f"cannot derive {', '.join(lacking)}; collect it with {' ; '.join(dict.fromkeys(hints))}")
+    return problems
+
+
 def diagnostics_for(counters: pd.DataFrame, app: str) -> pd.DataFrame:
-    """One warning row per launch that lacks a roofline quantity."""
-    lacking = counters[counters["missing"] != ""]
-    return pd.DataFrame(
-        {
-            "app": app,
-            "stage": "parse",
-            "severity": "warning",
-            "source_file": lacking["source_file"],
-            "launch": lacking["launch"],
-            "message": [
-                f"launch {launch} ({kernel}): cannot derive {missing.replace(';', ', ')}; collect it with {hint}"
-                for launch, kernel, missing, hint in zip(
-                    lacking["launch"], lacking["kernel_short"], lacking["missing"], lacking["missing_hint"]
-                )
-            ],
-        }
-    )
+    """One warning row per launch that lacks or had refused a roofline quantity, and one per file
+    whose launches ran on several devices."""
+    recipe_columns = [c for c in counters.columns if c.endswith("_recipe")]
+    flagged = counters["missing"].astype(str) != ""
+    for column in recipe_columns:
+        flagged |= counters[column].astype(str).str.startswith(REFUSED)
+    rows = []
+    for _, row in counters[flagged].iterrows():
+        problems = _launch_problems(row, recipe_columns)
+        if problems:
+            rows.append(
+                {
+                    "source_file": row["source_file"],
+                    "launch": row["launch"],
+                    "message": f"launch {row['launch']} ({row['kernel_short']}): {'; '.join(problems)}",
+                }
+            )
+    measured = counters[counters.get("source_format", pd.Series("", index=counters.index)) != "what-if"]
+    devices = sorted(d for d in measured.get("device", pd.Series(dtype=str)).dropna().unique() if d)
+    if len(devices) > 1:
+        spans = "; ".join(
+            f"{device}: {_launch_span(measured.loc[measured['device'] == device, 'launch'])}" for device in devices
+        )
+        rows.append(
+            {
+                "source_file": measured["source_file"].iat[0],
+                "launch": np.nan,
+                "message": (
+                    f"{measured['source_file'].iat[0]}: the launches ran on {len(devices)} devices ({spans}); each "
+                    "is analysed against its own ceilings. If one application should run on one GPU, the file "
+                    "mixes exports: split it, one file per device"
+                ),
+            }
+        )
+    frame = pd.DataFrame(rows, columns=["source_file", "launch", "message"])
+    frame.insert(0, "app", app)
+    frame.insert(1, "stage", "parse")
+    frame.insert(2, "severity", "warning")
+    return frame
+
+
+def _launch_span(launches: pd.Series) -> str:
+    ids = sorted(int(i) for i in launches)
+    text = ", ".join(str(i) for i in ids[:6]) + (", …" if len(ids) > 6 else "")
+    return f"{len(ids)} launch(es) [{text}]"
+
+
+def _named(message: str, path: str) -> str:
+    """``message`` starting with the input's path, so that every diagnostic names its file."""
+    return message if path in message or Path(path).name in message else f"{path}: {message}"
+
+
+def _reportable(caught: warnings.WarningMessage) -> bool:
+    """Warnings the readers raise about the input itself (repairs), not library chatter."""
+    from roofline.ncu_csv import NcuCsvWarning
+
+    return issubclass(caught.category, NcuCsvWarning)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -518,17 +787,32 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
-        counters = parse_input(args.input, args.app, args.kind, args.device or None)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            counters = parse_input(args.input, args.app, args.kind, args.device or None)
         diagnostics = diagnostics_for(counters, args.app)
-    except (InputError, UnitError, ValueError, OSError) as exc:
-        # One bad input must not stop the batch: record the error, write empty tables, go on.
-        log.error("%s", exc)
+        repaired = [
+            {"app": args.app, "stage": "parse", "severity": "warning", "source_file": args.input, "message": text}
+            for text in dict.fromkeys(_named(str(w.message), args.input) for w in caught if _reportable(w))
+        ]
+        if repaired:
+            diagnostics = pd.concat([pd.DataFrame(repaired), diagnostics], ignore_index=True)
+    except Exception as exc:  # noqa: BLE001 - one bad input must not stop the batch
+        # Record the error, write empty tables, go on: the other applications are still analysed.
+        if isinstance(exc, InputError | UnitError | ValueError | OSError):
+            message = _named(str(exc), args.input)
+        else:
+            message = (
+                f"{args.input}: could not be read ({type(exc).__name__}: {exc}); the file may be damaged: "
+                "re-export it, and report this message if the file opens in Nsight Compute"
+            )
+        log.error("%s", message)
         counters = conform(pd.DataFrame(), "counters")
         diagnostics = pd.DataFrame(
-            [{"app": args.app, "stage": "parse", "severity": "error", "source_file": args.input, "message": str(exc)}]
+            [{"app": args.app, "stage": "parse", "severity": "error", "source_file": args.input, "message": message}]
         )
     for message in diagnostics.loc[diagnostics["severity"] == "warning", "message"]:
-        log.warning("%s", message)
+        log.warning("%s", _named(message, args.input))
     write_table(counters, "counters", args.output)
     write_table(diagnostics, "diagnostics", args.diagnostics)
     return 0

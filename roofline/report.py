@@ -1,7 +1,7 @@
 """Report stage: kernels + ceilings + diagnostics -> one offline HTML summary and a page per app.
 
 Pure functions build the chart (:func:`roofline_chart`) and the pages (:func:`summary_html`,
-:func:`app_html`); :func:`write_report` is the only one touching files. Pages inline the Vega
+:func:`app_html`); :func:`write_pages` and :func:`write_report` are the only ones touching files. Pages inline the Vega
 bundle once and make no network request. Kernel names are data: every text is HTML-escaped and
 every embedded JSON has ``<`` escaped, so a name cannot close a tag or open a script.
 """
@@ -9,6 +9,7 @@ every embedded JSON has ``<`` escaped, so a name cannot close a tag or open a sc
 from __future__ import annotations
 
 import argparse
+import copy
 import functools
 import html
 import json
@@ -45,7 +46,7 @@ CLASS_LABEL = {
 }
 CLASS_SHAPE = dict(zip(COMPUTE_CLASSES, [
     "square", "circle", "triangle-up", "diamond", "cross", "triangle-down", "triangle-right",
-    "triangle-left", "M-1,-1L1,-1L0,1Z",
+    "triangle-left", "wedge",
 ]))
 MEASURED, PREDICTED = "measured", "predicted at roof (what-if, no duration)"
 ALL = "(all)"
@@ -227,17 +228,18 @@ def _roof_groups(roofs: dict[tuple[str, str], tuple[float, str]], classes: list[
 
     Roofs with the same value and source are one line with one label (e.g. L1 and shared).
     """
-    def group(kind: str, names: list[str], labels: dict[str, str], unit: str) -> list[tuple[float, str, str]]:
+    def group(kind: str, names: list[str], labels: dict[str, str]) -> list[tuple[float, str, str]]:
         merged: dict[tuple[float, str], list[str]] = {}
         for name in names:
             if (kind, name) in roofs:
                 merged.setdefault(roofs[(kind, name)], []).append(name)
-        out = [(v, members[0], f"{', '.join(labels[m] for m in members)} {si(v, unit)} ({src})")
-               for (v, src), members in merged.items()]
+        out = []
+        for (value, source), members in merged.items():
+            unit = "B/s" if kind == "memory" else "OP/s" if members == ["tensor_int8"] else "FLOP/s"
+            out.append((value, members[0], f"{', '.join(labels[m] for m in members)} {si(value, unit)} ({source})"))
         return sorted(out, key=lambda item: -item[0])
 
-    return (group("compute", classes, CLASS_LABEL, "FLOP/s"),
-            group("memory", list(MEMORY_LEVELS), LEVEL_LABEL, "B/s"))
+    return group("compute", classes, CLASS_LABEL), group("memory", list(MEMORY_LEVELS), LEVEL_LABEL)
 
 
 def _samples(p0: tuple[float, float], p1: tuple[float, float], step: float = 6.0) -> np.ndarray:
@@ -271,7 +273,7 @@ def _roof_layers(
     placed: list[np.ndarray] = []
 
     def obstacles(own: str) -> np.ndarray:
-        lines = [_samples(*ends[t]) for t in ends if t != own]
+        lines = [_samples(*ends[t], step=3.0) for t in ends if t != own]  # crossing a roof costs ~4 points
         return np.concatenate([points_px.reshape(-1, 2), *lines, *placed])
 
     def add(text: str, sides: list[int], origin: tuple, u: tuple, line_px: float, angle: float, align: str) -> int:
@@ -351,20 +353,22 @@ def roofline_chart(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str) -
     roofs = _selected(ceilings, device)
     classes = _used_classes(on_device)
     frame = _domain(points, roofs, classes)
-    ai = points[[f"ai_{lv}" for lv in MEMORY_LEVELS]].to_numpy(dtype=float)
+    shown = points[points["rank"] <= TOP_N_DEFAULT]  # labels avoid the points visible at first
+    ai = shown[[f"ai_{lv}" for lv in MEMORY_LEVELS]].to_numpy(dtype=float)
     at = np.isfinite(ai) & (ai > 0)
-    points_px = np.array([frame.px(a, y) for a, y in zip(ai[at], np.repeat(points["y"].to_numpy(), at.sum(axis=1)))])
+    points_px = np.array([frame.px(a, y) for a, y in zip(ai[at], np.repeat(shown["y"].to_numpy(), at.sum(axis=1)))])
     segments, labels, ridges = _roof_layers(roofs, classes, frame, points_px)
 
-    def xy(x: str, y: str, axis: bool = True) -> dict:
+    def xy(x: str, y: str) -> dict:
+        """The shared log-log position channels (identical on every layer, so the axes merge)."""
+        # Decade ticks; below 1 FLOP/B "0.01" reads better than SI's "10m".
         x_axis = alt.Axis(format="~s", values=_axis_values(*frame.x), grid=True,
                           labelExpr="datum.value < 1 ? format(datum.value, '~g') : format(datum.value, '~s')")
         return {
-            "x": alt.X(x, type="quantitative", scale=alt.Scale(type="log", domain=list(frame.x), nice=False),
-                       axis=x_axis if axis else None, title="Arithmetic intensity [FLOP/B]"),
-            "y": alt.Y(y, type="quantitative", scale=alt.Scale(type="log", domain=list(frame.y), nice=False),
-                       axis=alt.Axis(format="~s", values=_axis_values(*frame.y)) if axis else None,
-                       title="Performance [FLOP/s]"),
+            "x": alt.X(f"{x}:Q", scale=alt.Scale(type="log", domain=list(frame.x), nice=False),
+                       axis=x_axis, title="Arithmetic intensity [FLOP/B]"),
+            "y": alt.Y(f"{y}:Q", scale=alt.Scale(type="log", domain=list(frame.y), nice=False),
+                       axis=alt.Axis(format="~s", values=_axis_values(*frame.y)), title="Performance [FLOP/s]"),
         }
 
     styles = ["compute", *MEMORY_LEVELS]
@@ -425,6 +429,7 @@ def roofline_chart(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str) -
         alt.Tooltip("roof_pct:Q", format=".1f", title="% of roof"),
         alt.Tooltip("ceiling_source:N", title="ceiling source"), alt.Tooltip("note:N"),
     ]
+    crowd = 1.0 if len(points) <= 300 else 0.5  # smaller, lighter points when many are drawn
     used_shapes = [c for c in COMPUTE_CLASSES if c in set(points["compute_class"])] or ["fp32"]
     layers.append(base.mark_point(filled=False, strokeWidth=1.5, clip=True).encode(
         **xy("ai", "y"),
@@ -435,11 +440,11 @@ def roofline_chart(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str) -
         shape=alt.Shape("compute_class:N", title="compute class", legend=legend.copy(), scale=alt.Scale(
             domain=used_shapes, range=[CLASS_SHAPE[c] for c in used_shapes])),
         size=alt.Size("level_rank:Q", title="memory level", scale=alt.Scale(
-            domain=[0, len(MEMORY_LEVELS) - 1], range=[LEVEL_SIZE["dram"], LEVEL_SIZE["shared"]]),
+            domain=[0, len(MEMORY_LEVELS) - 1], range=[LEVEL_SIZE["dram"] * crowd, LEVEL_SIZE["shared"] * crowd]),
             legend=alt.Legend(values=[MEMORY_LEVELS.index(lv) for lv in levels], symbolFillColor="#888888",
                               labelExpr=f"{[LEVEL_LABEL[lv] for lv in MEMORY_LEVELS]}[datum.value]")),
         strokeWidth=alt.condition(pick, alt.value(3.0), alt.value(1.5), empty=False),
-        opacity=alt.condition(pick, alt.value(0.95), alt.value(0.15)),
+        opacity=alt.condition(pick, alt.value(0.95 if crowd == 1 else 0.7), alt.value(0.15)),
         tooltip=tooltip,
     ).add_params(pick))
     drawn = {("memory", lv) for lv in MEMORY_LEVELS} | {("compute", c) for c in classes}
@@ -469,12 +474,22 @@ th{background:#f4f4f4;position:sticky;top:0}td.n{text-align:right;font-variant-n
 .kname{max-width:32em;overflow:hidden;text-overflow:ellipsis;white-space:nowrap;font-family:monospace}
 .note{color:#555;font-size:12px;min-width:16em;max-width:36em}.cfg{font-size:12px;white-space:nowrap}.error{color:#a40000}.warning{color:#8a5a00}
 .chart{margin:.5em 0}.chart form,.vega-bindings{font-size:13px}.vega-bind{display:inline-block;margin-right:1.2em}
-.meta{color:#555}
+.meta{color:#555}.scroll{overflow-x:auto}
 """
 
 TABLE_COLUMNS = ["#", "kernel", "app", "device", "grid × block", "launches", "time share", "GPU time", "bound",
-                 "% of roof", "achieved", "attainable", "AI at binding level [FLOP/B]", "ceiling source", "priority",
+                 "% of roof", "achieved", "attainable", "AI [FLOP/B]", "ceiling source", "priority",
                  "note"]
+
+
+COLUMN_HELP = {
+    "time share": "share of the app's GPU time",
+    "% of roof": "achieved / attainable at the binding roof (time form: largest lower bound / duration)",
+    "achieved": "work of the dominant compute class / duration",
+    "attainable": "the binding roof at the kernel's intensity",
+    "AI [FLOP/B]": "arithmetic intensity at the binding (busiest) memory level",
+    "priority": "time share x (1 - fraction of the binding roof)",
+}
 
 
 def _e(text: object) -> str:
@@ -505,14 +520,14 @@ def kernel_table(kernels: pd.DataFrame) -> pd.DataFrame:
         "grid × block": [f"{g} × {b}" if g or b else "" for g, b in zip(k["grid"], k["block"])],
         "launches": k["launches"], "time share": k["time_share"], "GPU time": k["duration_s"], "bound": k["bound"],
         "% of roof": k["roof_pct"], "achieved": k["performance"],
-        "attainable": k["attainable"], "AI at binding level [FLOP/B]": k.apply(_binding_ai, axis=1) if len(k) else [],
+        "attainable": k["attainable"], "AI [FLOP/B]": k.apply(_binding_ai, axis=1) if len(k) else [],
         "ceiling source": k["ceiling_source"], "priority": k["priority"], "note": k["note"],
         "kernel (full name)": k["kernel"], "predicted": ~measured & np.isfinite(k["attainable"]),
     })
 
 
 def _table_html(table: pd.DataFrame, app_prefix: str | None) -> str:
-    head = "".join(f"<th>{_e(c)}</th>" for c in TABLE_COLUMNS)
+    head = "".join(f'<th title="{_e(COLUMN_HELP.get(c, ""))}">{_e(c)}</th>' for c in TABLE_COLUMNS)
     rows = []
     for v in table.to_dict("records"):
         app = _e(v["app"])
@@ -522,20 +537,32 @@ def _table_html(table: pd.DataFrame, app_prefix: str | None) -> str:
         cells = [
             f'<td class="n">{v["#"]}</td>',
             f'<td class="kname" title="{_e(v["kernel (full name)"])}">{_e(v["kernel"])}</td>',
-            f"<td>{app_cell}</td>", f"<td>{_e(v['device'])}</td>", f'<td class="cfg">{_e(v["grid × block"])}</td>',
+            f"<td>{app_cell}</td>", f'<td class="cfg">{_e(v["device"])}</td>',
+            f'<td class="cfg">{_e(v["grid × block"])}</td>',
             f'<td class="n">{v["launches"]}</td>',
             f'<td class="n">{_pct(100 * v["time share"])}</td>', f'<td class="n">{si(v["GPU time"], "s")}</td>',
             f"<td>{_e(v['bound'])}</td>", f'<td class="n">{_pct(v["% of roof"])}</td>',
             f'<td class="n">{achieved}</td>', f'<td class="n">{attainable}</td>',
-            f'<td class="n">{_num(v["AI at binding level [FLOP/B]"])}</td>', f"<td>{_e(v['ceiling source'])}</td>",
+            f'<td class="n">{_num(v["AI [FLOP/B]"])}</td>', f"<td>{_e(v['ceiling source'])}</td>",
             f'<td class="n">{_num(v["priority"])}</td>', f'<td class="note">{_e(v["note"])}</td>',
         ]
         rows.append("<tr>" + "".join(cells) + "</tr>")
-    return f'<table class="kernels"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+    return (f'<div class="scroll"><table class="kernels"><thead><tr>{head}</tr></thead>'
+            f'<tbody>{"".join(rows)}</tbody></table></div>')
+
+
+def _csv_safe(value: object) -> object:
+    """Text a spreadsheet would run as a formula (leading = + - @) gets a leading quote."""
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@"):
+        return "'" + value
+    return value
 
 
 def _csv_link(table: pd.DataFrame, name: str) -> str:
-    data = table.drop(columns=["predicted"]).to_csv(index=False)
+    shown = table.drop(columns=["predicted"])
+    text = shown.select_dtypes(include=["object", "string"]).columns
+    shown[text] = shown[text].map(_csv_safe)
+    data = shown.to_csv(index=False)
     href = "data:text/csv;charset=utf-8," + urllib.parse.quote(data, safe="")
     return f'<a class="csv" download="{_e(name)}" href="{href}">download CSV</a>'
 
@@ -598,7 +625,8 @@ def _vega_bundle() -> str:
 def _page(title: str, body: str, specs: list[dict]) -> str:
     embeds = "\n".join(
         f"vegaEmbed('#chart{i}', SPECS[{i}], {{actions: false}})"
-        f".then(function (r) {{ document.getElementById('chart{i}').setAttribute('data-rendered', 'yes'); }})"
+        f".then(function (r) {{ VIEWS[{i}] = r.view; "
+        f"document.getElementById('chart{i}').setAttribute('data-rendered', 'yes'); }})"
         f".catch(function (e) {{ var el = document.getElementById('chart{i}'); el.setAttribute('data-error', "
         f"String(e)); el.textContent = 'Chart could not be drawn: ' + e; }});"
         for i in range(len(specs))
@@ -606,8 +634,23 @@ def _page(title: str, body: str, specs: list[dict]) -> str:
     return (
         f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>\n'
         f"<style>{CSS}</style>\n<script>{_vega_bundle()}</script>\n</head><body>\n{body}\n"
-        f"<script>\nvar SPECS = {_json(specs)};\n{embeds}\n</script>\n</body></html>\n"
+        f"<script>\nvar SPECS = {_json(specs)};\nvar VIEWS = [];\n{embeds}\n</script>\n</body></html>\n"
     )
+
+
+_SPECS: dict[tuple, dict] = {}
+
+
+def _chart_spec(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str) -> dict:
+    """``roofline_chart(...).to_dict()``, memoised on the content: the summary and an app page
+    often draw the same device from the same rows, and a chart takes ~0.3 s to build."""
+    key = (device, int(pd.util.hash_pandas_object(kernels, index=False).sum()),
+           int(pd.util.hash_pandas_object(ceilings, index=False).sum()))
+    if key not in _SPECS:
+        if len(_SPECS) > 64:
+            _SPECS.clear()
+        _SPECS[key] = roofline_chart(kernels, ceilings, device).to_dict(validate=False)
+    return copy.deepcopy(_SPECS[key])
 
 
 def _body(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFrame, title: str,
@@ -624,7 +667,8 @@ def _body(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFra
             elif plot_points(kernels[kernels["device"] == device]).empty:
                 skipped.append(f"{_e(device)} (no kernel with both a performance and an intensity)")
             else:
-                specs.append(roofline_chart(kernels, ceilings, device).to_dict(validate=False))
+                specs.append(_chart_spec(kernels[kernels["device"] == device], ceilings[ceilings["device"] == device],
+                                         device))
                 sections.append(f'<div class="chart" id="chart{len(specs) - 1}"></div>')
     if skipped:
         sections.append(f"<p>No chart for {', '.join(skipped)}: their kernels are in the table below, the reasons "
@@ -694,16 +738,19 @@ def _read_all(paths: Sequence[str | os.PathLike], table: str) -> pd.DataFrame:
 
 def write_pages(
     kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFrame,
-    output: str | os.PathLike, apps_dir: str | os.PathLike, title: str,
+    output: str | os.PathLike, apps_dir: str | os.PathLike, title: str, apps: Sequence[str] = (),
 ) -> list[Path]:
     """Write the summary page and one page per app (atomically); return the pages written.
+
+    Every app in the tables gets a page, and so does every name in ``apps`` (an app whose input
+    gave no kernel and no diagnostic still gets its, empty, page).
 
     Raises
     ------
     ValueError
         If an app name could not be a file name (letters, digits, ``.``, ``_``, ``-`` only).
     """
-    apps = sorted((set(kernels["app"]) | set(diagnostics["app"])) - {""})
+    apps = sorted((set(kernels["app"]) | set(diagnostics["app"]) | set(apps)) - {""})
     bad = [a for a in apps if not APP_NAME.match(a) or a in {".", ".."}]
     if bad:
         raise ValueError(f"app names {bad} cannot be file names; use letters, digits, '.', '_', '-'")
@@ -724,12 +771,13 @@ def write_report(
     output: str | os.PathLike,
     apps_dir: str | os.PathLike,
     title: str,
+    apps: Sequence[str] = (),
 ) -> list[Path]:
     """Read the stage tables (Parquet) and write the pages with :func:`write_pages`."""
     kernels = _read_all(kernels_paths, "kernels")
     ceilings = _read_all(ceilings_paths, "ceilings").drop_duplicates()
     diagnostics = _read_all(diagnostics_paths, "diagnostics")
-    return write_pages(kernels, ceilings, diagnostics, output, apps_dir, title)
+    return write_pages(kernels, ceilings, diagnostics, output, apps_dir, title, apps)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -740,8 +788,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", required=True)
     parser.add_argument("--apps-dir", required=True)
     parser.add_argument("--title", default="Roofline summary")
+    parser.add_argument("--apps", nargs="*", default=[], help="apps that must get a page even without rows")
     args = parser.parse_args(argv)
-    write_report(args.kernels, args.ceilings, args.diagnostics, args.output, args.apps_dir, args.title)
+    write_report(args.kernels, args.ceilings, args.diagnostics, args.output, args.apps_dir, args.title, args.apps)
     return 0
 
 

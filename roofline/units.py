@@ -84,7 +84,10 @@ def si_factor(unit: str, metric: str = "") -> float:
             f"unit {unit!r}{where} is in bits or binary prefixes; ncu writes decimal bytes "
             "(byte, Kbyte, Mbyte...): re-export with ncu --csv or fix the value to decimal bytes"
         )
-    raise UnitError(f"unknown unit {unit!r}{where}; expected ncu's units (byte, Kbyte, nsecond, hz, ...)")
+    raise UnitError(
+        f"unknown unit {unit!r}{where}; expected ncu's units (byte, Kbyte, nsecond, hz, ...): re-export "
+        "with ncu --csv, which writes them, or correct the unit"
+    )
 
 
 def to_si(value: float, unit: str, metric: str = "") -> float:

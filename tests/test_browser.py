@@ -23,12 +23,28 @@ FLAGS = [
     "--disable-sync", "--no-first-run", "--disable-quic", "--hide-scrollbars", "--enable-logging=stderr", "--v=0",
     "--virtual-time-budget=10000",
 ]
-# Appended to the page under test only: lists every resource the page fetched.
-PROBE = (
-    "<script>window.addEventListener('load', function () { setTimeout(function () {"
-    "document.body.setAttribute('data-resources', performance.getEntriesByType('resource')"
-    ".map(function (e) { return e.name; }).join(' ') || 'none'); }, 500); });</script></body>"
-)
+# Appended to the page under test only: lists every resource the page fetched, then drives the
+# first chart's inputs (app filter, top N, colour) and counts the kernel points drawn each time.
+PROBE = """<script>
+function kernelPoints(view) {
+  var layer = SPECS[0].layer.find(function (l) { return l.transform && l.mark.type === 'point'; });
+  var n = 0;
+  (function walk(mark) {
+    if (mark.name === layer.name + '_marks') { n += mark.items.length; }
+    (mark.items || []).forEach(function (item) { (item.items || []).forEach(walk); });
+  })(view.scenegraph().root);
+  return n;
+}
+window.addEventListener('load', function () { setTimeout(async function () {
+  document.body.setAttribute('data-resources', performance.getEntriesByType('resource')
+    .map(function (e) { return e.name; }).join(' ') || 'none');
+  var view = VIEWS[0], counts = [kernelPoints(view)];
+  await view.signal('app_filter', 'app1').runAsync(); counts.push(kernelPoints(view));
+  await view.signal('top_n', 2).runAsync(); counts.push(kernelPoints(view));
+  await view.signal('colour_by', 'app').runAsync(); counts.push(kernelPoints(view));
+  document.body.setAttribute('data-interact', counts.join(','));
+}, 1000); });
+</script></body>"""
 
 
 def chromium(url: str, profile: Path, *extra: str) -> subprocess.CompletedProcess:
@@ -78,6 +94,15 @@ def test_no_network_requests(rendered):
     resources = re.search(r'data-resources="([^"]*)"', rendered["dom"]).group(1)
     assert not re.search(r"https?:|wss?:", resources), resources
     assert "net::ERR" not in rendered["log"]
+
+
+def test_inputs_filter_the_points(rendered):
+    counts = re.search(r'data-interact="([^"]*)"', rendered["dom"]).group(1)
+    all_points, app1, top2, recoloured = (int(c) for c in counts.split(","))
+    assert all_points == 12 * 3  # 12 kernels x 3 memory levels with data
+    assert app1 == 6 * 3  # kernels of app1 only
+    assert top2 <= 2 * 3 and top2 > 0
+    assert recoloured == top2
 
 
 def test_screenshot_written(rendered):

@@ -298,11 +298,13 @@ def test_write_report_and_main(tmp_path):
     code = report.main([
         "--kernels", str(paths["kernels"]), "--ceilings", str(paths["ceilings"]),
         "--diagnostics", str(paths["diagnostics"]), "--output", str(out),
-        "--apps-dir", str(tmp_path / "reports" / "apps"), "--title", "T",
+        "--apps-dir", str(tmp_path / "reports" / "apps"), "--title", "T", "--apps", "app0", "quiet",
     ])
     assert code == 0
     assert out.read_text().startswith("<!DOCTYPE html>")
-    assert sorted(p.name for p in (tmp_path / "reports" / "apps").iterdir()) == ["app0.html", "app1.html"]
+    pages = sorted(p.name for p in (tmp_path / "reports" / "apps").iterdir())
+    assert pages == ["app0.html", "app1.html", "quiet.html"]  # quiet: no rows, still a page
+    assert "No kernels." in (tmp_path / "reports" / "apps" / "quiet.html").read_text()
     assert not list((tmp_path / "reports").glob(".*.tmp"))
     assert out.stat().st_mode & 0o044  # readable by others, as a report should be
 

@@ -106,3 +106,8 @@ def test_editing_a_stage_reruns_it_and_its_dependents_only(workdir):
 def test_lint_is_clean():
     result = subprocess.run([*SNAKEMAKE, "--lint"], capture_output=True, text=True, cwd=REPO, timeout=120)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+
+
+def test_snakemake_provenance_report(workdir):
+    _run(workdir, "--configfile", str(workdir / "config.yaml"), "--report", "smk-report.zip")
+    assert (workdir / "smk-report.zip").stat().st_size > 100_000

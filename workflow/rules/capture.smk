@@ -28,6 +28,11 @@ rule capture:
     conda:
         "../envs/roofline.yaml"
     shell:
-        "{PYTHON} -m roofline.capture --app {wildcards.app} --config-json {params.settings:q}"
+        "python -m roofline.capture --app {wildcards.app} --config-json {params.settings:q}"
         " --ncu {params.ncu:q} --run-id {params.run_id:q}"
         " --output {output.report} --sidecar {output.sidecar} 2> {log}"
+
+
+# Under a cluster executor these rules run on the submitting host (set by a profile, e.g.
+# `config: ["capture={local_rules: [report]}"]`; snakemake has no command-line localrules).
+workflow.localrules(*CONFIG.capture.local_rules)

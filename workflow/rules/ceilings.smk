@@ -17,7 +17,7 @@ rule ceilings:
     conda:
         "../envs/roofline.yaml"
     shell:
-        "{PYTHON} -m roofline.ceilings --counters {input.counters} --catalog {input.catalog:q}"
+        "python -m roofline.ceilings --counters {input.counters} --catalog {input.catalog:q}"
         " --policy {params.policy} --device-policy {params.device_policy:q}"
         " --overrides {params.overrides:q} --measured={input.measured:q} --margin {params.margin}"
         " --output {output.ceilings} --diagnostics {output.diagnostics} 2> {log}"

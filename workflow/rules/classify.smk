@@ -15,7 +15,7 @@ rule classify:
     conda:
         "../envs/roofline.yaml"
     shell:
-        "{PYTHON} -m roofline.classify --counters {input.counters} --ceilings {input.ceilings}"
+        "python -m roofline.classify --counters {input.counters} --ceilings {input.ceilings}"
         " --low-roof-fraction {params.low} --above-roof-tolerance {params.tolerance}"
         " --annotations {params.annotations:q}"
         " --output {output.classified} --kernels {output.kernels} 2> {log}"

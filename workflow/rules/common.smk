@@ -8,19 +8,23 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 REPO = Path(workflow.basedir)
-# Stages run with Snakemake's own interpreter, the project's environment, whatever PATH says.
-PYTHON = sys.executable
 PKG = REPO / "roofline"
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from roofline.config import ConfigError, load_config, resolve_apps  # noqa: E402
+from roofline.config import ConfigError, interpreter_first_on_path, load_workflow_config  # noqa: E402
 
+# Stages run as `python -m roofline.<stage>` with Snakemake's own interpreter (the project's
+# environment), whether or not the environment was activated; jobs inherit the PATH.
+interpreter_first_on_path()
+
+# Every config problem stops the run here, before any job: one message naming the key and the fix,
+# no traceback (a scheduler's log shows the message; the exit status is 1).
 try:
-    CONFIG = load_config(config)
-    APPS = resolve_apps(CONFIG)
+    CONFIG, APPS = load_workflow_config(config, workflow.configfiles, ".", REPO)
 except ConfigError as error:
-    raise WorkflowError(str(error)) from None
+    print(f"roofline: {error}", file=sys.stderr)
+    sys.exit(1)
 validate(config, str(REPO / "workflow" / "schemas" / "config.schema.json"))
 
 
@@ -67,7 +71,7 @@ MEASURED_TABLE = "data/ceilings/measured.parquet"
 
 
 def measured_table():
-    """The measured ceilings table the ceilings rule reads: measured here, given, or none."""
+    """The measured ceilings table for the ceilings stage: measured here, given, or none."""
     if CONFIG.ceilings.measure:
         return MEASURED_TABLE
     return CONFIG.ceilings.measured or []
@@ -86,4 +90,4 @@ def all_kernel_tables():
 
 
 def final_outputs():
-    return ["reports/summary.html"]
+    return ["reports/summary.html", "reports/status.json"]

@@ -14,4 +14,4 @@ rule measure:
     conda:
         "../envs/roofline.yaml"
     shell:
-        "{PYTHON} -m roofline.measure --output {output} 2> {log}"
+        "python -m roofline.measure --output {output} 2> {log}"

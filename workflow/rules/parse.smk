@@ -14,6 +14,6 @@ rule parse:
     conda:
         "../envs/roofline.yaml"
     shell:
-        "{PYTHON} -m roofline.parse --input {params.source:q} --app {wildcards.app} --kind {params.kind}"
+        "python -m roofline.parse --input {params.source:q} --app {wildcards.app} --kind {params.kind}"
         " --device={params.device:q}"
         " --output {output.counters} --diagnostics {output.diagnostics} 2> {log}"

@@ -9,15 +9,16 @@ rule report:
         ),
         code=pkg_code("report.py"),
     output:
-        summary="reports/summary.html",
+        summary=report("reports/summary.html", category="Roofline", caption="../report/summary.rst"),
         apps=expand("reports/apps/{app}.html", app=sorted(APPS)),
     params:
         title=CONFIG.report.title,
+        apps=" ".join(sorted(APPS)),
     log:
         "logs/report/summary.log",
     conda:
         "../envs/roofline.yaml"
     shell:
-        "{PYTHON} -m roofline.report --kernels {input.kernels} --ceilings {input.ceilings}"
+        "python -m roofline.report --kernels {input.kernels} --ceilings {input.ceilings}"
         " --diagnostics {input.diagnostics} --output {output.summary} --apps-dir reports/apps"
-        " --title {params.title:q} 2> {log}"
+        " --title {params.title:q} --apps {params.apps} 2> {log}"

@@ -1,0 +1,134 @@
+"""Reruns after a cold run: nothing changed, one input replaced, one stage module edited.
+
+The repo's Snakefile, workflow/, roofline/ and config/ are copied into a tmp folder and Snakemake
+runs there (``--snakefile <tmp>/Snakefile``), because the rules list the package files as inputs and
+case (c) edits one of them. The jobs each rerun executes are read from Snakemake's output and
+compared with the expected chain. Baseline in the same run: Snakemake on an empty workflow.
+
+    python benchmarks/bench_incremental.py            # 20 apps x 2,000 launches
+    python benchmarks/bench_incremental.py --quick    # 5 apps x 500 launches
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import (  # noqa: E402
+    BENCH_TMP,
+    copy_workflow,
+    expected_jobs,
+    fresh_dir,
+    job_env,
+    jobs_in,
+    record,
+    rule_graph,
+    run_tracked,
+    snakemake_cmd,
+    warm_bytecode,
+)
+from bench_workflow import empty_workflow_time  # noqa: E402
+from generate import generate_apps, write_config  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="5 apps x 500 launches")
+    parser.add_argument("--apps", type=int)
+    parser.add_argument("--launches", type=int)
+    parser.add_argument("--no-bytecode", action="store_true", help="run as installed here (no .pyc cache)")
+    parser.add_argument("--no-record", action="store_true")
+    args = parser.parse_args(argv)
+    n = args.apps or (5 if args.quick else 20)
+    launches = args.launches or (500 if args.quick else 2000)
+    # The set bench_workflow uses (200 apps at 2,000 launches), so that both share one generation.
+    data = generate_apps(BENCH_TMP / f"apps-{launches}", max(n + 1, 20 if args.quick else 200), launches)
+    env = job_env(not args.no_bytecode)
+    warm_bytecode(env)
+
+    work = fresh_dir(BENCH_TMP / "incremental")
+    copy_workflow(work)
+    inputs = work / "inputs"
+    inputs.mkdir()
+    records = []
+    for rec in data["apps"][:n]:
+        local = inputs / Path(rec["path"]).name
+        shutil.copy2(rec["path"], local)
+        records.append({**rec, "path": str(local)})
+    config = write_config(work / "bench-config.yaml", records, title="incremental benchmark")
+
+    def run(*extra: str):
+        result = run_tracked(snakemake_cmd(work / "Snakefile", work, config, *extra), cwd=work, env=env)
+        if result.rc != 0:
+            raise SystemExit(f"snakemake {' '.join(extra)} failed:\n{result.text[-4000:]}")
+        return result
+
+    empty = empty_workflow_time(env)
+    cold = run()
+    print(f"cold: {cold.wall_s:.1f} s, {len(jobs_in(cold.text))} jobs; empty workflow {empty:.2f} s")
+    cold_jobs = jobs_in(cold.text)
+    graph = rule_graph(run("--rulegraph").stdout)
+    apps = [r["app"] for r in records]
+    aggregates = sorted(j for j in cold_jobs if ":" not in j)
+
+    # (a) nothing changed
+    noop = [run() for _ in range(3)]
+    noop_time = statistics.median(r.wall_s for r in noop)
+    noop_jobs = sorted({j for r in noop for j in jobs_in(r.text)})
+    nothing = all("Nothing to be done" in r.text for r in noop)
+    dry = run("-n")
+    print(f"(a) no change: {noop_time:.2f} s ({noop_time / empty:.2f}x empty), jobs {noop_jobs}, "
+          f"dry-run {dry.wall_s:.2f} s")
+
+    # (b) one input replaced by a different file (another generated app of the same kind)
+    target = records[0]
+    suffix = Path(target["path"]).suffix
+    donor = next(r for r in data["apps"][1:] if Path(r["path"]).suffix == suffix and r["app"] != target["app"])
+    shutil.copyfile(donor["path"], target["path"])
+    replaced = run()
+    got_b = jobs_in(replaced.text)
+    want_b = expected_jobs(graph, cold_jobs, {"parse"}, [target["app"]])
+    print(f"(b) one input replaced: {replaced.wall_s:.1f} s, jobs {got_b}")
+
+    # (c) one stage module edited (in the tmp copy): classify and what depends on it
+    with open(work / "roofline" / "classify.py", "a", encoding="utf-8") as handle:
+        handle.write("\n# benchmark edit: rerun classify and its dependents\n")
+    edited = run()
+    got_c = jobs_in(edited.text)
+    want_c = expected_jobs(graph, cold_jobs, {"classify"}, apps)
+    print(f"(c) classify.py edited: {edited.wall_s:.1f} s, {len(got_c)} jobs; upstream jobs: "
+          f"{[j for j in got_c if j.split(':')[0] in ('parse', 'ceilings')]}")
+
+    ok_a = nothing and not noop_jobs and noop_time <= 2 * empty
+    rows = [
+        ["cold run", f"{cold.wall_s:.1f} s", f"{cold.wall_s / empty:.0f}x", f"{len(jobs_in(cold.text))} jobs", "", ""],
+        ["(a) nothing changed", f"{noop_time:.2f} s", f"{noop_time / empty:.2f}x", "none" if not noop_jobs else
+         ", ".join(noop_jobs), "no job, <= 2x empty", "met" if ok_a else "**not met**"],
+        ["(a) same, `-n`", f"{dry.wall_s:.2f} s", f"{dry.wall_s / empty:.2f}x", "", "", ""],
+        ["(b) one input replaced", f"{replaced.wall_s:.1f} s", f"{replaced.wall_s / empty:.1f}x", ", ".join(got_b),
+         ", ".join(want_b), "met" if got_b == want_b else "**not met**"],
+        ["(c) classify.py edited", f"{edited.wall_s:.1f} s", f"{edited.wall_s / empty:.1f}x",
+         f"{sum(j.startswith('classify:') for j in got_c)} classify, "
+         f"{sum(j.split(':')[0] in ('parse', 'ceilings') for j in got_c)} parse/ceilings, "
+         f"{'report' if 'report' in got_c else 'no report'}",
+         f"{n} classify + {', '.join(j for j in want_c if ':' not in j)}", "met" if got_c == want_c else "**not met**"],
+    ]
+    notes = [
+        f"{n} apps x {launches} launches, `--cores 2`, bytecode cache {'off' if args.no_bytecode else 'on'}; "
+        f"baseline: Snakemake on an empty workflow, {empty:.2f} s (median of 3) in the same run. "
+        "Expected jobs come from `snakemake --rulegraph`: the changed stage's per-app dependents for the"
+        f" changed app(s) and every aggregate rule downstream (aggregate rules here: {', '.join(aggregates)}).",
+    ]
+    if not args.no_record:
+        record("bench_incremental", "Incremental reruns", ["case", "wall", "/ empty workflow", "jobs run", "expected",
+                                                           "goal"], rows, notes)
+    return 0 if ok_a and got_b == want_b and got_c == want_c else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

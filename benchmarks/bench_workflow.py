@@ -1,0 +1,152 @@
+"""Cold runs of the whole workflow: wall time, peak memory, and how time grows with the app count.
+
+Each point is a fresh work folder and ``python -m snakemake --snakefile <repo>/Snakefile --directory
+<tmp> --configfile <tmp>/config.yaml --cores 2`` over the first N apps of a generated set
+(``generate.py apps``: NERSC long CSVs, ``--page raw`` wide CSVs, what-if tables). Baselines measured
+in the same run:
+
+- *empty workflow*: Snakemake on a Snakefile with one rule and nothing to do (its fixed cost);
+- *start-up floor*: one ``python -c "import roofline.<stage>"`` per job of the DAG, divided by the
+  cores: what the jobs cost before doing any work.
+
+Runs are made with bytecode caching (as a normal install has it) and, for the headline app count,
+also as this environment is (``PYTHONDONTWRITEBYTECODE=1``, no ``.pyc`` in the venv).
+
+    python benchmarks/bench_workflow.py                 # 10/25/50/100/200 apps x 2,000 launches
+    python benchmarks/bench_workflow.py --quick         # 5/10/20 apps x 500 launches
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import (  # noqa: E402
+    BENCH_TMP,
+    PY,
+    REPO,
+    fresh_dir,
+    gb,
+    job_env,
+    jobs_in,
+    record,
+    run_tracked,
+    snakemake_cmd,
+    warm_bytecode,
+)
+from generate import generate_apps, write_config  # noqa: E402
+
+EMPTY_SNAKEFILE = 'rule all:\n    input: []\n'
+STAGES = ("parse", "ceilings", "classify", "report")
+
+
+def empty_workflow_time(env: dict, repeat: int = 3) -> float:
+    """Median wall time of Snakemake on a workflow with nothing to do."""
+    work = fresh_dir(BENCH_TMP / "empty-workflow")
+    (work / "Snakefile").write_text("# benchmarks: an empty workflow (generated)\n" + EMPTY_SNAKEFILE)
+    times = []
+    for _ in range(repeat):
+        run = run_tracked(snakemake_cmd(work / "Snakefile", work, None), env=env)
+        assert run.rc == 0, run.text[-2000:]
+        times.append(run.wall_s)
+    return statistics.median(times)
+
+
+def startup_floor(env: dict, repeat: int = 3) -> dict[str, float]:
+    """Median wall time of starting one job of each stage (interpreter + imports, no work)."""
+    out = {}
+    for stage in STAGES:
+        times = [run_tracked([PY, "-c", f"import roofline.{stage}"], cwd=REPO, env=env).wall_s for _ in range(repeat)]
+        out[stage] = statistics.median(times)
+    return out
+
+
+def cold_run(records: list[dict], label: str, env: dict) -> tuple:
+    work = fresh_dir(BENCH_TMP / f"cold-{label}")
+    config = write_config(work / "config.yaml", records, title=f"benchmark {label}")
+    run = run_tracked(snakemake_cmd(REPO / "Snakefile", work, config), cwd=work, env=env)
+    if run.rc != 0:
+        raise SystemExit(f"cold run {label} failed:\n{run.text[-4000:]}")
+    jobs = jobs_in(run.text)
+    report = work / "reports" / "summary.html"
+    return run, jobs, report.stat().st_size if report.exists() else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="5/10/20 apps x 500 launches")
+    parser.add_argument("--apps", type=int, nargs="*", help="app counts of the scaling curve")
+    parser.add_argument("--launches", type=int, help="launches per app (2000 or 5000)")
+    parser.add_argument("--headline", type=int, help="app count also run without bytecode cache (default 50)")
+    parser.add_argument("--no-record", action="store_true", help="print only; leave README.md alone")
+    args = parser.parse_args(argv)
+    counts = args.apps or ([5, 10, 20] if args.quick else [10, 25, 50, 100, 200])
+    launches = args.launches or (500 if args.quick else 2000)
+    headline = args.headline or (10 if args.quick else 50)
+    data = generate_apps(BENCH_TMP / f"apps-{launches}", max(counts + [headline]), launches)
+    cached, plain = job_env(True), job_env(False)
+    warm_bytecode(cached)
+
+    empty = empty_workflow_time(cached)
+    floor = startup_floor(cached)
+    floor_plain = startup_floor(plain, repeat=1)
+    print(f"empty workflow {empty:.2f} s; job start-up (cached bytecode) {floor}; without cache {floor_plain}")
+
+    rows, points = [], []
+    for n in counts:
+        run, jobs, page = cold_run(data["apps"][:n], f"{n}x{launches}", cached)
+        per_job_floor = sum(floor[s] for s in STAGES[:3]) * n / 2 + floor["report"]
+        points.append((n, run.wall_s))
+        print(f"{n:4d} apps: {run.wall_s:7.1f} s, {run.wall_s / n:.2f} s/app, tree peak {gb(run.peak_tree_rss)}, "
+              f"largest process {gb(run.max_proc_rss)}, {len(jobs)} jobs, CPU {run.cpu_s:.0f} s")
+        rows.append([f"{n} x {launches}", "cached", f"{run.wall_s:.1f} s", f"{run.wall_s / n:.2f}",
+                     f"{run.wall_s / empty:.0f}x", f"{per_job_floor:.1f} s ({run.wall_s / per_job_floor:.1f}x)",
+                     gb(run.peak_tree_rss), gb(run.max_proc_rss), len(jobs), f"{page / 1e6:.1f} MB"])
+    run, jobs, page = cold_run(data["apps"][:headline], f"{headline}x{launches}-nocache", plain)
+    per_job_floor = sum(floor_plain[s] for s in STAGES[:3]) * headline / 2 + floor_plain["report"]
+    print(f"{headline} apps without bytecode cache: {run.wall_s:.1f} s, tree peak {gb(run.peak_tree_rss)}")
+    rows.append([f"{headline} x {launches}", "as installed here", f"{run.wall_s:.1f} s", f"{run.wall_s / headline:.2f}",
+                 f"{run.wall_s / empty:.0f}x", f"{per_job_floor:.1f} s ({run.wall_s / per_job_floor:.1f}x)",
+                 gb(run.peak_tree_rss), gb(run.max_proc_rss), len(jobs), f"{page / 1e6:.1f} MB"])
+
+    n = np.array([p[0] for p in points], float)
+    t = np.array([p[1] for p in points], float)
+    slope, intercept = np.polyfit(n, t, 1)
+    fit = slope * n + intercept
+    r2 = 1 - ((t - fit) ** 2).sum() / max(((t - t.mean()) ** 2).sum(), 1e-12)
+    marginal = [(t[i + 1] - t[i]) / (n[i + 1] - n[i]) for i in range(len(n) - 1)]
+    print(f"linear fit: {slope:.2f} s/app + {intercept:.1f} s, R^2 {r2:.4f}; marginal s/app {marginal}")
+    head = next((r for r in points if r[0] == headline), None)
+    notes = [
+        f"Baselines in the same run: empty workflow {empty:.2f} s; job start-up (interpreter + imports) "
+        + ", ".join(f"{s} {floor[s]:.2f} s" for s in STAGES)
+        + " with cached bytecode, "
+        + ", ".join(f"{s} {floor_plain[s]:.2f} s" for s in STAGES)
+        + " as installed here. *floor* = start-up of every job / 2 cores.",
+        f"Scaling: linear fit {slope:.2f} s/app + {intercept:.1f} s (R² {r2:.4f}); marginal s/app between "
+        "points " + ", ".join(f"{m:.2f}" for m in marginal) + ".",
+        "Goals: cold 50 x 2,000 <= 60 s with `--cores 2`"
+        + (f" (measured {head[1]:.1f} s with cached bytecode)" if head else "")
+        + "; peak memory <= 2 GB (tree peak = sampled sum of RSS over snakemake and its jobs; "
+        "largest process = exact max RSS of one process).",
+    ]
+    if not args.no_record:
+        record(
+            "bench_workflow",
+            f"Cold runs, --cores 2, {launches} launches per app",
+            ["apps x launches", "bytecode", "wall", "s/app", "/ empty workflow", "start-up floor (wall/floor)",
+             "tree peak RSS", "largest process", "jobs", "summary.html"],
+            rows,
+            notes,
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

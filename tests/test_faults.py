@@ -1,0 +1,205 @@
+"""Faults: a workflow killed at random points resumes to the same outputs; concurrent runs are refused.
+
+A small config (3 tiny apps: copies of data/examples/textbook.yaml) is run once without
+interruption (the reference). Meanwhile a second Snakemake started in the same directory must be
+refused by Snakemake's lock ("Directory cannot be locked") without touching anything.
+
+Then, in another directory, the same workflow is killed with SIGKILL (the whole process group:
+Snakemake and its jobs) 20 times at seeded random points: mostly while jobs run (a random delay
+after the run's first job started), sometimes while Snakemake is still building the DAG. After every
+kill, every output that exists is whole (atomic writes: temp file + rename). Each rerun follows the
+documented recovery: ``snakemake --unlock`` (a SIGKILL leaves the lock behind; after the first kill
+the test removes ``.snakemake/locks/*`` itself, which is what ``--unlock`` does, to save a Snakemake
+start per kill), then ``snakemake --rerun-incomplete``. Whenever a rerun completes, and at the end,
+its outputs must equal the reference: Parquet tables compared with pandas, HTML pages and
+status.json byte for byte (the report embeds no timestamp). When a pipeline completes before the
+20 kills are spent, ``data/`` and ``reports/`` are removed and the kills go on.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import REPO
+
+pytestmark = pytest.mark.slow
+
+SEED = 20_261_129
+KILLS = 20
+APPS = ("alpha", "beta", "gamma")
+SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
+JOB_START = re.compile(r"^\s*(local)?rule \w+:\s*$")
+EARLY_KILL = 0.15  # share of kills while Snakemake is starting (before any job)
+
+
+def _setup(workdir: Path) -> Path:
+    (workdir / "inputs").mkdir(parents=True)
+    for app in APPS:
+        shutil.copy(REPO / "data" / "examples" / "textbook.yaml", workdir / "inputs" / f"{app}.yaml")
+    (workdir / "config.yaml").write_text("# hand-made test config\ninputs: [inputs/*]\nrun_id: faults\n")
+    return workdir
+
+
+def _command(workdir: Path, *extra: str) -> list[str]:
+    return [*SNAKEMAKE, "--directory", str(workdir), "--configfile", str(workdir / "config.yaml"), "--cores", "2",
+            *extra]
+
+
+class Run:
+    """A Snakemake run in its own process group, its output read as it comes."""
+
+    def __init__(self, workdir: Path, *extra: str) -> None:
+        self.started = time.monotonic()
+        self.proc = subprocess.Popen(
+            _command(workdir, *extra), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            start_new_session=True, cwd=workdir,
+        )
+        self.lines: list[str] = []
+        self.first_job = threading.Event()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            self.lines.append(line)
+            if JOB_START.match(line):
+                self.first_job.set()
+
+    @property
+    def output(self) -> str:
+        return "".join(self.lines)
+
+    def wait_for_first_job(self) -> bool:
+        """True when a job started; False when Snakemake ended first."""
+        while self.proc.poll() is None:
+            if self.first_job.wait(0.05):
+                return True
+        return self.first_job.is_set()
+
+    def kill_after(self, delay: float) -> bool:
+        """SIGKILL the whole process group ``delay`` s from now, unless it ends first; True if killed."""
+        deadline = time.monotonic() + delay
+        while self.proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if self.proc.poll() is not None:
+            return False
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        return True
+
+    def finish(self, timeout: float = 600) -> int:
+        code = self.proc.wait(timeout=timeout)
+        self.reader.join(timeout=30)
+        return code
+
+
+def _outputs(workdir: Path) -> list[Path]:
+    """The workflow's outputs: data tables, report pages, status (hidden temp files excluded)."""
+    found = [p for folder in ("data", "reports") for p in (workdir / folder).rglob("*")
+             if p.is_file() and not p.name.startswith(".")]
+    return sorted(p.relative_to(workdir) for p in found)
+
+
+def _assert_identical(workdir: Path, reference: Path) -> None:
+    files = _outputs(workdir)
+    assert files == _outputs(reference), "the same output files as the uninterrupted run"
+    for rel in files:
+        if rel.suffix == ".parquet":
+            pd.testing.assert_frame_equal(pd.read_parquet(workdir / rel), pd.read_parquet(reference / rel))
+        else:
+            assert (workdir / rel).read_bytes() == (reference / rel).read_bytes(), f"{rel} differs"
+
+
+def _assert_whole(workdir: Path) -> None:
+    """Every output present is complete: atomic writes leave the old file or none, never half."""
+    for rel in _outputs(workdir):
+        path = workdir / rel
+        if rel.suffix == ".parquet":
+            pd.read_parquet(path)
+        elif rel.suffix == ".html":
+            assert path.read_bytes().rstrip().endswith(b"</html>"), f"{rel} is cut"
+        elif rel.suffix == ".json":
+            import json
+
+            json.loads(path.read_text())
+
+
+def _unlock(workdir: Path, with_snakemake: bool) -> None:
+    if with_snakemake:
+        result = subprocess.run(_command(workdir, "--unlock"), capture_output=True, text=True, timeout=300)
+        assert result.returncode == 0, result.stderr[-2000:]
+    else:
+        for lock in (workdir / ".snakemake" / "locks").glob("*"):
+            lock.unlink()
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """The uninterrupted run, with a second run in the same directory refused meanwhile."""
+    work = _setup(tmp_path_factory.mktemp("reference"))
+    run = Run(work)
+    locks = work / ".snakemake" / "locks"
+    while run.proc.poll() is None and not any(locks.glob("*")):
+        time.sleep(0.05)
+    assert run.wait_for_first_job(), run.output[-3000:]
+    assert run.proc.poll() is None, "the first run must still be running"
+    second = subprocess.run(_command(work), capture_output=True, text=True, timeout=300)
+    still_running = run.proc.poll() is None
+    code = run.finish()
+    assert code == 0, run.output[-5000:]
+    return work, run, second, still_running, time.monotonic() - run.started
+
+
+def test_a_second_run_in_the_same_directory_is_refused(reference):
+    work, _, second, still_running, _ = reference
+    assert still_running, "the second run ended after the first: the machine is too slow for this check"
+    assert second.returncode != 0
+    assert "Directory cannot be locked" in second.stdout + second.stderr
+    _assert_whole(work)
+    status = (work / "reports" / "status.json").read_text()
+    assert '"ok": true' in status
+
+
+def test_killed_runs_resume_to_identical_outputs(reference, tmp_path):
+    ref, ref_run, _, _, ref_seconds = reference
+    rng = random.Random(SEED)
+    work = _setup(tmp_path / "work")
+    jobs_phase = max(ref_seconds - 3.0, 5.0)
+    kills, runs, completed, log = 0, 0, 0, []
+    while kills < KILLS:
+        run = Run(work, "--rerun-incomplete")
+        runs += 1
+        early = rng.random() < EARLY_KILL
+        if early:
+            delay, where = rng.uniform(0.0, 1.5), "start"
+        else:
+            delay, where = rng.uniform(0.0, 0.15 * jobs_phase), "jobs"
+            run.wait_for_first_job()
+        killed = run.kill_after(delay)
+        code = run.finish()
+        log.append(f"run {runs}: {'killed' if killed else f'rc={code}'} {delay:.2f}s after {where}")
+        if killed:
+            kills += 1
+            _assert_whole(work)
+            _unlock(work, with_snakemake=kills == 1)
+            continue
+        assert code == 0, "\n".join(log) + "\n" + run.output[-5000:]
+        _assert_identical(work, ref)
+        completed += 1
+        shutil.rmtree(work / "data")
+        shutil.rmtree(work / "reports")
+    final = Run(work, "--rerun-incomplete")
+    assert final.finish() == 0, "\n".join(log) + "\n" + final.output[-5000:]
+    _assert_identical(work, ref)
+    again = subprocess.run(_command(work), capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr, "\n".join(log)

@@ -1,0 +1,115 @@
+"""The history store: append, idempotent reruns, temp dirs, context columns, decision records."""
+
+import os
+
+import pandas as pd
+import pytest
+
+from roofline.history import (
+    DECISIONS_DIR,
+    append_decisions,
+    append_run,
+    read_decisions,
+    read_history,
+    run_order,
+)
+
+
+def kernels(n: int = 3, scale: float = 1.0, device: str = "GPU-A") -> pd.DataFrame:
+    """A hand-made kernels table of ``n`` kernels."""
+    return pd.DataFrame({
+        "app": "app", "device": device, "kernel": [f"k<{i}>&" for i in range(n)],
+        "kernel_short": [f"k{i}" for i in range(n)], "grid": "(1, 1, 1)", "block": "(32, 1, 1)",
+        "launches": 2, "duration_s": [scale * 1e-3 * (i + 1) for i in range(n)],
+        "flop": 1e9, "dram_bytes": 1e8,
+    })
+
+
+def test_append_run_writes_one_partition_with_context(tmp_path):
+    path = append_run(tmp_path, "2026-01-02", kernels(), {"driver_version": "550", "app_commit": "abc"})
+    assert path == tmp_path / "run=2026-01-02" / "part.parquet"
+    history = read_history(tmp_path)
+    assert len(history) == 3
+    assert set(history["run_id"]) == {"2026-01-02"} and set(history["run_date"]) == {"2026-01-02"}
+    assert set(history["driver_version"]) == {"550"} and set(history["app_commit"]) == {"abc"}
+    assert history["pipeline_version"].iat[0] != ""
+    assert history["kernel"].tolist() == ["k<0>&", "k<1>&", "k<2>&"]
+    assert history["duration_s"].tolist() == pytest.approx([1e-3, 2e-3, 3e-3])
+
+
+def test_append_run_twice_replaces_the_night(tmp_path):
+    append_run(tmp_path, "2026-01-02", kernels(scale=1.0))
+    append_run(tmp_path, "2026-01-03", kernels(scale=1.0))
+    append_run(tmp_path, "2026-01-02", kernels(scale=2.0))
+    history = read_history(tmp_path)
+    assert len(history) == 6
+    assert not history.duplicated(["run_id", "kernel"]).any()
+    again = history[history["run_id"] == "2026-01-02"]
+    assert again["duration_s"].tolist() == pytest.approx([2e-3, 4e-3, 6e-3])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run=2026-01-02", "run=2026-01-03"]
+
+
+def test_readers_ignore_temp_dirs_and_the_next_append_removes_dead_ones(tmp_path):
+    append_run(tmp_path, "2026-01-02", kernels())
+    dead = tmp_path / ".tmp-999999999-abc"  # a pid that cannot exist: an append that was killed
+    dead.mkdir()
+    kernels(n=5).to_parquet(dead / "part.parquet")
+    assert len(read_history(tmp_path)) == 3
+    assert len(pd.read_parquet(tmp_path)) == 3  # pyarrow's own discovery skips it too
+    append_run(tmp_path, "2026-01-03", kernels())
+    assert not dead.exists()
+
+
+def test_per_device_context_overrides(tmp_path):
+    frame = pd.concat([kernels(device="GPU-A"), kernels(device="GPU-B")])
+    context = {"gpu_uuid": "GPU-0", "devices": {"GPU-B": {"gpu_uuid": "GPU-1", "sm_clock_hz": 1.4e9}}}
+    append_run(tmp_path, "r1", frame, context)
+    history = read_history(tmp_path).set_index("device")
+    assert set(history.loc["GPU-A", "gpu_uuid"]) == {"GPU-0"}
+    assert set(history.loc["GPU-B", "gpu_uuid"]) == {"GPU-1"}
+    assert history.loc["GPU-B", "sm_clock_hz"].tolist() == [1.4e9] * 3
+
+
+def test_run_order_uses_the_logical_date_then_time(tmp_path):
+    append_run(tmp_path, "b", kernels(), {"run_date": "2026-01-01", "run_time": "2026-01-05T00:00:00"})
+    append_run(tmp_path, "a", kernels(), {"run_date": "2026-01-02", "run_time": "2026-01-03T00:00:00"})
+    append_run(tmp_path, "2025-12-31", kernels())  # a rerun of an old night, recorded today
+    history = read_history(tmp_path)
+    assert run_order(history) == ["2025-12-31", "b", "a"]
+    assert history["run_id"].drop_duplicates().tolist() == ["2025-12-31", "b", "a"]
+
+
+@pytest.mark.parametrize("run_id", ["", "../x", "a/b", "x y", ".hidden"])
+def test_bad_run_ids_are_refused(tmp_path, run_id):
+    with pytest.raises(ValueError, match="run id"):
+        append_run(tmp_path, run_id, kernels())
+    assert not any(tmp_path.glob("run=*"))
+
+
+def test_undeclared_columns_are_refused(tmp_path):
+    with pytest.raises(ValueError, match="does not declare"):
+        append_run(tmp_path, "r1", kernels().assign(bogus=1))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_empty_store_reads_as_an_empty_history(tmp_path):
+    history = read_history(tmp_path / "absent")
+    assert history.empty and {"run_id", "kernel", "duration_s"} <= set(history.columns)
+    assert read_decisions(tmp_path).empty
+
+
+def test_decision_records_round_trip_and_stay_out_of_the_history(tmp_path):
+    append_run(tmp_path, "r1", kernels())
+    decisions = pd.DataFrame({"run_id": ["r1"], "kernel": ["k<0>&"], "label": ["new"]})
+    append_decisions(tmp_path, "r1", decisions)
+    append_decisions(tmp_path, "r1", decisions.assign(label="unchanged"))
+    assert read_decisions(tmp_path)["label"].tolist() == ["unchanged"]
+    assert (tmp_path / DECISIONS_DIR / "run=r1" / "part.parquet").exists()
+    assert len(read_history(tmp_path)) == 3
+
+
+def test_store_files_are_fsynced_parquet(tmp_path):
+    append_run(tmp_path, "r1", kernels())
+    part = tmp_path / "run=r1" / "part.parquet"
+    assert part.stat().st_size > 0 and os.access(part, os.R_OK)
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".tmp-")]

@@ -1,0 +1,113 @@
+"""The SLURM profile on a real (single-node, fake-GPU) cluster: analysis rules run as SLURM jobs,
+and a capture job is planned for the gpu partition with ``--gpus``. The cluster comes from
+.ci/slurm-up.sh; without one these tests skip. Jobs left by a failed run are cancelled."""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+
+from roofline.schemas import read_table
+
+pytestmark = pytest.mark.slurm
+PROFILE = REPO / "workflow" / "profiles" / "slurm"
+FAST = [  # test-cluster settings: squeue comes from the profile
+    "--slurm-init-seconds-before-status-checks", "2", "--slurm-no-account", "--latency-wait", "5",
+]
+
+
+def _cluster_up() -> None:
+    if shutil.which("sinfo") is None:
+        pytest.skip("SLURM not installed (sinfo not on PATH): run .ci/slurm-up.sh as root")
+    try:
+        import snakemake_executor_plugin_slurm  # noqa: F401
+    except ImportError:
+        pytest.skip("snakemake-executor-plugin-slurm missing: uv sync --extra slurm")
+    result = subprocess.run(["sinfo", "-h", "-o", "%P %T"], capture_output=True, text=True, timeout=30)
+    states = result.stdout.split()
+    if result.returncode != 0 or not any(s.startswith(("idle", "mixed", "alloc")) for s in states):
+        pytest.skip(f"SLURM cluster down (sinfo: {result.stdout.strip() or result.stderr.strip()})")
+    if "gpu" not in states:
+        pytest.skip("SLURM cluster has no 'gpu' partition (see .ci/slurm-up.sh)")
+
+
+def _cancel_jobs_in(workdir: Path) -> None:
+    """Cancel this test's jobs (by id, found by their working directory)."""
+    listing = subprocess.run(["squeue", "-h", "-o", "%i %Z"], capture_output=True, text=True, timeout=30)
+    ids = [line.split()[0] for line in listing.stdout.splitlines()
+           if len(line.split()) == 2 and line.split()[1].startswith(str(workdir))]
+    if ids:
+        subprocess.run(["scancel", *ids], timeout=30, check=False)
+
+
+def _snakemake(workdir: Path, *args: str, timeout: float = 240) -> subprocess.CompletedProcess:
+    # SLURM jobs inherit the environment (--export=ALL): `python` must be this interpreter.
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    result = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
+         "--directory", str(workdir), "--configfile", str(workdir / "config.yaml"),
+         "--workflow-profile", str(PROFILE), *FAST, *args],
+        capture_output=True, text=True, timeout=timeout, env=env, cwd=workdir,
+    )
+    if result.returncode != 0:
+        raise AssertionError(f"snakemake failed:\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}")
+    return result
+
+
+@pytest.fixture
+def workdir(tmp_path):
+    _cluster_up()
+    (tmp_path / "inputs").mkdir()
+    shutil.copy(REPO / "data" / "examples" / "textbook.yaml", tmp_path / "inputs" / "textbook.yaml")
+    (tmp_path / "config.yaml").write_text("# hand-made test config\ninputs: [inputs/textbook.yaml]\n")
+    yield tmp_path
+    _cancel_jobs_in(tmp_path)
+
+
+def test_analysis_rules_run_as_slurm_jobs_and_local_rules_stay_local(workdir):
+    # Three of the four analysis levels as jobs keeps the test near a minute: each job costs two
+    # snakemake start-ups, and the plugin's status polls back off by 10 s while a job runs.
+    result = _snakemake(
+        workdir, "reports/summary.html", "--verbose", "--config", "capture={local_rules: [report]}"
+    )
+    log = result.stdout + result.stderr
+    calls = [line for line in log.splitlines() if line.startswith("sbatch call:")]
+    submitted = {re.search(r"--comment rule_(\w+?)(?:_wildcards|\s)", c).group(1) for c in calls}
+    assert submitted == {"parse", "ceilings", "classify"}
+    assert all(" -p cpu " in c for c in calls)
+    assert "localrule report:" in log
+    classified = read_table(workdir / "data" / "classified" / "textbook.parquet", "classified")
+    assert "seed_normalization" in set(classified["kernel"])
+    assert (workdir / "reports" / "summary.html").stat().st_size > 100_000
+
+
+def test_capture_job_is_planned_for_the_gpu_partition_with_gpus(workdir):
+    from snakemake_executor_plugin_slurm.utils import set_gres_string
+
+    (workdir / "config.yaml").write_text(
+        "# hand-made test config: a capture app (never run here: dry run)\n"
+        "inputs: [inputs/textbook.yaml]\n"
+        "apps:\n  saxpy: {command: ./saxpy, gpu_model: h100, runtime: 20, mem_mb: 1000}\n"
+    )
+    result = _snakemake(workdir, "--dry-run", "--verbose", "--printshellcmds", timeout=120)
+    text = result.stdout + result.stderr
+    block = text[text.index("rule capture:"):]
+    block = block[: block.index("\n\n")] if "\n\n" in block else block
+    resources = dict(
+        item.split("=", 1) for item in re.search(r"resources: (.*)", block).group(1).split(", ")
+    )
+    assert resources["slurm_partition"] == "gpu"
+    assert resources["gpu"] == "1" and resources["gpu_model"] == "h100"
+    assert resources["runtime"] == "20" and resources["mem_mb"] == "1000"
+    assert "python -m roofline.capture --app saxpy" in text
+
+    planned = type("Resources", (dict,), {"__getattr__": dict.__getitem__})(
+        gpu=int(resources["gpu"]), gpu_model=resources["gpu_model"]
+    )
+    job = type("Job", (), {"resources": planned})()  # what the plugin reads from a job
+    assert set_gres_string(job).strip() == "--gpus=h100:1"

@@ -1,0 +1,115 @@
+"""Status: diagnostics tables -> reports/status.json, and an exit status a scheduler can act on."""
+
+import json
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+from conftest import REPO
+
+from roofline import status
+from roofline.schemas import write_table
+
+
+def diag(app, severity, message="hand-made message", stage="parse", launch=float("nan")):
+    return {"app": app, "stage": stage, "severity": severity, "source_file": f"inputs/{app}.ncu-rep",
+            "launch": launch, "message": message}
+
+
+def test_no_diagnostics_is_ok_and_lists_every_app():
+    result = status.build_status([], apps=["b", "a"])
+    assert result["ok"] is True and result["failed"] == []
+    assert result["apps"] == {"a": {"status": "ok", "errors": 0, "warnings": 0},
+                              "b": {"status": "ok", "errors": 0, "warnings": 0}}
+    assert result["counts"] == {"apps": 2, "failed": 0, "warned": 0, "errors": 0, "warnings": 0}
+
+
+def test_errors_fail_the_run_and_warnings_do_not():
+    tables = [
+        pd.DataFrame([diag("broken", "error", "inputs/broken.ncu-rep: the file is empty; re-run ncu")]),
+        pd.DataFrame([diag("odd", "warning", "launch 1 (k): cannot derive dram_bytes", launch=1.0),
+                      diag("odd", "warning", "no ceiling", stage="ceilings")]),
+        pd.DataFrame(columns=["app", "stage", "severity", "source_file", "launch", "message"]),
+    ]
+    result = status.build_status(tables, apps=["broken", "odd", "fine"])
+    assert result["ok"] is False
+    assert result["apps"]["broken"]["status"] == "failed"
+    assert result["apps"]["odd"] == {"status": "warning", "errors": 0, "warnings": 2}
+    assert result["apps"]["fine"]["status"] == "ok"
+    assert result["failed"] == [{"app": "broken", "stage": "parse", "source_file": "inputs/broken.ncu-rep",
+                                 "message": "inputs/broken.ncu-rep: the file is empty; re-run ncu"}]
+    assert result["counts"] == {"apps": 3, "failed": 1, "warned": 1, "errors": 1, "warnings": 2}
+    assert "broken" in status.summary_line(result)
+
+
+def test_the_status_does_not_depend_on_the_order_of_tables():
+    a = pd.DataFrame([diag("a", "error", "x"), diag("a", "error", "w")])
+    b = pd.DataFrame([diag("b", "error", "y")])
+    one = json.dumps(status.build_status([a, b], ["a", "b"]), sort_keys=True)
+    two = json.dumps(status.build_status([b, a.iloc[::-1]], ["b", "a"]), sort_keys=True)
+    assert one == two
+
+
+@pytest.mark.parametrize("path, app", [
+    ("data/diagnostics/gemm.parse.parquet", "gemm"),
+    ("data/diagnostics/my.app.v2.ceilings.parquet", "my.app.v2"),
+    ("x/a-b_c.parse.parquet", "a-b_c"),
+])
+def test_app_of_a_diagnostics_file(path, app):
+    assert status.app_of(path) == app
+
+
+def _write_run(tmp_path, error: bool):
+    paths = []
+    for app in ("one", "two.v2"):
+        for stage in ("parse", "ceilings"):
+            rows = [diag(app, "error", f"inputs/{app}: broken")] if error and app == "one" and stage == "parse" else []
+            path = tmp_path / "data" / "diagnostics" / f"{app}.{stage}.parquet"
+            write_table(pd.DataFrame(rows), "diagnostics", path)
+            paths.append(str(path))
+    return paths
+
+
+@pytest.mark.parametrize("error, code", [(False, 0), (True, 1)])
+def test_main_writes_the_status_and_check_gives_the_exit_status(tmp_path, error, code):
+    paths = _write_run(tmp_path, error)
+    output = tmp_path / "reports" / "status.json"
+    assert status.main(["--diagnostics", *paths, "--output", str(output)]) == 0
+    written = json.loads(output.read_text())
+    assert sorted(written["apps"]) == ["one", "two.v2"] and written["ok"] is (not error)
+    first = output.read_bytes()
+    status.main(["--diagnostics", *reversed(paths), "--output", str(output)])
+    assert output.read_bytes() == first, "deterministic: no timestamp, sorted keys"
+    assert status.main(["--check", str(output)]) == code
+    command = [sys.executable, "-m", "roofline.status", "--check", str(output)]
+    assert subprocess.run(command, cwd=REPO, capture_output=True).returncode == code
+
+
+def test_check_without_a_readable_status_is_not_success(tmp_path, capsys):
+    assert status.main(["--check", str(tmp_path / "missing.json")]) == 2
+    (tmp_path / "half.json").write_text('{"ok": tr')  # hand-made: a cut file
+    assert status.main(["--check", str(tmp_path / "half.json")]) == 2
+    assert "did not finish" in capsys.readouterr().err
+
+
+def test_a_failed_write_leaves_the_old_status(tmp_path, monkeypatch):
+    paths = _write_run(tmp_path, error=True)
+    output = tmp_path / "status.json"
+    status.main(["--diagnostics", *paths, "--output", str(output)])
+    before = output.read_bytes()
+
+    def broken(*args, **kwargs):
+        raise OSError("disk full (hand-made)")
+
+    monkeypatch.setattr(status.json, "dumps", broken)
+    with pytest.raises(OSError):
+        status.main(["--diagnostics", *paths, "--output", str(output)])
+    assert output.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".status.json")] == []
+
+
+def test_the_workflow_builds_the_status_by_default():
+    text = (REPO / "workflow" / "rules" / "common.smk").read_text()
+    assert '"reports/status.json"' in text
+    assert 'include: "workflow/rules/status.smk"' in (REPO / "Snakefile").read_text()

@@ -1,0 +1,18 @@
+# Status: every diagnostics table -> reports/status.json, the run's verdict for a scheduler
+# (`python -m roofline.status --check reports/status.json` exits 1 when any input failed).
+rule status:
+    input:
+        diagnostics=expand(
+            "data/diagnostics/{app}.{stage}.parquet",
+            app=sorted(APPS),
+            stage=["parse", "ceilings"],
+        ),
+        code=pkg_code("status.py"),
+    output:
+        status="reports/status.json",
+    log:
+        "logs/status/status.log",
+    conda:
+        "../envs/roofline.yaml"
+    shell:
+        "python -m roofline.status --diagnostics {input.diagnostics} --output {output.status} 2> {log}"
