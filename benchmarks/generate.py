@@ -504,21 +504,30 @@ def generate_apps(out: Path, apps: int, launches: int, seed: int = 7, kernels: i
     return data
 
 
-def generate_big(out: Path, launches: int = 100_000, kernels: int = 5000, seed: int = 11, force: bool = False) -> Path:
-    """One NERSC-style long CSV of ``launches`` launches of ``kernels`` kernels."""
-    args = {"launches": launches, "kernels": kernels, "seed": seed, "version": VERSION}
+def generate_big(out: Path, launches: int = 100_000, kernels: int = 5000, seed: int = 11, force: bool = False,
+                 kind: str = "long", template: str = "a10g-sgemm-rooflineset-ncu2023.1/profile_output.ncu-rep") -> Path:
+    """One large export in ``out``: NERSC-style long CSV (default) or ``--page raw`` wide CSV."""
+    args = {"launches": launches, "kernels": kernels, "seed": seed, "kind": kind, "version": VERSION}
+    if kind == "wide":
+        args["template"] = template
     out = Path(out)
-    path = out / f"nersc_long_{launches // 1000}k.csv"
     if not force and (data := _matches(out, args)):
         return Path(data["apps"][0]["path"])
     out.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
     names = kernel_names(kernels, rng, seed_kernel_names())
-    write_long_csv(path, launches, kernels, rng, names)
-    record = {"app": path.stem, "path": str(path), "kind": "long", "device": NERSC_DEVICE, "bytes": path.stat().st_size}
+    if kind == "long":
+        path = out / f"nersc_long_{launches // 1000}k.csv"
+        write_long_csv(path, launches, kernels, rng, names)
+    else:
+        path = out / f"raw_wide_{launches // 1000}k.csv"
+        write_wide_csv(path, launches, kernels, rng, names, wide_template(template))
+    record = {"app": path.stem, "path": str(path), "kind": kind, "bytes": path.stat().st_size}
+    if kind == "long":
+        record["device"] = NERSC_DEVICE
     data = {"generator": GENERATOR, "generated": True, "args": args, "apps": [record]}
     (out / "manifest.json").write_text(json.dumps(data, indent=1) + "\n")
-    _sidecar(out, f"one long CSV, {launches} launches, {kernels} kernels", [path.name], args)
+    _sidecar(out, f"one {kind} CSV, {launches} launches, {kernels} kernels", [path.name], args)
     return path
 
 
@@ -545,7 +554,8 @@ def main(argv: list[str] | None = None) -> int:
     apps.add_argument("--mix", default=",".join(f"{k}={v}" for k, v in MIX.items()))
     apps.add_argument("--config", type=Path, help="also write a workflow config for all apps here")
     apps.add_argument("--force", action="store_true")
-    big = sub.add_parser("big", help="one NERSC-style long CSV")
+    big = sub.add_parser("big", help="one large CSV export (NERSC-style long, or --page raw wide)")
+    big.add_argument("--kind", choices=("long", "wide"), default="long")
     big.add_argument("--out", type=Path, required=True)
     big.add_argument("--launches", type=int, default=100_000)
     big.add_argument("--kernels", type=int, default=5000)
@@ -561,7 +571,7 @@ def main(argv: list[str] | None = None) -> int:
         size = sum(r["bytes"] for r in data["apps"])
         print(f"{len(data['apps'])} apps, {size / 1e6:.0f} MB in {args.out} ({time.perf_counter() - start:.1f} s)")
     else:
-        path = generate_big(args.out, args.launches, args.kernels, args.seed, args.force)
+        path = generate_big(args.out, args.launches, args.kernels, args.seed, args.force, args.kind)
         print(f"{path} ({path.stat().st_size / 1e6:.0f} MB, {time.perf_counter() - start:.1f} s)")
     return 0
 

@@ -33,7 +33,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from roofline.config import AppConfig, CaptureConfig, Config
-from roofline.metrics import IDENTITY_METRICS, QUANTITIES, Quantity, Recipe
+from roofline.metrics import IDENTITY_METRICS, LAUNCH_METRICS, QUANTITIES, Quantity, Recipe
 
 log = logging.getLogger("roofline.capture")
 
@@ -108,7 +108,7 @@ def plan_metrics(
     architecture: str | None = None,
     available_metrics: set[str] | None = None,
     quantities: Sequence[Quantity] = QUANTITIES,
-    identity: Iterable[str] = IDENTITY_METRICS.values(),
+    identity: Iterable[str] = (*IDENTITY_METRICS.values(), *LAUNCH_METRICS),
 ) -> MetricPlan:
     """Choose one recipe per captured quantity and collect its metrics, plus the identity metrics.
 

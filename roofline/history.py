@@ -563,13 +563,13 @@ def _replay(p: DecisionParams, rows: dict[int, dict], runs: list[tuple[str, str]
             continue
         rec.update(segment=seg, segment_start=seg_start)
         if not night["value"] > 0:
-            _set_label(night, "error")
-            rec["note"] = "no valid duration tonight (profile failed or kernel not timed)"
+            rec.update(label="error", revised_label="error",
+                       note="no valid duration tonight (profile failed or kernel not timed)")
             continue
         clock = _rel(night["clock"], _median([n["clock"] for n in nights[-p.window:]]))
         if math.isfinite(clock) and abs(clock) > p.clock_tol:
-            _set_label(night, "unstable_env")
-            rec["note"] = f"SM clock {clock:+.1%} off the series' usual clock: not compared"
+            rec.update(label="unstable_env", revised_label="unstable_env",
+                       note=f"SM clock {clock:+.1%} off the series' usual clock: not compared")
             continue
         _judge(p, night, nights, pending, rec, row, carried)
         flip = bound.step(_f(row.get("ridge_ratio")))

@@ -125,44 +125,45 @@ def _tensor_names(variants: tuple[str, ...], suffix: str) -> tuple[tuple[float, 
     return tuple((1.0, f"sm__ops_path_tensor_{v}.sum{suffix}") for v in variants)
 
 
-# Tensor-core datatype -> ncu variant groups, per generation (first match wins): the Hopper
-# aggregates, then the Ampere/Ada per-destination variants, then Turing's combined counter.
-TENSOR_VARIANTS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
-    "tensor_fp64": (("ops_path_fp64", ("src_fp64",)),),
+# Tensor-core datatype -> ncu variant groups per architecture (section files of ncu 2025,
+# ../shared/guides/roofline.md §2.4): the aggregates of Hopper and later (also on sm_120), the
+# per-destination variants of Ampere/Ada, Turing's combined counters. (name, variants, cc_min, cc_max)
+TENSOR_VARIANTS: dict[str, tuple[tuple[str, tuple[str, ...], int, int], ...]] = {
+    "tensor_fp64": (("ops_path_fp64", ("src_fp64",), 80, 999),),
     "tensor_tf32": (
-        ("ops_path_hopper", ("src_tf32_dst_fp32",)),
-        ("ops_path_ampere", ("src_tf32_dst_fp32_sparsity_off",)),
+        ("ops_path_aggregate", ("src_tf32_dst_fp32",), 90, 999),
+        ("ops_path_ampere", ("src_tf32_dst_fp32_sparsity_off",), 80, 89),
     ),
     "tensor_fp16": (
-        ("ops_path_hopper", ("src_fp16",)),
-        (
-            "ops_path_ampere",
-            ("src_fp16_dst_fp16_sparsity_off", "src_fp16_dst_fp32_sparsity_off"),
-        ),
-        ("ops_path_turing", ("src_fp16_dst_fp16", "src_fp16_bf16_tf32_dst_fp32")),
+        ("ops_path_aggregate", ("src_fp16",), 90, 999),
+        ("ops_path_ampere", ("src_fp16_dst_fp16_sparsity_off", "src_fp16_dst_fp32_sparsity_off"), 80, 89),
+        ("ops_path_turing", ("src_fp16_dst_fp16", "src_fp16_bf16_tf32_dst_fp32"), 75, 75),
     ),
     "tensor_bf16": (
-        ("ops_path_hopper", ("src_bf16_dst_fp32",)),
-        ("ops_path_ampere", ("src_bf16_dst_fp32_sparsity_off",)),
+        ("ops_path_aggregate", ("src_bf16_dst_fp32",), 90, 999),
+        ("ops_path_ampere", ("src_bf16_dst_fp32_sparsity_off",), 80, 89),
     ),
-    "tensor_fp8": (("ops_path", ("src_fp8_sparsity_off",)),),
+    "tensor_fp8": (("ops_path", ("src_fp8_sparsity_off",), 89, 999),),
     "tensor_int8": (
-        ("ops_path_hopper", ("src_int8",)),
-        ("ops_path_ampere", ("src_int8_sparsity_off",)),
+        ("ops_path_aggregate", ("src_int8",), 90, 999),
+        ("ops_path_ampere", ("src_int8_sparsity_off",), 80, 89),
+        ("ops_path_turing", ("src_int8",), 75, 75),
     ),
 }
 
 
 def _tensor_quantity(cls: str) -> tuple[Quantity, Quantity]:
     work, peak = [], []
-    for name, variants in TENSOR_VARIANTS[cls]:
-        work.append(Recipe(f"{name}_count", _tensor_names(variants, "")))
+    for name, variants, cc_min, cc_max in TENSOR_VARIANTS[cls]:
+        arch = {"cc_min": cc_min, "cc_max": cc_max}
+        work.append(Recipe(f"{name}_count", _tensor_names(variants, ""), **arch))
         work.append(
             Recipe(
                 f"{name}_rate_x_sm_cycles",
                 _tensor_names(variants, ".per_cycle_elapsed"),
                 scale=("@sm_cycles",),
                 note="sm__ops_path_tensor_* per-cycle rate x SM elapsed cycles",
+                **arch,
             )
         )
         peak.append(
@@ -170,6 +171,7 @@ def _tensor_quantity(cls: str) -> tuple[Quantity, Quantity]:
                 f"{name}_peak_x_sm_clock",
                 _tensor_names(variants[:1], ".peak_sustained"),
                 scale=("@sm_clock_hz",),
+                **arch,
             )
         )
     if cls == "tensor_fp16":
@@ -398,6 +400,13 @@ QUANTITIES: tuple[Quantity, ...] = (
 
 QUANTITY_BY_NAME: dict[str, Quantity] = {q.name: q for q in QUANTITIES}
 
+# Launch configuration read into grid/block/stream columns; capture asks for them explicitly.
+LAUNCH_METRICS = (
+    *(f"launch__grid_dim_{axis}" for axis in "xyz"),
+    *(f"launch__block_dim_{axis}" for axis in "xyz"),
+    "launch__stream_id",
+)
+
 # Identity metrics read as they are (strings or numbers), not through recipes.
 IDENTITY_METRICS: dict[str, str] = {
     "device": "device__attribute_display_name",
@@ -426,19 +435,34 @@ def all_input_metrics() -> tuple[str, ...]:
         for recipe in quantity.recipes:
             for name in recipe.inputs():
                 seen.setdefault(name, None)
-    for name in IDENTITY_METRICS.values():
+    for name in (*IDENTITY_METRICS.values(), *LAUNCH_METRICS):
         seen.setdefault(name, None)
     return tuple(seen)
 
 
-def capture_metrics() -> tuple[str, ...]:
-    """The ncu ``--metrics`` list: the first recipe of every captured quantity, plus identity."""
+def recipe_valid_for(recipe: Recipe, cc: int | None) -> bool:
+    """Whether ``recipe`` applies to compute capability ``cc`` (major*10+minor); None = unknown GPU,
+    for which only recipes without an architecture limit apply."""
+    if recipe.cc_min is None and recipe.cc_max is None:
+        return True
+    if cc is None:
+        return False
+    return (recipe.cc_min or 0) <= cc <= (recipe.cc_max or 999)
+
+
+def capture_metrics(cc: int | None = None) -> tuple[str, ...]:
+    """The ncu ``--metrics`` list: per captured quantity its first recipe valid for ``cc``, plus
+    identity and launch metrics."""
     seen: dict[str, None] = {}
     for quantity in QUANTITIES:
-        if quantity.capture and quantity.recipes:
-            for name in quantity.recipes[0].inputs():
-                seen.setdefault(name, None)
-    for name in IDENTITY_METRICS.values():
+        if not quantity.capture:
+            continue
+        for recipe in quantity.recipes:
+            if recipe_valid_for(recipe, cc):
+                for name in recipe.inputs():
+                    seen.setdefault(name, None)
+                break
+    for name in (*IDENTITY_METRICS.values(), *LAUNCH_METRICS):
         seen.setdefault(name, None)
     return tuple(seen)
 

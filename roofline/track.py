@@ -76,7 +76,7 @@ def load_context(values: Sequence[str] = ()) -> dict:
     context: dict = {}
     for value in [*sources, *values]:
         try:
-            text = value if value.lstrip().startswith("{") else Path(value).read_text()
+            text = value if value.lstrip()[:1] in ("{", "[") else Path(value).read_text()
             data = json.loads(text)
         except (OSError, json.JSONDecodeError) as exc:
             raise ValueError(f"run context {value[:80]!r}: not a JSON object or file ({exc})") from None

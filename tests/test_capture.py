@@ -63,7 +63,10 @@ def test_metric_sets_differ_by_generation_where_recipes_have_cc_limits():
     for common in ("gpu__time_duration.sum", "dram__bytes.sum", "lts__t_bytes.sum"):
         assert common in volta and common in ampere and common in hopper
     assert plan_metrics("sm_70").recipes["flop_tensor_fp16"] == "volta_pipe_tensor_x512"
-    assert plan_metrics("sm_90").recipes["flop_tensor_fp16"] == "ops_path_hopper_count"
+    assert plan_metrics("sm_90").recipes["flop_tensor_fp16"] == "ops_path_aggregate_count"
+    assert plan_metrics("sm_80").recipes["flop_tensor_fp16"] == "ops_path_ampere_count"
+    assert "sm__ops_path_tensor_src_fp16_dst_fp32_sparsity_off.sum" in ampere
+    assert "sm__ops_path_tensor_src_fp16.sum" not in ampere
 
 
 def test_recipe_choice_follows_cc_limits_of_any_table():

@@ -40,6 +40,7 @@ KILLS = 20
 APPS = ("alpha", "beta", "gamma")
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
 JOB_START = re.compile(r"^\s*(local)?rule \w+:\s*$")
+JOB_RULE = re.compile(r"^\s*(local)?rule (\w+):\s*$")
 EARLY_KILL = 0.15  # share of kills while Snakemake is starting (before any job)
 
 
@@ -187,7 +188,9 @@ def test_killed_runs_resume_to_identical_outputs(reference, tmp_path):
             run.wait_for_first_job()
         killed = run.kill_after(delay)
         code = run.finish()
-        log.append(f"run {runs}: {'killed' if killed else f'rc={code}'} {delay:.2f}s after {where}")
+        started = [m.group(2) for m in map(JOB_RULE.match, run.lines) if m]
+        log.append(f"run {runs}: {'killed' if killed else f'rc={code}'} {delay:.2f}s after {where}; "
+                   f"jobs started: {' '.join(started) or '-'}")
         if killed:
             kills += 1
             _assert_whole(work)
@@ -203,3 +206,4 @@ def test_killed_runs_resume_to_identical_outputs(reference, tmp_path):
     _assert_identical(work, ref)
     again = subprocess.run(_command(work), capture_output=True, text=True, timeout=300)
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr, "\n".join(log)
+    print(f"{kills} kills in {runs} runs, {completed} completed pipelines before the last:", *log, sep="\n")

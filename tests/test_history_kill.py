@@ -56,10 +56,13 @@ def test_killed_appends_leave_a_consistent_store(tmp_path):
     rng = random.Random(7)
     expected: dict[str, int] = {}
     seen_lines, completed = 0, 0
+    started = time.perf_counter()
+    append_run(tmp_path / "warm", "w", _table(0))
+    append_time = time.perf_counter() - started  # kills spread over about four appends
     for kill in range(KILLS):
         child = ctx.Process(target=_appender, args=(str(store), str(log), kill * 100_000))
         child.start()
-        time.sleep(rng.uniform(0.0, 0.25))
+        time.sleep(rng.uniform(0.0, 4 * append_time))
         os.kill(child.pid, signal.SIGKILL)
         child.join()
         assert child.exitcode == -signal.SIGKILL
@@ -74,7 +77,7 @@ def test_killed_appends_leave_a_consistent_store(tmp_path):
             for path in store.glob("run=n*"):
                 shutil.rmtree(path)
             expected = {k: v for k, v in expected.items() if not k.startswith("n")}
-    assert completed >= KILLS // 2, "too few children got an append done: kills were not mid-stream"
+    assert completed >= KILLS // 4, "too few children got an append done: kills were not mid-stream"
     append_run(store, "final", _table(0))  # cleans what the killed appends left behind
     assert not [p for p in store.iterdir() if p.name.startswith(".tmp-")]
     _check(store, {**expected, "final": 0})

@@ -1,0 +1,217 @@
+"""Proposed speed-ups for modules the benchmarks' owner does not own, measured on patched copies.
+
+These are drop-in replacements applied *in the benchmark process only* (monkeypatching), to measure
+what the owners of ``roofline/parse.py``, ``roofline/ncu_csv.py`` and ``roofline/catalog.py`` would
+gain; :func:`check` verifies that the patched functions return exactly what the originals do.
+Nothing here is imported by the package or the workflow.
+
+    python benchmarks/proposals.py          # equality check + timings on the generated files
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pacsv
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from roofline import metrics, ncu_csv, parse  # noqa: E402
+from roofline.metrics import COMPUTE_CLASSES  # noqa: E402
+
+# Long-format columns that repeat the same few values on every row: read them dictionary-encoded.
+_REPEATED = ("ID", "Kernel Name", "Section Name", "Body Item Label", "Metric Name", "Metric Unit", "Stream",
+             "Grid Size", "Block Size", "Device", "CC")
+
+
+def fast_missing(frame: pd.DataFrame) -> tuple[list[str], list[str]]:
+    """``parse._missing`` vectorised: the texts depend on six flags per row, so build each distinct
+    combination's text once and pick it per row (same texts, same order of parts)."""
+    flop_columns = [f"flop_{c}" for c in COMPUTE_CLASSES]
+
+    def refused(column: str) -> np.ndarray:
+        return frame[f"{column}_recipe"].astype(str).str.startswith(parse.REFUSED).to_numpy()
+
+    flags = np.column_stack([
+        frame["duration_s"].isna().to_numpy(),
+        refused("duration_s"),
+        frame["dram_bytes"].isna().to_numpy(),
+        refused("dram_bytes"),
+        frame[flop_columns].isna().all(axis=1).to_numpy(),
+        np.column_stack([refused(c) for c in flop_columns]).any(axis=1),
+    ])
+    code = flags.astype(np.int64) @ (1 << np.arange(flags.shape[1]))
+    texts: dict[int, tuple[str, str]] = {}
+    for c in np.unique(code):
+        no_duration, duration_refused, no_dram, dram_refused, no_flop, flop_refused = (
+            bool(c >> i & 1) for i in range(6)
+        )
+        missing, hints = [], []
+        for lacking, was_refused, quantity in (
+            (no_duration, duration_refused, "duration_s"),
+            (no_dram, dram_refused, "dram_bytes"),
+        ):
+            if lacking:
+                missing.append(quantity)
+                if was_refused:
+                    hints.append(f"{quantity}: fix the value ({quantity}_recipe says why it was refused)")
+                else:
+                    hints.append(metrics.metric_hint(quantity))
+        if no_flop:
+            missing.append("flop")
+            hints.append("flop: fix the values (see the flop_*_recipe columns)" if flop_refused
+                         else metrics.NCU_ROOFLINE_FLAGS)
+        texts[int(c)] = (";".join(missing), " ; ".join(dict.fromkeys(hints)))
+    picked = [texts[c] for c in code.tolist()]
+    return [m for m, _ in picked], [h for _, h in picked]
+
+
+def dict_read_table(source, encoding: str, columns: list[str], where) -> pd.DataFrame:
+    """``ncu_csv._read_table`` reading the repeated text columns dictionary-encoded (categoricals).
+
+    pyarrow then hashes each kernel name once per distinct value instead of materialising one
+    Python-visible string per row; every later ``pd.factorize`` works on small integer codes.
+    Falls back to the original for anything unusual.
+    """
+    repeated = [c for c in columns if c in _REPEATED]
+    if not repeated or "Metric Name" not in columns or not isinstance(source, str):
+        return _ORIGINAL["read_table"](source, encoding, columns, where)
+    dictionary = pa.dictionary(pa.int32(), pa.string())
+    try:
+        table = pacsv.read_csv(
+            source,
+            read_options=pacsv.ReadOptions(encoding="utf8" if "8" in encoding else encoding),
+            convert_options=pacsv.ConvertOptions(
+                include_columns=columns,
+                column_types={c: dictionary if c in repeated else pa.string() for c in columns},
+                strings_can_be_null=False,
+                quoted_strings_can_be_null=False,
+            ),
+        )
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, UnicodeError):
+        return _ORIGINAL["read_table"](source, encoding, columns, where)
+    return table.to_pandas()
+
+
+_ORIGINAL = {
+    "missing": parse._missing,
+    "short": parse.short_kernel_name,
+    "read_table": ncu_csv._read_table,
+}
+
+
+@contextlib.contextmanager
+def patched(missing: bool = True, short_names: bool = True, reader: bool = True):
+    """Apply the proposals (each switchable) to the imported modules for the duration of the block."""
+    try:
+        if missing:
+            parse._missing = fast_missing
+        if short_names:
+            parse.short_kernel_name = functools.lru_cache(maxsize=None)(_ORIGINAL["short"])
+        if reader:
+            ncu_csv._read_table = dict_read_table
+        yield
+    finally:
+        parse._missing = _ORIGINAL["missing"]
+        parse.short_kernel_name = _ORIGINAL["short"]
+        ncu_csv._read_table = _ORIGINAL["read_table"]
+
+
+def c_yaml_loader():
+    """The catalog's loader rebuilt on libyaml (``yaml.CSafeLoader``) with the same two rules."""
+    import yaml
+
+    from roofline import catalog
+
+    class CLoader(yaml.CSafeLoader):
+        def construct_mapping(self, node, deep=False):
+            seen = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
+                seen.add(key)
+            return super().construct_mapping(node, deep=deep)
+
+    CLoader.yaml_implicit_resolvers = {k: list(v) for k, v in catalog._Loader.yaml_implicit_resolvers.items()}
+    return CLoader
+
+
+def catalog_yaml_times(path: Path) -> tuple[float, float, bool]:
+    """(pure-Python SafeLoader, libyaml CSafeLoader) seconds to load the catalog, and equality."""
+    import yaml
+
+    from roofline import catalog
+
+    text = path.read_text(encoding="utf-8")
+    start = time.perf_counter()
+    slow = yaml.load(text, Loader=catalog._Loader)
+    mid = time.perf_counter()
+    fast = yaml.load(text, Loader=c_yaml_loader())
+    end = time.perf_counter()
+    return mid - start, end - mid, slow == fast
+
+
+def check(paths: list[Path], device: str = "NVIDIA A100-SXM4-80GB") -> list[str]:
+    """Paths (CSV exports / what-if tables / reports) whose patched parse differs from the original."""
+    differ = []
+    for path in paths:
+        kind = "csv-dir" if path.is_dir() else parse_kind(path)
+        with warnings_off():
+            before = parse.parse_input(path, "x", kind, device)
+            with patched():
+                after = parse.parse_input(path, "x", kind, device)
+        try:
+            pd.testing.assert_frame_equal(before, after, check_exact=True)
+        except AssertionError as err:
+            differ.append(f"{path}: {str(err)[:300]}")
+    return differ
+
+
+def parse_kind(path: Path) -> str:
+    return {".csv": "csv", ".yaml": "what-if", ".ncu-rep": "ncu-rep"}[path.suffix]
+
+
+@contextlib.contextmanager
+def warnings_off():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
+def main() -> int:
+    from _common import BENCH_TMP, REPO
+    from generate import REAL, generate_apps, generate_big
+
+    files = sorted(REAL.glob("*/*.ncu-rep")) + sorted(REAL.glob("*/*.csv"))
+    files += [d for d in sorted(REAL.glob("rtx5090*/kernel_*"))[:3]]
+    files += [Path(r["path"]) for r in generate_apps(BENCH_TMP / "apps-500", 20, 500)["apps"][:8]]
+    files.append(REPO / "data" / "examples" / "textbook.yaml")
+    files = [f for f in files if "legacy" not in str(f)]
+    differ = check(files)
+    print(f"equality check on {len(files)} inputs: {'identical' if not differ else differ}")
+    big = generate_big(BENCH_TMP / "big")
+    for label, options in (("original", None), ("all proposals", {})):
+        start = time.perf_counter()
+        if options is None:
+            parse.parse_input(big, "big", "csv", "NVIDIA A100-SXM4-80GB")
+        else:
+            with patched(**options):
+                parse.parse_input(big, "big", "csv", "NVIDIA A100-SXM4-80GB")
+        print(f"parse_input on {big.name}, {label}: {time.perf_counter() - start:.2f} s")
+    slow, fast, same = catalog_yaml_times(REPO / "config" / "gpus.yaml")
+    print(f"catalog YAML: SafeLoader {slow:.3f} s, CSafeLoader {fast:.3f} s, same result: {same}")
+    return 1 if differ else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,135 @@
+"""Minimal reruns: after a cold run, Snakemake schedules exactly the jobs a change calls for.
+
+A tmp copy of the repo's Snakefile, workflow/, roofline/ and config/ runs three small apps (copies of
+the bundled what-if table). The job lists come from ``snakemake -n``; the aggregate rules a change
+must also rerun (report, and status / track_history where the workflow has them) are read from
+``snakemake --rulegraph``, so a new aggregate rule does not break the test but a per-app job too
+many does.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+
+pytestmark = pytest.mark.slow
+
+APPS = ["alpha", "beta", "gamma"]
+_JOB = re.compile(r"^(?:local)?rule (\w+):\s*$")
+_WILDCARDS = re.compile(r"^\s+wildcards: (.*)$")
+_NODE = re.compile(r'^\s*(\d+)\[label = "([^"]+)"')
+_EDGE = re.compile(r"^\s*(\d+) -> (\d+)")
+
+
+def _jobs(text: str) -> list[str]:
+    """Jobs announced in Snakemake's output as ``rule`` or ``rule:app`` (``all`` left out), sorted."""
+    jobs, current = [], None
+    for line in text.splitlines():
+        if match := _JOB.match(line):
+            if current:
+                jobs.append(current)
+            current = match.group(1)
+        elif current and (wild := _WILDCARDS.match(line)):
+            values = dict(item.split("=", 1) for item in wild.group(1).split(", ") if "=" in item)
+            jobs.append(f"{current}:{values.get('app', wild.group(1))}")
+            current = None
+        elif current and not line.startswith(" "):
+            jobs.append(current)
+            current = None
+    if current:
+        jobs.append(current)
+    return sorted(j for j in jobs if j != "all")
+
+
+def _downstream(rulegraph: str, start: str) -> set[str]:
+    names = dict(m.groups() for line in rulegraph.splitlines() if (m := _NODE.match(line)))
+    children: dict[str, set[str]] = {}
+    for line in rulegraph.splitlines():
+        if edge := _EDGE.match(line):
+            children.setdefault(names[edge.group(1)], set()).add(names[edge.group(2)])
+    seen, todo = {start}, [start]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            if child not in seen:
+                seen.add(child)
+                todo.append(child)
+    return seen - {"all"}
+
+
+class Workflow:
+    def __init__(self, root: Path, env: dict[str, str]):
+        self.root, self.env = root, env
+
+    def run(self, *args: str) -> str:
+        cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(self.root / "Snakefile"),
+               "--directory", str(self.root), "--configfile", str(self.root / "test-config.yaml"), "--cores", "2"]
+        result = subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=300, env=self.env)
+        if result.returncode != 0:
+            raise AssertionError(f"snakemake {args} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
+        return result.stdout + result.stderr
+
+
+@pytest.fixture(scope="module")
+def flow(tmp_path_factory) -> Workflow:
+    """A cold run over three apps in a tmp copy of the workflow (the package copy is what rules list)."""
+    root = tmp_path_factory.mktemp("incremental")
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for part in ("workflow", "roofline", "config"):
+        shutil.copytree(REPO / part, root / part, ignore=ignore)
+    shutil.copy2(REPO / "Snakefile", root / "Snakefile")
+    (root / "inputs").mkdir()
+    for app in APPS:
+        shutil.copy(REPO / "data" / "examples" / "textbook.yaml", root / "inputs" / f"{app}.yaml")
+    (root / "test-config.yaml").write_text("# hand-made test config\ninputs: [inputs/*.yaml]\nrun_id: test\n")
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # let the jobs share one bytecode cache: 3x faster starts
+    env["PYTHONPYCACHEPREFIX"] = str(tmp_path_factory.mktemp("pycache"))
+    workflow = Workflow(root, env)
+    cold = workflow.run()
+    assert {f"parse:{a}" for a in APPS} <= set(_jobs(cold)), cold[-3000:]
+    workflow.cold_jobs = _jobs(cold)
+    workflow.rulegraph = workflow.run("--rulegraph")
+    return workflow
+
+
+def _expected(flow: Workflow, changed: str, apps: list[str]) -> list[str]:
+    per_app = {j.split(":")[0] for j in flow.cold_jobs if ":" in j}
+    aggregate = {j for j in flow.cold_jobs if ":" not in j}
+    rules = _downstream(flow.rulegraph, changed)
+    return sorted([f"{r}:{a}" for r in rules & per_app for a in apps] + list(rules & aggregate))
+
+
+def test_a_nothing_changed_schedules_no_job(flow):
+    text = flow.run("-n")
+    assert _jobs(text) == [], text[-2000:]
+    assert "Nothing to be done" in text
+
+
+def test_c_editing_classify_reruns_classify_for_every_app_and_the_report_only(flow):
+    module = flow.root / "roofline" / "classify.py"
+    original = module.read_bytes()
+    try:
+        module.write_bytes(original + b"\n# edited by tests/test_incremental.py\n")
+        jobs = _jobs(flow.run("-n"))
+    finally:
+        module.write_bytes(original)
+    assert [j for j in jobs if j.split(":")[0] in ("parse", "ceilings")] == []
+    assert sorted(j for j in jobs if ":" in j) == [f"classify:{a}" for a in APPS]
+    assert "report" in jobs
+    assert jobs == _expected(flow, "classify", APPS)
+
+
+def test_b_replacing_one_input_reruns_that_apps_chain_and_the_aggregates(flow):
+    table = flow.root / "inputs" / "beta.yaml"
+    text = table.read_text()
+    table.write_text(text.replace("duration_s: 8.0e-3", "duration_s: 9.0e-3", 1))
+    assert table.read_text() != text
+    jobs = _jobs(flow.run("-n"))
+    assert sorted(j for j in jobs if ":" in j) == ["ceilings:beta", "classify:beta", "parse:beta"]
+    assert "report" in jobs
+    assert jobs == _expected(flow, "parse", ["beta"])
