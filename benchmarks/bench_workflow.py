@@ -98,11 +98,12 @@ def main(argv: list[str] | None = None) -> int:
     floor_plain = startup_floor(plain, repeat=1)
     print(f"empty workflow {empty:.2f} s; job start-up (cached bytecode) {floor}; without cache {floor_plain}")
 
-    rows, points = [], []
+    rows, points, max_tree = [], [], 0
     for n in counts:
         run, jobs, page = cold_run(data["apps"][:n], f"{n}x{launches}", cached)
         per_job_floor = sum(floor[s] for s in STAGES[:3]) * n / 2 + floor["report"]
         points.append((n, run.wall_s))
+        max_tree = max(max_tree, run.peak_tree_rss)
         print(f"{n:4d} apps: {run.wall_s:7.1f} s, {run.wall_s / n:.2f} s/app, tree peak {gb(run.peak_tree_rss)}, "
               f"largest process {gb(run.max_proc_rss)}, {len(jobs)} jobs, CPU {run.cpu_s:.0f} s")
         rows.append([f"{n} x {launches}", "cached", f"{run.wall_s:.1f} s", f"{run.wall_s / n:.2f}",
@@ -123,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     marginal = [(t[i + 1] - t[i]) / (n[i + 1] - n[i]) for i in range(len(n) - 1)]
     print(f"linear fit: {slope:.2f} s/app + {intercept:.1f} s, R^2 {r2:.4f}; marginal s/app {marginal}")
     head = next((r for r in points if r[0] == headline), None)
+    ok = (head is None or head[1] <= 60) and max_tree <= 2e9
     notes = [
         f"Baselines in the same run: empty workflow {empty:.2f} s; job start-up (interpreter + imports) "
         + ", ".join(f"{s} {floor[s]:.2f} s" for s in STAGES)
@@ -145,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
             rows,
             notes,
         )
-    return 0
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -133,6 +133,20 @@ class CaptureConfig(Strict):
     )
 
 
+class TrackingConfig(Strict):
+    params: dict = Field(
+        default_factory=dict,
+        description="decision thresholds of nightly tracking (docs/tracking.md), e.g. {rel_min: 0.05, z_min: 4}",
+    )
+    context: dict[str, str] = Field(
+        default_factory=dict,
+        description="run context recorded with each night: app_commit, clock_control, cache_control, ...",
+    )
+    fail_on_regression: bool = Field(
+        False, description="python -m roofline.status --check also fails when a kernel regressed tonight"
+    )
+
+
 class Config(Strict):
     """The whole config.yaml."""
 
@@ -143,6 +157,7 @@ class Config(Strict):
     classify: ClassifyConfig = Field(default_factory=ClassifyConfig)
     report: ReportConfig = Field(default_factory=ReportConfig)
     capture: CaptureConfig = Field(default_factory=CaptureConfig)
+    tracking: TrackingConfig = Field(default_factory=TrackingConfig)
 
 
 @dataclass(frozen=True)

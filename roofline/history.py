@@ -468,8 +468,9 @@ def _judge(p: DecisionParams, night: dict, nights: list[dict], pending: dict | N
         rel = _rel_sigma([_scaled(n, night, work, p.work_tol) for n in kept[-p.noise_window:]], "diff")
     else:
         rel = _rel_sigma(values)
-    if nb < p.window or not math.isfinite(rel):
-        rel = max(rel, carried if math.isfinite(carried) else p.short_sigma_floor)
+    if nb < p.window or not math.isfinite(rel):  # few nights: borrow, or a raised floor
+        lent = carried if math.isfinite(carried) else p.short_sigma_floor
+        rel = max(rel, lent) if math.isfinite(rel) else lent
     rel = max(rel, p.sigma_floor)
     limit = max(p.rel_min, p.z_min * rel)
     z = (ratio - 1) / rel
@@ -562,8 +563,9 @@ def _replay(p: DecisionParams, rows: dict[int, dict], runs: list[tuple[str, str]
                 nights.append(night)
             continue
         rec.update(segment=seg, segment_start=seg_start)
-        if not night["value"] > 0:
-            rec.update(label="error", revised_label="error",
+        if not night["value"] > 0:  # never timed (a what-if row): nothing to judge, no alarm
+            label = "error" if nights else "insufficient_data"
+            rec.update(label=label, revised_label=label,
                        note="no valid duration tonight (profile failed or kernel not timed)")
             continue
         clock = _rel(night["clock"], _median([n["clock"] for n in nights[-p.window:]]))

@@ -90,4 +90,4 @@ def all_kernel_tables():
 
 
 def final_outputs():
-    return ["reports/summary.html", "reports/status.json"]
+    return ["reports/summary.html", "reports/status.json", "reports/trends.html"]

@@ -1,1 +1,27 @@
-# nightly tracking rules (see roofline/track.py)
+# Nightly tracking (roofline/track.py, docs/tracking.md): append tonight's kernels of every app to
+# the history store data/history/ (one partition per run id, replaced on a rerun), judge every
+# kernel series, write the findings and the trends page. run_id() is a param, so a new night
+# reruns the rule even when the kernels tables did not change.
+rule track_history:
+    input:
+        kernels=all_kernel_tables(),
+        counters=expand("data/counters/{app}.parquet", app=sorted(APPS)),
+        code=pkg_code("history.py", "track.py"),
+    output:
+        trends="reports/trends.html",
+        regressions="reports/regressions.json",
+    params:
+        run_id=run_id(),
+        store="data/history",
+        config=as_json(config),
+        decision_params=as_json(CONFIG.tracking.params),
+        context=as_json(CONFIG.tracking.context),
+    log:
+        "logs/track/track_history.log",
+    conda:
+        "../envs/roofline.yaml"
+    shell:
+        "python -m roofline.track --kernels {input.kernels} --counters {input.counters}"
+        " --store {params.store} --run-id {params.run_id} --config-json {params.config:q}"
+        " --params {params.decision_params:q} --context-json {params.context:q}"
+        " --trends {output.trends} --regressions {output.regressions} 2> {log}"
