@@ -136,7 +136,42 @@ def fast_dims(values: pd.DataFrame, what: str) -> pd.Series:
     return out.where(dims.notna().all(axis=1), "")
 
 
+def fast_deduplicate(key, values, rows, metric_names, launches, where) -> pd.Series:
+    """``ncu_csv._deduplicate`` skipping the 2-million-row group-by when no key repeats.
+
+    ``np.bincount`` over the (launch, metric) keys finds repeats in one pass; without any, each key's
+    value is its only value, which is what ``groupby(...).first()`` returns (the caller scatters
+    by key, so order does not matter). With repeats the original runs unchanged.
+    """
+    key = np.asarray(key)
+    if len(key) == 0 or np.bincount(key).max() <= 1:
+        return pd.Series(np.asarray(values, dtype=float), index=key)
+    return _ORIGINAL["dedupe"](key, values, rows, metric_names, launches, where)
+
+
+_HASHES: dict = {}
+
+
+def read_input_hashing(path, kind):
+    """``parse.read_input`` that starts the file's sha256 on a thread first (hashlib releases the
+    GIL), so hashing overlaps the reading instead of following it."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    executor = ThreadPoolExecutor(max_workers=1)
+    _HASHES[str(Path(path))] = executor.submit(_ORIGINAL["sha256"], path)
+    executor.shutdown(wait=False)
+    return _ORIGINAL["read_input"](path, kind)
+
+
+def sha256_joined(path) -> str:
+    future = _HASHES.pop(str(Path(path)), None)
+    return future.result() if future is not None else _ORIGINAL["sha256"](path)
+
+
 _ORIGINAL = {
+    "dedupe": ncu_csv._deduplicate,
+    "sha256": parse.sha256,
+    "read_input": parse.read_input,
     "numbers": ncu_csv._numbers,
     "dims": ncu_csv._dims,
     "missing": parse._missing,
@@ -146,9 +181,15 @@ _ORIGINAL = {
 
 
 @contextlib.contextmanager
-def patched(missing: bool = True, short_names: bool = True, reader: bool = True, numbers: bool = True):
+def patched(missing: bool = True, short_names: bool = True, reader: bool = True, numbers: bool = True,
+            dedupe: bool = True, hash_overlap: bool = True):
     """Apply the proposals (each switchable) to the imported modules for the duration of the block."""
     try:
+        if dedupe:
+            ncu_csv._deduplicate = fast_deduplicate
+        if hash_overlap:
+            parse.read_input = read_input_hashing
+            parse.sha256 = sha256_joined
         if numbers:
             ncu_csv._numbers = fast_numbers
             ncu_csv._dims = fast_dims
@@ -164,6 +205,9 @@ def patched(missing: bool = True, short_names: bool = True, reader: bool = True,
         parse.short_kernel_name = _ORIGINAL["short"]
         ncu_csv._read_table = _ORIGINAL["read_table"]
         ncu_csv._numbers = _ORIGINAL["numbers"]
+        ncu_csv._deduplicate = _ORIGINAL["dedupe"]
+        parse.read_input = _ORIGINAL["read_input"]
+        parse.sha256 = _ORIGINAL["sha256"]
         ncu_csv._dims = _ORIGINAL["dims"]
 
 

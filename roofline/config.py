@@ -142,9 +142,6 @@ class TrackingConfig(Strict):
         default_factory=dict,
         description="run context recorded with each night: app_commit, clock_control, cache_control, ...",
     )
-    fail_on_regression: bool = Field(
-        False, description="python -m roofline.status --check also fails when a kernel regressed tonight"
-    )
 
 
 class Config(Strict):

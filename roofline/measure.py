@@ -99,7 +99,7 @@ def measure_with_torch(copy_bytes: int = 2 << 30, gemm_size: int = 8192, repeats
     results, details = {}, {}
     src = torch.empty(copy_bytes, dtype=torch.uint8, device="cuda")
     dst = torch.empty_like(src)
-    seconds = _best_seconds(lambda: dst.copy_(src), sync, event, repeats)
+    seconds = _best_seconds(lambda src=src, dst=dst: dst.copy_(src), sync, event, repeats)
     results["dram"] = copy_bandwidth(copy_bytes, seconds)
     details["dram"] = f"{copy_bytes / 1e9:.2f} GB device-to-device copy, best of {repeats}"
     del src, dst

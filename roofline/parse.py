@@ -74,27 +74,32 @@ def report_structure_problem(path: str | Path) -> str | None:
     cut, so a copy cut short would otherwise lose launches without a word. A cut that falls exactly
     on a block boundary cannot be seen. Files without the signature return None (the loader judges).
     """
-    data = Path(path).read_bytes()
-    if not data.startswith(_REPORT_MAGIC) or len(data) < 8:
+    path = Path(path)
+    size = path.stat().st_size
+    with open(path, "rb") as handle:  # seeks from size field to size field: reads a few bytes per block
+        head = handle.read(8)
+        if len(head) < 8 or not head.startswith(_REPORT_MAGIC):
+            return None
+        offset = 8 + int.from_bytes(head[4:8], "little")
+        blocks = 0
+        while offset + 4 <= size:
+            handle.seek(offset)
+            offset += 4 + int.from_bytes(handle.read(4), "little")
+            blocks += 1
+    if offset == size:
         return None
-    offset = 8 + int.from_bytes(data[4:8], "little")
-    blocks = 0
-    while offset + 4 <= len(data):
-        offset += 4 + int.from_bytes(data[offset : offset + 4], "little")
-        blocks += 1
-    if offset == len(data):
-        return None
-    if offset > len(data):
+    if offset > size:
         return (
             f"the file is truncated or damaged: its block {blocks} ends at byte {offset:,} but the file has "
-            f"only {len(data):,} bytes"
+            f"only {size:,} bytes"
         )
-    return f"the file ends with {len(data) - offset} stray byte(s) after its last block"
+    return f"the file ends with {size - offset} stray byte(s) after its last block"
 
 
 def _text_head(path: Path) -> str | None:
     """The first line of ``path`` when the file is text, else None."""
-    head = path.read_bytes()[:4096]
+    with open(path, "rb") as handle:
+        head = handle.read(4096)
     if b"\x00" in head:
         return None
     try:
@@ -119,7 +124,9 @@ def _not_a_report(path: Path, ranges: int) -> InputError:
             f"{path}: a text file (first line {first_line!r}), not an Nsight Compute report: the report "
             f"holds no kernel launch; {hint}"
         )
-    if not path.read_bytes()[:4] == _REPORT_MAGIC:
+    with open(path, "rb") as handle:
+        signed = handle.read(4) == _REPORT_MAGIC
+    if not signed:
         return InputError(
             f"{path}: not an Nsight Compute report (it lacks the 'NVR' signature of .ncu-rep files; "
             f"ncu_report found {ranges} ranges and no kernel launch); {fix}"
@@ -708,6 +715,8 @@ def _launch_problems(row, recipe_columns: list[str]) -> list[str]:
     if problems:
         problems[-1] += "; the launch is kept with these quantities empty: check the export (units, values)"
     lacking = [q for q in str(row["missing"]).split(";") if q and q not in refused]
+    if row.get("source_format") == "what-if" and "duration_s" in lacking:
+        lacking.remove("duration_s")  # optional in a what-if table: the report shows the predicted time
     if "flop" in lacking and any(q.startswith("flop_") for q in refused):
         lacking.remove("flop")
     if lacking:
@@ -720,7 +729,9 @@ def diagnostics_for(counters: pd.DataFrame, app: str) -> pd.DataFrame:
     """One warning row per launch that lacks or had refused a roofline quantity, and one per file
     whose launches ran on several devices."""
     recipe_columns = [c for c in counters.columns if c.endswith("_recipe")]
-    flagged = counters["missing"].astype(str) != ""
+    missing = counters["missing"].astype(str)
+    what_if = counters.get("source_format", pd.Series("", index=counters.index)) == "what-if"
+    flagged = (missing != "") & ~(what_if & (missing == "duration_s"))
     for column in recipe_columns:
         flagged |= counters[column].astype(str).str.startswith(REFUSED)
     rows = []

@@ -93,8 +93,12 @@ def summary_line(status: dict) -> str:
     return f"roofline: {counts['failed']} of {counts['apps']} app(s) failed: {failures}"
 
 
-def check(path: str | Path) -> int:
-    """Exit status for a scheduler: 0 all inputs analysed, 1 an input failed, 2 no readable status."""
+EXIT_REGRESSION = 3
+
+
+def check(path: str | Path, regressions: str | Path | None = None) -> int:
+    """Exit status for a scheduler: 0 all inputs analysed, 1 an input failed, 2 no readable status,
+    3 (only when ``regressions`` names reports/regressions.json) a kernel regressed tonight."""
     try:
         status = json.loads(Path(path).read_text(encoding="utf-8"))
         ok = status["ok"]
@@ -102,7 +106,20 @@ def check(path: str | Path) -> int:
         print(f"roofline: no readable status at {path} ({exc}): the workflow did not finish; rerun it", file=sys.stderr)
         return 2
     print(summary_line(status), file=sys.stderr)
-    return 0 if ok is True else 1
+    if ok is not True:
+        return 1
+    if regressions is not None:
+        try:
+            count = int(json.loads(Path(regressions).read_text(encoding="utf-8"))["counts"]["regression"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            print(
+                f"roofline: no readable regressions at {regressions} ({exc}); run the nightly target", file=sys.stderr
+            )
+            return 2
+        if count:
+            print(f"roofline: {count} kernel(s) regressed tonight (see {regressions})", file=sys.stderr)
+            return EXIT_REGRESSION
+    return 0
 
 
 def write_status(diagnostics_paths: Iterable[str | Path], output: str | Path) -> dict:
@@ -119,9 +136,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--diagnostics", nargs="*", default=[], help="data/diagnostics/*.parquet")
     parser.add_argument("--output", help="status JSON to write")
     parser.add_argument("--check", metavar="STATUS_JSON", help="exit 1 when any input failed, 0 otherwise")
+    parser.add_argument(
+        "--regressions", metavar="REGRESSIONS_JSON", help="with --check: also exit 3 when a kernel regressed"
+    )
     args = parser.parse_args(argv)
     if args.check:
-        return check(args.check)
+        return check(args.check, args.regressions)
     if not args.output:
         parser.error("give --output (write) or --check (read)")
     status = write_status(args.diagnostics, args.output)

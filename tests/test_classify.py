@@ -254,7 +254,9 @@ def test_annotations_give_traffic_excess():
 
     frame = _launch("m", 2e9, 24e9, duration=1e-2)
     frame.loc[0, "kernel"] = "void saxpy<float>(int, float, float *, float *)"
-    annotated = apply_annotations(frame, [{"kernel": r"^void saxpy<", "algorithmic_flop": 2e9, "algorithmic_bytes": 12e9}])
+    annotated = apply_annotations(
+        frame, [{"kernel": r"^void saxpy<", "algorithmic_flop": 2e9, "algorithmic_bytes": 12e9}]
+    )
     row = classify_launches(annotated, _machine("m", 100e12, 1e12)).iloc[0]
     assert row["traffic_excess"] == pytest.approx(2.0)
     assert row["ai_algorithmic"] == pytest.approx(1 / 6)

@@ -16,7 +16,9 @@ def test_gemm_counts_two_flop_per_fma():
     assert gemm_rate(8192, 8192, 8192, 1.0) == pytest.approx(2 * 8192**3)
 
 
-@pytest.mark.parametrize("cc, cls", [((7, 0), "fp64"), ((8, 0), "tensor_fp64"), ((8, 6), "fp64"), ((9, 0), "tensor_fp64")])
+@pytest.mark.parametrize(
+    "cc, cls", [((7, 0), "fp64"), ((8, 0), "tensor_fp64"), ((8, 6), "fp64"), ((9, 0), "tensor_fp64")]
+)
 def test_fp64_gemm_class_follows_the_hardware(cc, cls):
     assert fp64_class(cc) == cls
 

@@ -113,3 +113,19 @@ def test_the_workflow_builds_the_status_by_default():
     text = (REPO / "workflow" / "rules" / "common.smk").read_text()
     assert '"reports/status.json"' in text
     assert 'include: "workflow/rules/status.smk"' in (REPO / "Snakefile").read_text()
+
+
+def test_check_fails_on_regressions_when_asked(tmp_path):
+    import json as _json
+
+    from roofline.status import EXIT_REGRESSION, check
+
+    status = tmp_path / "status.json"
+    status.write_text(_json.dumps({"ok": True, "counts": {"apps": 1, "failed": 0, "warnings": 0}, "failed": []}))
+    regressions = tmp_path / "regressions.json"
+    regressions.write_text(_json.dumps({"counts": {"regression": 2}}))
+    assert check(status) == 0
+    assert check(status, regressions) == EXIT_REGRESSION
+    regressions.write_text(_json.dumps({"counts": {"regression": 0}}))
+    assert check(status, regressions) == 0
+    assert check(status, tmp_path / "missing.json") == 2
