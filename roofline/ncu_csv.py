@@ -272,15 +272,36 @@ def _sniff(path: Path) -> tuple[str | io.BytesIO, str, list[str], int]:
     )
 
 
+# Long-format columns that repeat a few values on every row (a kernel name on each of its metric
+# rows): read dictionary-encoded, so each distinct string is materialised once, not once per row.
+_REPEATED = frozenset(
+    (
+        "ID",
+        "Kernel Name",
+        "Section Name",
+        "Body Item Label",
+        "Metric Name",
+        "Metric Unit",
+        "Stream",
+        "Grid Size",
+        "Block Size",
+        "Device",
+        "CC",
+    )
+)
+
+
 def _read_table(source: str | io.BytesIO, encoding: str, columns: list[str], where: _Where) -> pd.DataFrame:
-    """All ``columns`` as strings; pyarrow's fast reader, pandas' when rows are ragged or odd."""
+    """All ``columns`` as text; pyarrow's fast reader, pandas' when rows are ragged or odd."""
+    long_format = "Metric Name" in columns
+    dictionary = pa.dictionary(pa.int32(), pa.string())
     try:
         table = pacsv.read_csv(
             source,
             read_options=pacsv.ReadOptions(encoding="utf8" if "8" in encoding else encoding),
             convert_options=pacsv.ConvertOptions(
                 include_columns=columns,
-                column_types={c: pa.string() for c in columns},
+                column_types={c: dictionary if long_format and c in _REPEATED else pa.string() for c in columns},
                 strings_can_be_null=False,
                 quoted_strings_can_be_null=False,
             ),

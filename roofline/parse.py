@@ -522,39 +522,61 @@ def derive_counters(raw: pd.DataFrame) -> pd.DataFrame:
         raw.get("launch__shared_mem_per_block_dynamic", pd.Series(np.nan, index=raw.index)), errors="coerce"
     )
     frame["shared_mem_bytes"] = static.fillna(0) + dynamic.fillna(0)
-    frame["kernel_short"] = frame["kernel"].astype(str).map(short_kernel_name)
+    names = frame["kernel"].astype(str)
+    frame["kernel_short"] = names.map({name: short_kernel_name(name) for name in names.unique()})
     frame["missing"], frame["missing_hint"] = _missing(frame)
     return frame.drop(columns=["shared_mem_static_bytes", "shared_mem_dynamic_bytes"], errors="ignore")
 
 
+def _missing_text(
+    no_duration: bool, duration_refused: bool, no_dram: bool, dram_refused: bool, no_flop: bool, flop_refused: bool
+) -> tuple[str, str]:
+    """The ``missing`` and ``missing_hint`` texts of one combination of gaps."""
+    missing, hints = [], []
+    for lacking, was_refused, quantity in (
+        (no_duration, duration_refused, "duration_s"),
+        (no_dram, dram_refused, "dram_bytes"),
+    ):
+        if lacking:
+            missing.append(quantity)
+            hints.append(
+                f"{quantity}: fix the value ({quantity}_recipe says why it was refused)"
+                if was_refused
+                else metrics.metric_hint(quantity)
+            )
+    if no_flop:
+        missing.append("flop")
+        hints.append(
+            "flop: fix the values (see the flop_*_recipe columns)" if flop_refused else metrics.NCU_ROOFLINE_FLAGS
+        )
+    return ";".join(missing), " ; ".join(dict.fromkeys(hints))
+
+
 def _missing(frame: pd.DataFrame) -> tuple[list[str], list[str]]:
+    """Per launch, the roofline quantities it lacks and the ncu flags that would supply them.
+
+    The texts depend only on six flags per launch, so each distinct combination is written once
+    (100k launches cost a few combinations, not 100k string joins).
+    """
     flop_columns = [f"flop_{c}" for c in COMPUTE_CLASSES]
-    missing_all, hints_all = [], []
-    no_flop = frame[flop_columns].isna().all(axis=1)
-    refused = {
-        column: frame[f"{column}_recipe"].astype(str).str.startswith(REFUSED)
-        for column in ("duration_s", "dram_bytes", *flop_columns)
-    }
-    flop_refused = pd.concat([refused[c] for c in flop_columns], axis=1).any(axis=1)
-    for i in range(len(frame)):
-        missing, hints = [], []
-        for quantity in ("duration_s", "dram_bytes"):
-            if pd.isna(frame[quantity].iat[i]):
-                missing.append(quantity)
-                if refused[quantity].iat[i]:
-                    hints.append(f"{quantity}: fix the value ({quantity}_recipe says why it was refused)")
-                else:
-                    hints.append(metrics.metric_hint(quantity))
-        if no_flop.iat[i]:
-            missing.append("flop")
-            hints.append("flop: fix the values (see the flop_*_recipe columns)" if flop_refused.iat[i]
-                         else metrics.NCU_ROOFLINE_FLAGS)
-        missing_all.append(";".join(missing))
-        hints_all.append(" ; ".join(dict.fromkeys(hints)))
-    return missing_all, hints_all
 
+    def refused(column: str) -> np.ndarray:
+        return frame[f"{column}_recipe"].astype(str).str.startswith(REFUSED).to_numpy()
 
-_ARGS = re.compile(r"\(.*\)\s*$")
+    flags = np.column_stack(
+        [
+            frame["duration_s"].isna().to_numpy(),
+            refused("duration_s"),
+            frame["dram_bytes"].isna().to_numpy(),
+            refused("dram_bytes"),
+            frame[flop_columns].isna().all(axis=1).to_numpy(),
+            np.column_stack([refused(c) for c in flop_columns]).any(axis=1),
+        ]
+    ).reshape(len(frame), 6)
+    codes = flags.astype(np.int64) @ (1 << np.arange(6))
+    texts = {int(c): _missing_text(*(bool(int(c) >> i & 1) for i in range(6))) for c in np.unique(codes)}
+    picked = [texts[c] for c in codes.tolist()]
+    return [m for m, _ in picked], [h for _, h in picked]
 
 
 def short_kernel_name(name: str, limit: int = 80) -> str:

@@ -2,7 +2,15 @@
 
 Pure functions build the chart (:func:`roofline_chart`) and the pages (:func:`summary_html`,
 :func:`app_html`); :func:`write_pages` and :func:`write_report` are the only ones touching files. Pages inline the Vega
-bundle once and make no network request. Kernel names are data: every text is HTML-escaped and
+bundle once and make no network request.
+
+A page embeds its kernels once, as one compact JSON table (:func:`page_table`: a column per field,
+numbers to 4 significant digits, rows by priority). A small inline script draws the kernels table
+from it (a page of rows at a time, with find and "show all"), builds the CSV download in the
+browser and fills each chart's kernel points (one row per kernel; the spec folds them into one
+point per memory level). Charts draw the top :data:`TOP_N_DEFAULT` kernels by GPU time at first.
+
+Kernel names are data: HTML text is escaped, the script sets names with ``textContent`` only, and
 every embedded JSON has ``<`` escaped, so a name cannot close a tag or open a script.
 """
 
@@ -49,6 +57,14 @@ CLASS_SHAPE = dict(zip(COMPUTE_CLASSES, [
     "triangle-left", "wedge",
 ]))
 MEASURED, PREDICTED = "measured", "predicted at roof (what-if, no duration)"
+KERNEL_DATA = "kernels"  # the named dataset of the kernel points; a page fills it from its embedded table
+# Fields of a kernel point. The page's embedded table has these columns (and more), so a chart's
+# rows are a selection of them; a point's performance and timing are computed in the spec.
+CHART_FIELDS = ["kernel", "kernel_short", "app", "compute_class", "bound", "launches", "time_share",
+                *(f"ai_{lv}" for lv in MEMORY_LEVELS), "achieved", "attainable", "roof_pct", "ceiling_source",
+                "note", "rank"]
+CANVAS_FROM = 300  # kernels on a chart from which it is drawn on a canvas, not as SVG
+CROWDED = 150  # drawn kernels from which the points are smaller
 ALL = "(all)"
 APP_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
 
@@ -66,14 +82,6 @@ def si(value: float, unit: str) -> str:
         if abs(float(f"{value:.3g}")) >= factor:
             return f"{value / factor:.3g} {prefix}{unit}"
     return f"{value:.3g} {unit}"
-
-
-def _pct(value: float) -> str:
-    return f"{value:.1f} %" if np.isfinite(value) else "–"
-
-
-def _num(value: float) -> str:
-    return f"{value:.3g}" if np.isfinite(value) else "–"
 
 
 # -- chart geometry --------------------------------------------------------------------------------
@@ -330,10 +338,11 @@ def _domain(points: pd.DataFrame, roofs: dict, classes: list[str]) -> _Frame:
             grow_left |= end / start < 10 ** (sloped_px * math.cos(frame.theta) / frame.ppx)
         if ridges:
             grow_right = WIDTH - frame.px(max(ridges), top)[0] < flat_px
-        if not (grow_left or grow_right):
+        grow_up = bool(np.isfinite(top)) and frame.px(1.0, top)[1] < FONT + 6  # room for a label above the top roof
+        if not (grow_left or grow_right or grow_up):
             break
         x = (x[0] / (3 if grow_left else 1), x[1] * (3 if grow_right else 1))
-        y = (y[0] / (3 if grow_left else 1), y[1])
+        y = (y[0] / (3 if grow_left else 1), y[1] * (10 ** ((FONT + 8) / frame.ppy) if grow_up else 1))
     return _Frame(x, y)
 
 
@@ -399,12 +408,15 @@ def roofline_chart(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str) -
     pick = alt.selection_point(name="pick", fields=["kid"], on="click", clear="dblclick")
     test = " && ".join(f"({p.name} == '{ALL}' || datum.{f} == {p.name})" for f, p in filters.items())
     levels = [lv for lv in MEMORY_LEVELS if points[f"ai_{lv}"].notna().any()] or ["dram"]
+    measured = "isValid(datum.achieved) && datum.achieved > 0"
     base = (
-        alt.Chart(points)
+        alt.Chart(alt.Data(name=KERNEL_DATA))
         .transform_filter(f"{test} && datum.rank <= top_n")
         .transform_fold([f"ai_{lv}" for lv in levels], as_=["level_key", "ai"])
         .transform_filter("isValid(datum.ai) && datum.ai > 0")
         .transform_calculate(
+            y=f"{measured} ? datum.achieved : datum.attainable",
+            timing=f"{measured} ? '{MEASURED}' : '{PREDICTED}'",
             level=" : ".join(f"datum.level_key == 'ai_{lv}' ? '{LEVEL_LABEL[lv]}'" for lv in levels) + " : ''",
             colour="colour_by == 'app' ? datum.app : datum.bound",
             level_rank=" : ".join(f"datum.level_key == 'ai_{lv}' ? {MEMORY_LEVELS.index(lv)}" for lv in levels)
@@ -429,7 +441,8 @@ def roofline_chart(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str) -
         alt.Tooltip("roof_pct:Q", format=".1f", title="% of roof"),
         alt.Tooltip("ceiling_source:N", title="ceiling source"), alt.Tooltip("note:N"),
     ]
-    crowd = 1.0 if len(points) <= 300 else 0.5  # smaller, lighter points when many are drawn
+    crowded = f"min(top_n, {len(points)}) > {CROWDED}"  # smaller points when many are drawn
+    sizes = [{"expr": f"{crowded} ? {LEVEL_SIZE[lv] / 2:g} : {LEVEL_SIZE[lv]:g}"} for lv in ("dram", "shared")]
     used_shapes = [c for c in COMPUTE_CLASSES if c in set(points["compute_class"])] or ["fp32"]
     layers.append(base.mark_point(filled=False, strokeWidth=1.5, clip=True).encode(
         **xy("ai", "y"),
@@ -440,11 +453,11 @@ def roofline_chart(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str) -
         shape=alt.Shape("compute_class:N", title="compute class", legend=legend.copy(), scale=alt.Scale(
             domain=used_shapes, range=[CLASS_SHAPE[c] for c in used_shapes])),
         size=alt.Size("level_rank:Q", title="memory level", scale=alt.Scale(
-            domain=[0, len(MEMORY_LEVELS) - 1], range=[LEVEL_SIZE["dram"] * crowd, LEVEL_SIZE["shared"] * crowd]),
+            domain=[0, len(MEMORY_LEVELS) - 1], range=sizes),
             legend=alt.Legend(values=[MEMORY_LEVELS.index(lv) for lv in levels], symbolFillColor="#888888",
                               labelExpr=f"{[LEVEL_LABEL[lv] for lv in MEMORY_LEVELS]}[datum.value]")),
         strokeWidth=alt.condition(pick, alt.value(3.0), alt.value(1.5), empty=False),
-        opacity=alt.condition(pick, alt.value(0.95 if crowd == 1 else 0.7), alt.value(0.15)),
+        opacity=alt.condition(pick, alt.value(0.85), alt.value(0.15)),  # an expression here blanks canvas legends
         tooltip=tooltip,
     ).add_params(pick))
     drawn = {("memory", lv) for lv in MEMORY_LEVELS} | {("compute", c) for c in classes}
@@ -452,9 +465,10 @@ def roofline_chart(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str) -
     return (
         alt.layer(*layers)
         .add_params(colour_by, *filters.values(), top_n)
-        .properties(width=WIDTH, height=HEIGHT, title=alt.Title(
+        .properties(width=WIDTH, height=HEIGHT, datasets={KERNEL_DATA: _records(points[["kid", *CHART_FIELDS]])},
+                    title=alt.Title(
             device, subtitle=[
-                f"{len(points)} kernels plotted; ceilings: {', '.join(sources) or 'none'}; "
+                f"{len(points)} kernel{'s' if len(points) != 1 else ''}; ceilings: {', '.join(sources) or 'none'}; "
                 "click a kernel to highlight its levels, double-click to clear",
                 *(["hollow points: what-if kernels without a duration, drawn at their predicted (at-roof) "
                    "performance"] if (points["timing"] == PREDICTED).any() else []),
@@ -475,11 +489,26 @@ th{background:#f4f4f4;position:sticky;top:0}td.n{text-align:right;font-variant-n
 .note{color:#555;font-size:12px;min-width:16em;max-width:36em}.cfg{font-size:12px;white-space:nowrap}.error{color:#a40000}.warning{color:#8a5a00}
 .chart{margin:.5em 0}.chart form,.vega-bindings{font-size:13px}.vega-bind{display:inline-block;margin-right:1.2em}
 .meta{color:#555}.scroll{overflow-x:auto}
+.pager{font-size:13px}.pager button,.pager input{font-size:13px;margin-right:.6em}
+.drawn{font-size:13px;color:#555;margin:.2em 0 1.2em}
 """
 
-TABLE_COLUMNS = ["#", "kernel", "app", "device", "grid × block", "launches", "time share", "GPU time", "bound",
-                 "% of roof", "achieved", "attainable", "AI [FLOP/B]", "ceiling source", "priority",
-                 "note"]
+# The kernels table: (header, field of the page's embedded table or None for the row number, format).
+# The inline script draws the rows and writes the CSV (these columns and the full name) from it.
+TABLE = [
+    ("#", None, "index"), ("kernel", "kernel_short", "name"), ("app", "app", "app"), ("device", "device", "cfg"),
+    ("grid × block", "config", "cfg"), ("launches", "launches", "int"), ("time share", "time_share", "share"),
+    ("GPU time", "duration_s", "s"), ("bound", "bound", "text"), ("% of roof", "roof_pct", "pct"),
+    ("achieved", "achieved", "achieved"), ("attainable", "attainable", "attainable"),
+    ("AI [FLOP/B]", "ai_bind", "num"), ("ceiling source", "ceiling_source", "text"), ("priority", "priority", "num"),
+    ("note", "note", "note"),
+]
+TABLE_COLUMNS = [head for head, *_ in TABLE]
+CSV_COLUMNS = [*((head, field) for head, field, _ in TABLE), ("kernel (full name)", "kernel")]
+TABLE_ROWS = 100  # rows drawn at first and per "show more"
+TEXT_FIELDS = {"kernel", "kernel_short", "app", "device", "config", "compute_class", "bound", "ceiling_source", "note"}
+INT_FIELDS = {"launches", "rank"}
+UNPLOTTED_LISTED = 100
 
 
 COLUMN_HELP = {
@@ -491,6 +520,138 @@ COLUMN_HELP = {
     "priority": "time share x (1 - fraction of the binding roof)",
 }
 
+# Draws the kernels table and the charts from DATA (one column per field, rows in priority order).
+# Names are data: every text goes in with textContent or a property, never as markup.
+SCRIPT = r"""
+(function () {
+'use strict';
+const C = {}, N = DATA.n;
+for (const [name, col] of Object.entries(DATA.cols)) {
+  C[name] = Array.isArray(col) ? col : col.codes.map((c) => col.levels[c]);
+}
+const PREFIXES = [[1e18, 'E'], [1e15, 'P'], [1e12, 'T'], [1e9, 'G'], [1e6, 'M'], [1e3, 'k'], [1, ''],
+  [1e-3, 'm'], [1e-6, 'µ'], [1e-9, 'n'], [1e-12, 'p']];
+const g3 = (v) => String(Number(v.toPrecision(3)));
+function si(v, unit) {
+  if (v === null || !isFinite(v)) return '–';
+  const r = Math.abs(Number(v.toPrecision(3)));
+  for (const [f, p] of PREFIXES) if (r >= f) return g3(v / f) + ' ' + p + unit;
+  return g3(v) + ' ' + unit;
+}
+const pct = (v) => (v === null ? '–' : v.toFixed(1) + ' %');
+const count = (n) => n.toLocaleString('en-US');
+const predicted = (i) => C.achieved[i] === null && C.attainable[i] !== null;
+const FORMAT = {
+  index: (i) => String(i + 1),
+  int: (i, f) => (C[f][i] === null ? '' : String(C[f][i])),
+  share: (i, f) => (C[f][i] === null ? '–' : pct(100 * C[f][i])),
+  pct: (i, f) => pct(C[f][i]),
+  s: (i, f) => si(C[f][i], 's'),
+  achieved: (i, f) => (predicted(i) ? '– (what-if)' : si(C[f][i], 'FLOP/s')),
+  attainable: (i, f) => si(C[f][i], 'FLOP/s') + (predicted(i) ? ' predicted' : ''),
+  num: (i, f) => (C[f][i] === null ? '–' : g3(C[f][i])),
+  text: (i, f) => C[f][i] || '',
+};
+const CLASS = {index: 'n', int: 'n', share: 'n', pct: 'n', s: 'n', achieved: 'n', attainable: 'n', num: 'n',
+  name: 'kname', cfg: 'cfg', note: 'note'};
+
+function row(i) {
+  const tr = document.createElement('tr');
+  for (const [, field, format] of DATA.table) {
+    const td = tr.insertCell();
+    if (CLASS[format]) td.className = CLASS[format];
+    if (format === 'app' && DATA.appPrefix !== null) {
+      const a = document.createElement('a');
+      a.href = DATA.appPrefix + encodeURIComponent(C.app[i] + '.html');
+      a.textContent = C.app[i];
+      td.appendChild(a);
+    } else {
+      td.textContent = (FORMAT[format] || FORMAT.text)(i, field);
+    }
+    if (format === 'name') td.title = C.kernel[i];
+  }
+  return tr;
+}
+
+function csvCell(v) {
+  if (v === null || v === undefined) return '';
+  let s = String(v);
+  if (typeof v === 'string' && /^[=+\-@]/.test(s)) s = "'" + s;  // a spreadsheet would run it
+  return /[",\r\n]/.test(s) ? '"' + s.replace(/"/g, '""') + '"' : s;
+}
+function csvText() {
+  const lines = [DATA.csv.map(([head]) => csvCell(head)).join(',')];
+  for (let i = 0; i < N; i++) lines.push(DATA.csv.map(([, f]) => csvCell(f === null ? i + 1 : C[f][i])).join(','));
+  return lines.join('\n') + '\n';
+}
+window.ROOFLINE = {csvText: csvText, columns: C};
+
+const tbody = document.getElementById('rows');
+if (tbody) {
+  const status = document.getElementById('shown'), more = document.getElementById('more');
+  const all = document.getElementById('all'), find = document.getElementById('find');
+  const every = Array.from({length: N}, (_, i) => i);
+  let order = every, shown = 0, hay = null;
+  const show = function (upto) {
+    const rows = document.createDocumentFragment();
+    for (upto = Math.min(upto, order.length); shown < upto; shown++) rows.appendChild(row(order[shown]));
+    tbody.appendChild(rows);
+    status.textContent = count(shown) + ' of ' + count(order.length) + (order === every ? '' : ' matching') +
+      ' kernels shown';
+    more.hidden = all.hidden = shown >= order.length;
+  };
+  more.addEventListener('click', () => show(shown + DATA.pageRows));
+  all.addEventListener('click', () => show(order.length));
+  find.addEventListener('input', function () {
+    const q = find.value.trim().toLowerCase();
+    hay = hay || every.map((i) => [C.kernel[i], C.kernel_short[i], C.app[i], C.bound[i], C.note[i]]
+      .join('\n').toLowerCase());
+    order = q ? every.filter((i) => hay[i].includes(q)) : every;
+    tbody.textContent = '';
+    shown = 0;
+    show(DATA.pageRows);
+  });
+  show(DATA.pageRows);
+  document.getElementById('csv').addEventListener('click', function () {
+    const url = URL.createObjectURL(new Blob([csvText()], {type: 'text/csv;charset=utf-8'}));
+    const a = document.createElement('a');
+    a.href = url;
+    a.download = DATA.csvName;
+    document.body.appendChild(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 60000);
+  });
+}
+
+function drawnNote(top, n) {
+  if (top >= n) return n === 1 ? 'The kernel is drawn.' : 'All ' + count(n) + ' kernels drawn.';
+  return 'Drawn: the top ' + count(top) + ' of ' + count(n) + ' kernels by GPU time; ' + count(n - top) +
+    ' hidden. Move the "top N kernels by GPU time" slider to the right to show them.';
+}
+DATA.charts.forEach(function (chart, c) {
+  const points = [];
+  for (let i = 0; i < N; i++) {
+    if (C.device[i] !== chart.device || C.rank[i] === null) continue;
+    const p = {kid: i};
+    for (const f of DATA.fields) p[f] = C[f][i];
+    points.push(p);
+  }
+  SPECS[c].datasets[DATA.dataset] = points;
+  const el = document.getElementById('chart' + c), note = document.getElementById('drawn' + c);
+  vegaEmbed(el, SPECS[c], {actions: false, renderer: chart.canvas ? 'canvas' : 'svg'}).then(function (r) {
+    VIEWS[c] = r.view;
+    el.setAttribute('data-rendered', 'yes');
+    note.textContent = drawnNote(r.view.signal('top_n'), points.length);
+    r.view.addSignalListener('top_n', (_, top) => { note.textContent = drawnNote(top, points.length); });
+  }).catch(function (e) {
+    el.setAttribute('data-error', String(e));
+    el.textContent = 'Chart could not be drawn: ' + e;
+  });
+});
+})();
+"""
+
 
 def _e(text: object) -> str:
     return html.escape("" if text is None or (isinstance(text, float) and not np.isfinite(text)) else str(text),
@@ -499,72 +660,85 @@ def _e(text: object) -> str:
 
 def _json(obj: object) -> str:
     """JSON safe inside a <script> element: no ``</`` or ``<!--`` can appear."""
-    return json.dumps(obj, allow_nan=False).replace("<", "\\u003c")
+    return _script_safe(json.dumps(obj, allow_nan=False, ensure_ascii=False))
+
+
+def _script_safe(text: str) -> str:
+    return text.replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+
+def _records(frame: pd.DataFrame) -> list[dict]:
+    """Rows as JSON-ready dicts (missing values as ``None``)."""
+    return frame.astype(object).where(frame.notna(), None).to_dict("records")
 
 
 def _app_href(app: str, prefix: str) -> str:
     return prefix + urllib.parse.quote(f"{app}.html")
 
 
-def _binding_ai(row: pd.Series) -> float:
-    level = row["binding_level"]
-    return row.get(f"ai_{level}", np.nan) if level in MEMORY_LEVELS else np.nan
+def page_table(kernels: pd.DataFrame) -> pd.DataFrame:
+    """Every kernel of a page in priority order: the chart's fields and the table's.
 
-
-def kernel_table(kernels: pd.DataFrame) -> pd.DataFrame:
-    """The kernels of the page in priority order, as raw values in the shown table's columns."""
+    ``rank`` (order by GPU time on its device's chart) is missing for a kernel that has no place
+    on a chart; ``achieved`` is the measured performance, missing for what-if rows.
+    """
     k = kernels.sort_values(["priority", "duration_s"], ascending=False, na_position="last").reset_index(drop=True)
-    measured = np.isfinite(k["performance"])
+    rank = pd.Series(np.nan, index=k.index)
+    for _, group in k.groupby("device", sort=False):
+        points = plot_points(group)
+        rank[group.index[points["kid"].to_numpy()]] = points["rank"].to_numpy()
+    levels = [f"ai_{lv}" for lv in MEMORY_LEVELS]
+    ai = k[levels].apply(pd.to_numeric, errors="coerce")
+    binding = np.select([k["binding_level"] == lv for lv in MEMORY_LEVELS], [ai[c] for c in levels], np.nan)
+    performance = pd.to_numeric(k["performance"], errors="coerce")
     return pd.DataFrame({
-        "#": np.arange(1, len(k) + 1), "kernel": k["kernel_short"], "app": k["app"], "device": k["device"],
-        "grid × block": [f"{g} × {b}" if g or b else "" for g, b in zip(k["grid"], k["block"])],
-        "launches": k["launches"], "time share": k["time_share"], "GPU time": k["duration_s"], "bound": k["bound"],
-        "% of roof": k["roof_pct"], "achieved": k["performance"],
-        "attainable": k["attainable"], "AI [FLOP/B]": k.apply(_binding_ai, axis=1) if len(k) else [],
-        "ceiling source": k["ceiling_source"], "priority": k["priority"], "note": k["note"],
-        "kernel (full name)": k["kernel"], "predicted": ~measured & np.isfinite(k["attainable"]),
+        "kernel": k["kernel"], "kernel_short": k["kernel_short"], "app": k["app"], "device": k["device"],
+        "config": [f"{g} × {b}" if g or b else "" for g, b in zip(k["grid"], k["block"])],
+        "compute_class": k["compute_class"], "bound": k["bound"], "launches": k["launches"],
+        "time_share": k["time_share"], "duration_s": k["duration_s"], **{c: ai[c].where(ai[c] > 0) for c in levels},
+        "achieved": performance.where(np.isfinite(performance)), "attainable": k["attainable"],
+        "roof_pct": k["roof_pct"], "ai_bind": binding, "ceiling_source": k["ceiling_source"],
+        "priority": k["priority"], "note": k["note"], "rank": rank,
     })
 
 
-def _table_html(table: pd.DataFrame, app_prefix: str | None) -> str:
+def _columns_json(table: pd.DataFrame) -> str:
+    """The table as one JSON object of columns, safe inside a <script> element.
+
+    Numbers keep 4 significant digits; a text column with few distinct values is stored as
+    ``{"levels": [...], "codes": [...]}``.
+    """
+    parts = []
+    for name in table.columns:
+        if name in TEXT_FIELDS:
+            values = table[name].fillna("").astype(str).tolist()
+            levels = sorted(set(values))
+            if 2 * len(levels) <= len(values):
+                code = {v: i for i, v in enumerate(levels)}
+                text = json.dumps({"levels": levels, "codes": [code[v] for v in values]}, ensure_ascii=False)
+            else:
+                text = json.dumps(values, ensure_ascii=False)
+        else:
+            numbers = pd.to_numeric(table[name], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+            form = "{:.0f}" if name in INT_FIELDS else "{:.4g}"
+            text = "[" + ",".join(form.format(v) if math.isfinite(v) else "null" for v in numbers) + "]"
+        parts.append(f"{json.dumps(name)}:{text}")
+    return _script_safe("{" + ",".join(parts) + "}")
+
+
+def _kernels_html(n: int, csv_name: str) -> str:
+    """The kernels section's controls and empty table; the inline script fills the rows."""
+    if not n:
+        return "<p>No kernels.</p>"
     head = "".join(f'<th title="{_e(COLUMN_HELP.get(c, ""))}">{_e(c)}</th>' for c in TABLE_COLUMNS)
-    rows = []
-    for v in table.to_dict("records"):
-        app = _e(v["app"])
-        app_cell = f'<a href="{_e(_app_href(v["app"], app_prefix))}">{app}</a>' if app_prefix is not None else app
-        achieved = si(v["achieved"], "FLOP/s") if not v["predicted"] else "– (what-if)"
-        attainable = si(v["attainable"], "FLOP/s") + (" predicted" if v["predicted"] else "")
-        cells = [
-            f'<td class="n">{v["#"]}</td>',
-            f'<td class="kname" title="{_e(v["kernel (full name)"])}">{_e(v["kernel"])}</td>',
-            f"<td>{app_cell}</td>", f'<td class="cfg">{_e(v["device"])}</td>',
-            f'<td class="cfg">{_e(v["grid × block"])}</td>',
-            f'<td class="n">{v["launches"]}</td>',
-            f'<td class="n">{_pct(100 * v["time share"])}</td>', f'<td class="n">{si(v["GPU time"], "s")}</td>',
-            f"<td>{_e(v['bound'])}</td>", f'<td class="n">{_pct(v["% of roof"])}</td>',
-            f'<td class="n">{achieved}</td>', f'<td class="n">{attainable}</td>',
-            f'<td class="n">{_num(v["AI [FLOP/B]"])}</td>', f"<td>{_e(v['ceiling source'])}</td>",
-            f'<td class="n">{_num(v["priority"])}</td>', f'<td class="note">{_e(v["note"])}</td>',
-        ]
-        rows.append("<tr>" + "".join(cells) + "</tr>")
-    return (f'<div class="scroll"><table class="kernels"><thead><tr>{head}</tr></thead>'
-            f'<tbody>{"".join(rows)}</tbody></table></div>')
-
-
-def _csv_safe(value: object) -> object:
-    """Text a spreadsheet would run as a formula (leading = + - @) gets a leading quote."""
-    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@"):
-        return "'" + value
-    return value
-
-
-def _csv_link(table: pd.DataFrame, name: str) -> str:
-    shown = table.drop(columns=["predicted"])
-    text = shown.select_dtypes(include=["object", "string"]).columns
-    shown[text] = shown[text].map(_csv_safe)
-    data = shown.to_csv(index=False)
-    href = "data:text/csv;charset=utf-8," + urllib.parse.quote(data, safe="")
-    return f'<a class="csv" download="{_e(name)}" href="{href}">download CSV</a>'
+    return (
+        '<p class="pager"><input id="find" type="search" size="40" placeholder="find: kernel, app, bound or note" '
+        f'aria-label="find kernels"><button id="csv" type="button" title="all {n} kernels, as {_e(csv_name)}">'
+        f'download CSV</button><span id="shown">{n} kernels</span></p>\n'
+        f'<div class="scroll"><table class="kernels"><thead><tr>{head}</tr></thead><tbody id="rows"></tbody>'
+        f'</table></div>\n<p class="pager"><button id="more" type="button" hidden>show {TABLE_ROWS} more</button>'
+        '<button id="all" type="button" hidden>show all</button></p>'
+    )
 
 
 def _ceilings_html(ceilings: pd.DataFrame, devices: list[str]) -> str:
@@ -583,7 +757,7 @@ def _ceilings_html(ceilings: pd.DataFrame, devices: list[str]) -> str:
             f"<th>clock</th><th>selected</th><th>citation</th></tr></thead><tbody>{body}</tbody></table>")
 
 
-def _diagnostics_html(diagnostics: pd.DataFrame, kernels: pd.DataFrame) -> str:
+def _diagnostics_html(diagnostics: pd.DataFrame, table: pd.DataFrame) -> str:
     d = diagnostics.sort_values(["severity", "app"], kind="stable")
     parts = []
     if len(d):
@@ -595,23 +769,17 @@ def _diagnostics_html(diagnostics: pd.DataFrame, kernels: pd.DataFrame) -> str:
         )
         parts.append("<table><thead><tr><th>severity</th><th>app</th><th>stage</th><th>input</th><th>launch</th>"
                      f"<th>message</th></tr></thead><tbody>{body}</tbody></table>")
-    unplotted = kernels.loc[~kernels.index.isin(_plotted_index(kernels))]
+    unplotted = table[table["rank"].isna()]
     if len(unplotted):
         items = "".join(
             f'<li><span class="kname" title="{_e(r.kernel)}">{_e(r.kernel_short)}</span> ({_e(r.app)}, '
             f"{_e(r.device)}): {_e(r.note or ('bound ' + r.bound + ': no FLOP/s or no intensity to place it'))}</li>"
-            for r in unplotted.itertuples(index=False)
+            for r in unplotted.head(UNPLOTTED_LISTED).itertuples(index=False)
         )
+        rest = len(unplotted) - UNPLOTTED_LISTED
+        items += f"<li>… and {rest} more: their notes are in the kernels table and its CSV</li>" if rest > 0 else ""
         parts.append(f"<p>{len(unplotted)} kernel(s) are in the table but not on a chart:</p><ul>{items}</ul>")
     return "".join(parts) or "<p>No problems: every input and launch was analysed.</p>"
-
-
-def _plotted_index(kernels: pd.DataFrame) -> pd.Index:
-    keep = []
-    for _, group in kernels.groupby("device", sort=False):
-        pts = plot_points(group)
-        keep.extend(group.index[pts["kid"].to_numpy()])
-    return pd.Index(keep)
 
 
 @functools.cache
@@ -622,19 +790,12 @@ def _vega_bundle() -> str:
     return vl_convert.javascript_bundle()
 
 
-def _page(title: str, body: str, specs: list[dict]) -> str:
-    embeds = "\n".join(
-        f"vegaEmbed('#chart{i}', SPECS[{i}], {{actions: false}})"
-        f".then(function (r) {{ VIEWS[{i}] = r.view; "
-        f"document.getElementById('chart{i}').setAttribute('data-rendered', 'yes'); }})"
-        f".catch(function (e) {{ var el = document.getElementById('chart{i}'); el.setAttribute('data-error', "
-        f"String(e)); el.textContent = 'Chart could not be drawn: ' + e; }});"
-        for i in range(len(specs))
-    )
+def _page(title: str, body: str, specs: list[dict], data: str) -> str:
     return (
         f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>\n'
         f"<style>{CSS}</style>\n<script>{_vega_bundle()}</script>\n</head><body>\n{body}\n"
-        f"<script>\nvar SPECS = {_json(specs)};\nvar VIEWS = [];\n{embeds}\n</script>\n</body></html>\n"
+        f"<script>\nvar DATA = {data};\nvar SPECS = {_json(specs)};\nvar VIEWS = [];\n{SCRIPT}</script>\n"
+        "</body></html>\n"
     )
 
 
@@ -642,38 +803,49 @@ _SPECS: dict[tuple, dict] = {}
 
 
 def _chart_spec(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str) -> dict:
-    """``roofline_chart(...).to_dict()``, memoised on the content: the summary and an app page
-    often draw the same device from the same rows, and a chart takes ~0.3 s to build."""
+    """``roofline_chart(...).to_dict()`` without its kernel rows (the page fills them in from its
+    table), memoised on the content: the summary and an app page often draw the same device from
+    the same rows, and a chart takes ~0.3 s to build."""
     key = (device, int(pd.util.hash_pandas_object(kernels, index=False).sum()),
            int(pd.util.hash_pandas_object(ceilings, index=False).sum()))
     if key not in _SPECS:
         if len(_SPECS) > 64:
             _SPECS.clear()
-        _SPECS[key] = roofline_chart(kernels, ceilings, device).to_dict(validate=False)
+        spec = roofline_chart(kernels, ceilings, device).to_dict(validate=False)
+        spec["datasets"][KERNEL_DATA] = []
+        _SPECS[key] = spec
     return copy.deepcopy(_SPECS[key])
 
 
 def _body(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFrame, title: str,
-          app_prefix: str | None, nav: str, csv_name: str) -> tuple[str, list[dict]]:
+          app_prefix: str | None, nav: str, csv_name: str) -> tuple[str, list[dict], str]:
+    """The page's body, its chart specs and its embedded data (JSON text)."""
     kernels = conform(kernels, "kernels")
     ceilings = conform(ceilings, "ceilings")
     diagnostics = conform(diagnostics, "diagnostics")
+    table = page_table(kernels)
     devices = sorted(kernels["device"].unique())
-    specs, sections, skipped = [], [], []
+    specs, charts, sections, skipped = [], [], [], []
     with alt.data_transformers.disable_max_rows():
         for device in devices:
+            n = int((table["rank"].notna() & (table["device"] == device)).sum())
             if not ((ceilings["device"] == device) & ceilings["selected"]).any():
                 skipped.append(f"{_e(device or '(unnamed device)')} (no selected ceiling)")
-            elif plot_points(kernels[kernels["device"] == device]).empty:
+            elif not n:
                 skipped.append(f"{_e(device)} (no kernel with both a performance and an intensity)")
             else:
                 specs.append(_chart_spec(kernels[kernels["device"] == device], ceilings[ceilings["device"] == device],
                                          device))
-                sections.append(f'<div class="chart" id="chart{len(specs) - 1}"></div>')
+                charts.append({"device": device, "canvas": n >= CANVAS_FROM})
+                i = len(specs) - 1
+                sections.append(f'<div class="chart" id="chart{i}"></div><p class="drawn" id="drawn{i}"></p>')
     if skipped:
         sections.append(f"<p>No chart for {', '.join(skipped)}: their kernels are in the table below, the reasons "
                         "under <a href=\"#diagnostics\">Diagnostics</a>.</p>")
-    table = kernel_table(kernels)
+    data = (f'{{"n":{len(table)},"cols":{_columns_json(table)},"charts":{_json(charts)},'
+            f'"dataset":{_json(KERNEL_DATA)},"fields":{_json(CHART_FIELDS)},"table":{_json(TABLE)},'
+            f'"csv":{_json(CSV_COLUMNS)},"csvName":{_json(csv_name)},"appPrefix":{_json(app_prefix)},'
+            f'"pageRows":{TABLE_ROWS}}}')
     n_err = int((diagnostics["severity"] == "error").sum())
     contents = ('<nav class="meta">Contents: <a href="#charts">rooflines</a> · <a href="#kernels">kernels</a> · '
                 '<a href="#ceilings">ceilings</a> · <a href="#diagnostics">diagnostics</a></nav>')
@@ -684,20 +856,18 @@ def _body(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFra
         "(work of its dominant compute class / measured bytes at the level).</p>\n"
         '<section id="charts"><h2>Rooflines</h2>' + "\n".join(sections) + "</section>\n"
         '<section id="kernels"><h2>Kernels by priority</h2><p class="meta">priority = time share × (1 − fraction of '
-        f"the binding roof): where optimisation pays most. {_csv_link(table, csv_name)}</p>\n"
-        + (_table_html(table, app_prefix) if len(table) else "<p>No kernels.</p>")
+        "the binding roof): where optimisation pays most.</p>\n" + _kernels_html(len(table), csv_name)
         + f'</section>\n<section id="ceilings"><h2>Ceilings</h2>{_ceilings_html(ceilings, devices)}</section>\n'
-        f'<section id="diagnostics"><h2>Diagnostics</h2>{_diagnostics_html(diagnostics, kernels)}</section>'
+        f'<section id="diagnostics"><h2>Diagnostics</h2>{_diagnostics_html(diagnostics, table)}</section>'
     )
-    return body, specs
+    return body, specs, data
 
 
 def summary_html(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFrame, title: str) -> str:
     """The whole offline summary page: a chart per device, kernel table, ceilings, diagnostics."""
     apps = sorted((set(kernels["app"]) | set(diagnostics["app"])) - {""})
     nav = "<nav>Apps: " + " · ".join(f'<a href="{_e(_app_href(a, "apps/"))}">{_e(a)}</a>' for a in apps) + "</nav>"
-    body, specs = _body(kernels, ceilings, diagnostics, title, "apps/", nav, "kernels.csv")
-    return _page(title, body, specs)
+    return _page(title, *_body(kernels, ceilings, diagnostics, title, "apps/", nav, "kernels.csv"))
 
 
 def app_html(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFrame, app: str,
@@ -707,9 +877,8 @@ def app_html(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.Data
     devices = set(mine["device"])
     heading = f"{title}: {app}" if title else app
     nav = '<nav><a href="../summary.html">← summary</a></nav>'
-    body, specs = _body(mine, ceilings[ceilings["device"].isin(devices)], diagnostics[diagnostics["app"] == app],
-                        heading, None, nav, f"{app}.csv")
-    return _page(heading, body, specs)
+    return _page(heading, *_body(mine, ceilings[ceilings["device"].isin(devices)],
+                                 diagnostics[diagnostics["app"] == app], heading, None, nav, f"{app}.csv"))
 
 
 # -- IO edge ---------------------------------------------------------------------------------------

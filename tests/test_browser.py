@@ -3,6 +3,9 @@
 Needs Debian's ``chromium`` (``apt-get install chromium``); skipped when it is absent.
 """
 
+import csv
+import html
+import io
 import re
 import shutil
 import subprocess
@@ -23,28 +26,43 @@ FLAGS = [
     "--disable-sync", "--no-first-run", "--disable-quic", "--hide-scrollbars", "--enable-logging=stderr", "--v=0",
     "--virtual-time-budget=10000",
 ]
-# Appended to the page under test only: lists every resource the page fetched, then drives the
-# first chart's inputs (app filter, top N, colour) and counts the kernel points drawn each time.
+# Appended to the page under test only: lists every resource the page fetched, drives the kernels
+# table (find, show more, show all) and keeps the CSV the page would download, then drives the first
+# chart's inputs (app filter, top N, colour) and counts the kernel points drawn each time.
 PROBE = """<script>
-function kernelPoints(view) {
-  var layer = SPECS[0].layer.find(function (l) { return l.transform && l.mark.type === 'point'; });
+function kernelPoints(c) {
+  var layer = SPECS[c].layer.find(function (l) { return l.transform && l.mark.type === 'point'; });
   var n = 0;
   (function walk(mark) {
     if (mark.name === layer.name + '_marks') { n += mark.items.length; }
     (mark.items || []).forEach(function (item) { (item.items || []).forEach(walk); });
-  })(view.scenegraph().root);
+  })(VIEWS[c].scenegraph().root);
   return n;
 }
 window.addEventListener('load', function () { setTimeout(async function () {
-  document.body.setAttribute('data-resources', performance.getEntriesByType('resource')
+  var body = document.body;
+  body.setAttribute('data-resources', performance.getEntriesByType('resource')
     .map(function (e) { return e.name; }).join(' ') || 'none');
-  var view = VIEWS[0], counts = [kernelPoints(view)];
-  await view.signal('app_filter', 'app1').runAsync(); counts.push(kernelPoints(view));
-  await view.signal('top_n', 2).runAsync(); counts.push(kernelPoints(view));
-  await view.signal('colour_by', 'app').runAsync(); counts.push(kernelPoints(view));
-  document.body.setAttribute('data-interact', counts.join(','));
+  var rows = function () { return document.querySelectorAll('#rows tr').length; };
+  var find = document.getElementById('find'), table = [rows()];
+  find.value = 'KERNEL_3<'; find.dispatchEvent(new Event('input')); table.push(rows());
+  find.value = ''; find.dispatchEvent(new Event('input'));
+  document.getElementById('more').click(); table.push(rows());
+  document.getElementById('all').click(); table.push(rows());
+  body.setAttribute('data-table', table.join(','));
+  body.setAttribute('data-csv', ROOFLINE.csvText());
+  var notes = [document.getElementById('drawn0').textContent, document.getElementById('drawn1').textContent];
+  var view = VIEWS[0], counts = [kernelPoints(0)];
+  await view.signal('app_filter', 'app1').runAsync(); counts.push(kernelPoints(0));
+  await view.signal('top_n', 2).runAsync(); counts.push(kernelPoints(0));
+  await view.signal('colour_by', 'app').runAsync(); counts.push(kernelPoints(0));
+  counts.push(kernelPoints(1));
+  notes.push(document.getElementById('drawn0').textContent);
+  body.setAttribute('data-interact', counts.join(','));
+  body.setAttribute('data-notes', notes.join('|'));
 }, 1000); });
 </script></body>"""
+FORMULA = '=HYPERLINK("x")'
 
 
 def chromium(url: str, profile: Path, *extra: str) -> subprocess.CompletedProcess:
@@ -58,7 +76,7 @@ def chromium(url: str, profile: Path, *extra: str) -> subprocess.CompletedProces
 def rendered(tmp_path_factory) -> dict:
     """The summary page of two devices with hostile kernel names, dumped and screenshotted once."""
     tmp = tmp_path_factory.mktemp("browser")
-    names = [HOSTILE, IMG] + [f"void ns::kernel_{i}<float, {i}>(float*, int)" for i in range(10)]
+    names = [HOSTILE, IMG, FORMULA] + [f"void ns::kernel_{i}<float, {i}>(float*, int)" for i in range(9)]
     kernels = make_kernels(12, names=names)
     other = make_kernels(2000, device="GPU-B", seed=5)  # thousands of kernels still render
     kernels = conform(pd.concat([kernels, other], ignore_index=True), "kernels")
@@ -70,7 +88,7 @@ def rendered(tmp_path_factory) -> dict:
     dump = chromium(path.as_uri(), tmp / "profile-dom", "--dump-dom")
     shot = tmp / "summary.png"
     chromium(path.as_uri(), tmp / "profile-png", "--window-size=1300,1300", f"--screenshot={shot}")
-    return {"dom": dump.stdout, "log": dump.stderr, "png": shot, "charts": page.count("vegaEmbed('#chart")}
+    return {"dom": dump.stdout, "log": dump.stderr, "png": shot, "charts": len(re.findall(r'<div class="chart"', page))}
 
 
 def test_every_chart_renders(rendered):
@@ -96,13 +114,43 @@ def test_no_network_requests(rendered):
     assert "net::ERR" not in rendered["log"]
 
 
+def attribute(rendered: dict, name: str) -> str:
+    return html.unescape(re.search(f'data-{name}="([^"]*)"', rendered["dom"]).group(1))
+
+
 def test_inputs_filter_the_points(rendered):
-    counts = re.search(r'data-interact="([^"]*)"', rendered["dom"]).group(1)
-    all_points, app1, top2, recoloured = (int(c) for c in counts.split(","))
+    all_points, app1, top2, recoloured, big = (int(c) for c in attribute(rendered, "interact").split(","))
     assert all_points == 12 * 3  # 12 kernels x 3 memory levels with data
     assert app1 == 6 * 3  # kernels of app1 only
     assert top2 <= 2 * 3 and top2 > 0
     assert recoloured == top2
+    assert big == report.TOP_N_DEFAULT * 3  # 2,000 kernels: the top N by GPU time are drawn at first
+
+
+def test_notes_say_how_many_are_hidden(rendered):
+    first, big, after = attribute(rendered, "notes").split("|")
+    assert first == "All 12 kernels drawn."
+    assert big.startswith(f"Drawn: the top {report.TOP_N_DEFAULT} of 2,000 kernels by GPU time; "
+                          f"{2000 - report.TOP_N_DEFAULT:,} hidden.") and "slider" in big
+    assert after.startswith("Drawn: the top 2 of 12 kernels")
+
+
+def test_table_pages_and_finds(rendered):
+    first, found, more, every = (int(c) for c in attribute(rendered, "table").split(","))
+    assert (first, found, more, every) == (report.TABLE_ROWS, 2, 2 * report.TABLE_ROWS, 2012)
+    dom = rendered["dom"]
+    assert '<td><a href="apps/app0.html">app0</a></td>' in dom
+
+
+def test_csv_is_the_table(rendered):
+    rows = list(csv.DictReader(io.StringIO(attribute(rendered, "csv"))))
+    assert len(rows) == 2012
+    assert list(rows[0]) == [*report.TABLE_COLUMNS, "kernel (full name)"]
+    assert [r["#"] for r in rows] == [str(i) for i in range(1, len(rows) + 1)]
+    priorities = [float(r["priority"]) for r in rows if r["priority"]]
+    assert priorities == sorted(priorities, reverse=True)
+    full = {r["kernel (full name)"] for r in rows}
+    assert HOSTILE in full and IMG in full and "'" + FORMULA in full  # a formula is quoted for spreadsheets
 
 
 def test_screenshot_written(rendered):

@@ -1,10 +1,8 @@
 """Report stage: the chart spec, the pages' safety (no network, escaped names), CSV, IO edge."""
 
-import csv
-import io
+import json
 import math
 import re
-import urllib.parse
 
 import altair as alt
 import numpy as np
@@ -181,6 +179,12 @@ def test_points_one_per_level_with_tooltips(spec):
             "attainable", "bound", "roof_pct", "ceiling_source", "timing"} <= fields
     assert points["encoding"]["shape"]["field"] == "compute_class"
     assert points["encoding"]["color"]["scale"]["range"] == report.PALETTE
+    # one row per kernel, named, with the fields the page's table also has; y and timing computed in the spec
+    assert points["data"] == {"name": report.KERNEL_DATA}
+    rows = spec["datasets"][report.KERNEL_DATA]
+    assert len(rows) == 6 and set(rows[0]) == {"kid", *report.CHART_FIELDS}
+    calculated = {k for t in points["transform"] if "calculate" in t for k in [t["as"]]}
+    assert {"y", "timing", "level", "colour"} <= calculated
 
 
 def test_what_if_kernel_drawn_at_attainable():
@@ -208,6 +212,22 @@ def test_si_formatting():
     assert report.si(float("nan"), "s") == "–"
 
 
+def html_escape(text: str) -> str:
+    import html
+
+    return html.escape(text, quote=True)
+
+
+def page_data(page: str) -> dict:
+    """The page's embedded ``DATA``, with its columns decoded as the inline script decodes them."""
+    data = json.loads(re.search(r"\nvar DATA = (.*);\nvar SPECS = ", page).group(1))
+    data["rows"] = pd.DataFrame({
+        name: col if isinstance(col, list) else [col["levels"][c] for c in col["codes"]]
+        for name, col in data["cols"].items()
+    })
+    return data
+
+
 @pytest.fixture(scope="module")
 def page() -> str:
     names = [HOSTILE, IMG] + [f"k{i}" for i in range(4)]
@@ -217,44 +237,58 @@ def page() -> str:
 def test_page_is_offline(page):
     assert "cdn.jsdelivr" not in page
     assert not re.search(r"<script[^>]*\bsrc\s*=", page, re.IGNORECASE)
-    assert page.count("<script") == 2  # the bundle once, the specs once
-    assert "vegaEmbed('#chart0'" in page and "actions: false" in page
+    assert page.count("<script") == 2  # the bundle once, the data, specs and table code once
+    assert 'id="chart0"' in page and "vegaEmbed(" in page and "actions: false" in page
     assert re.search(r"""<(img|link|iframe)[^>]*(src|href)\s*=\s*["']?https?:""", page) is None
+    assert "data:text/csv" not in page and "new Blob(" in page  # the CSV is made in the browser
 
 
-def test_hostile_kernel_name_is_escaped(page):
+def test_hostile_kernel_name_is_data(page):
     assert HOSTILE not in page and IMG not in page
     assert "<script>alert(1)" not in page
-    assert html_escape(HOSTILE) in page  # shown, escaped, in the table
     assert page.count("</script>") == 2
+    script = page[page.rindex("<script>"):]
+    assert "</" not in script[len("<script>"): script.rindex("</script>")]  # nothing can close the element
+    assert "innerHTML" not in script and "insertAdjacentHTML" not in script  # names go in as text
+    rows = page_data(page)["rows"]
+    assert {HOSTILE, IMG} <= set(rows["kernel"])
     assert "T &lt;i&gt;x&lt;/i&gt;" in page and "<b>bold</b>" not in page
 
 
-def html_escape(text: str) -> str:
-    import html
+def test_each_name_once_and_numbers_rounded():
+    names = [f"void ns::very_long_templated_kernel_{i}<float, {i}, true>(float const*, int)" for i in range(6)]
+    page = report.summary_html(make_kernels(names=names), make_ceilings(), make_diagnostics(), "t")
+    for name in names:
+        assert page.count(name.replace("<", "\\u003c")) == 1
+    data = page_data(page)
+    for name, col in data["cols"].items():
+        if name not in report.TEXT_FIELDS:
+            assert all(v is None or len(f"{abs(v):e}".split("e")[0].rstrip("0").replace(".", "")) <= 4
+                       for v in col), name
+    spec = json.loads(re.search(r"\nvar SPECS = (.*);\nvar VIEWS = ", page).group(1))[0]
+    assert spec["datasets"][report.KERNEL_DATA] == []  # filled in the browser from DATA
+    assert set(report.CHART_FIELDS) <= set(data["cols"]) and data["fields"] == report.CHART_FIELDS
 
-    return html.escape(text, quote=True)
 
-
-def test_table_sorted_by_priority_with_app_links(page):
-    table = page[page.index('<table class="kernels"'):]
-    table = table[: table.index("</table>")]
-    assert 'href="apps/app0.html"' in table and 'href="apps/app1.html"' in table
-    assert f'title="{html_escape(HOSTILE)}"' in table
-
-
-def test_csv_download_is_the_table(page):
-    href = re.search(r'<a class="csv" download="kernels.csv" href="([^"]+)"', page).group(1)
-    assert href.startswith("data:text/csv;charset=utf-8,")
-    text = urllib.parse.unquote(href.split(",", 1)[1])
-    rows = list(csv.DictReader(io.StringIO(text)))
-    kernels = make_kernels(names=[HOSTILE, IMG] + [f"k{i}" for i in range(4)])
-    assert len(rows) == len(kernels)
-    assert list(rows[0])[: len(report.TABLE_COLUMNS)] == report.TABLE_COLUMNS
-    assert [r["#"] for r in rows] == [str(i) for i in range(1, len(rows) + 1)]
-    priorities = [float(r["priority"]) for r in rows if r["priority"]]
+def test_table_data_sorted_by_priority_with_app_links(page):
+    data = page_data(page)
+    rows = data["rows"]
+    assert data["n"] == len(rows) == 6 and data["appPrefix"] == "apps/"
+    priorities = rows["priority"].dropna().tolist()
     assert priorities == sorted(priorities, reverse=True)
-    assert HOSTILE in {r["kernel (full name)"] for r in rows}
+    assert [head for head, *_ in data["table"]] == report.TABLE_COLUMNS
+    assert all(field is None or field in rows for _, field, _ in data["table"])
+    head = page[page.index('<table class="kernels"'):]
+    head = head[: head.index("</thead>")]
+    assert re.findall(r">([^<>]+)</th>", head) == [html_escape(c) for c in report.TABLE_COLUMNS]
+    assert 'href="apps/app0.html"' in page and 'href="apps/app1.html"' in page  # the nav
+    assert rows["rank"].notna().all() and data["charts"] == [{"device": "GPU-A", "canvas": False}]
+
+
+def test_csv_columns_are_the_table_and_full_name(page):
+    data = page_data(page)
+    assert [head for head, _ in data["csv"]] == [*report.TABLE_COLUMNS, "kernel (full name)"]
+    assert data["csvName"] == "kernels.csv" and 'id="csv"' in page
 
 
 def test_diagnostics_listed(page):
@@ -267,16 +301,18 @@ def test_app_page_has_only_its_kernels():
     kernels = make_kernels()
     page = report.app_html(kernels, make_ceilings(), make_diagnostics(), "app1", "T")
     assert "../summary.html" in page
-    table = page[page.index('<table class="kernels"'):]
-    assert "app0" not in table[: table.index("</table>")]
+    data = page_data(page)
+    assert set(data["rows"]["app"]) == {"app1"} and data["appPrefix"] is None and data["csvName"] == "app1.csv"
     assert "not a report" not in page  # app0's diagnostic
 
 
 def test_device_without_ceilings_has_no_chart():
     kernels = pd.concat([make_kernels(), make_kernels(3, device="GPU-B")], ignore_index=True)
     page = report.summary_html(kernels, make_ceilings(), make_diagnostics(), "t")
-    assert "vegaEmbed('#chart0'" in page and "vegaEmbed('#chart1'" not in page
+    assert 'id="chart0"' in page and 'id="chart1"' not in page
+    assert [c["device"] for c in page_data(page)["charts"]] == ["GPU-A"]
     assert "No chart for GPU-B (no selected ceiling)" in page
+    assert (page_data(page)["rows"]["device"] == "GPU-B").sum() == 3  # in the table all the same
 
 
 def test_thousands_of_kernels():
@@ -285,8 +321,12 @@ def test_thousands_of_kernels():
         spec = report.roofline_chart(kernels, make_ceilings(), "GPU-A").to_dict(validate=False)
     params = {p["name"]: p for p in spec["params"]}
     assert params["top_n"]["value"] == report.TOP_N_DEFAULT and params["top_n"]["bind"]["max"] == 3000
+    assert len(spec["datasets"][report.KERNEL_DATA]) == 3000  # a standalone chart carries its points
     page = report.summary_html(kernels, make_ceilings(), make_diagnostics(), "big")
-    assert page.count("<tr>") >= 3000
+    data = page_data(page)
+    assert data["n"] == 3000 and data["charts"] == [{"device": "GPU-A", "canvas": True}]
+    assert page[page.index('<table class="kernels"'):page.index('id="ceilings"')].count("<tr>") == 1  # the head
+    assert len(page) - len(report._vega_bundle()) < 3000 * 400  # bytes per kernel
 
 
 def test_write_report_and_main(tmp_path):
