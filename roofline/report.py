@@ -353,10 +353,19 @@ def _axis_values(lo: float, hi: float) -> list[float]:
 def roofline_chart(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str) -> alt.LayerChart:
     """Hierarchical roofline of one device: roofs, ridge points and one point per kernel and level.
 
-    Each kernel appears once per memory level with the same performance and that level's
-    intensity. Inputs (bound params) switch the colour between app and bound, filter by app,
-    compute class and bound, and keep the top N kernels by GPU time; a click highlights a kernel.
+    The kernels are one row each in the dataset named :data:`KERNEL_DATA`; the spec folds each
+    into one point per memory level, with the same performance and that level's intensity. Inputs
+    (bound params) switch the colour between app and bound, filter by app, compute class and
+    bound, and keep the top N kernels by GPU time; a click highlights a kernel.
     """
+    chart, points = _roofline(kernels, ceilings, device)
+    # Set, not passed to .properties(): validating thousands of rows against the schema takes seconds.
+    chart.datasets = {KERNEL_DATA: _records(points[["kid", *CHART_FIELDS]])}
+    return chart
+
+
+def _roofline(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str) -> tuple[alt.LayerChart, pd.DataFrame]:
+    """The chart of :func:`roofline_chart` without its kernel rows, and those rows."""
     on_device = kernels[kernels["device"] == device]
     points = plot_points(on_device)
     roofs = _selected(ceilings, device)
@@ -428,7 +437,10 @@ def roofline_chart(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str) -
         strokeWidth=alt.condition(pick, alt.value(2.0), alt.value(0.5), empty=False),
         opacity=alt.condition(pick, alt.value(0.6), alt.value(0.15)),
     ))
-    colour_scale = alt.Scale(range=PALETTE)
+    # A fixed domain per choice: a kernel keeps its colour when filters or the slider change what is drawn.
+    domains = {field: json.dumps(sorted(points[field].astype(str).unique())) for field in ("app", "bound")}
+    colour_scale = alt.Scale(range=PALETTE,
+                             domain={"expr": f"colour_by == 'app' ? {domains['app']} : {domains['bound']}"})
     legend = alt.Legend(labelLimit=300, symbolLimit=40)
     tooltip = [
         alt.Tooltip("kernel_short:N", title="kernel"), alt.Tooltip("kernel:N", title="full name"),
@@ -465,8 +477,7 @@ def roofline_chart(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str) -
     return (
         alt.layer(*layers)
         .add_params(colour_by, *filters.values(), top_n)
-        .properties(width=WIDTH, height=HEIGHT, datasets={KERNEL_DATA: _records(points[["kid", *CHART_FIELDS]])},
-                    title=alt.Title(
+        .properties(width=WIDTH, height=HEIGHT, title=alt.Title(
             device, subtitle=[
                 f"{len(points)} kernel{'s' if len(points) != 1 else ''}; ceilings: {', '.join(sources) or 'none'}; "
                 "click a kernel to highlight its levels, double-click to clear",
@@ -475,7 +486,7 @@ def roofline_chart(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str) -
             ]))
         .configure_axis(labelFontSize=FONT, titleFontSize=12)
         .configure_legend(labelFontSize=FONT)
-    )
+    ), points
 
 
 # -- pages -----------------------------------------------------------------------------------------
@@ -811,8 +822,8 @@ def _chart_spec(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str) -> d
     if key not in _SPECS:
         if len(_SPECS) > 64:
             _SPECS.clear()
-        spec = roofline_chart(kernels, ceilings, device).to_dict(validate=False)
-        spec["datasets"][KERNEL_DATA] = []
+        spec = _roofline(kernels, ceilings, device)[0].to_dict(validate=False)
+        spec.setdefault("datasets", {})[KERNEL_DATA] = []
         _SPECS[key] = spec
     return copy.deepcopy(_SPECS[key])
 

@@ -179,6 +179,8 @@ def test_points_one_per_level_with_tooltips(spec):
             "attainable", "bound", "roof_pct", "ceiling_source", "timing"} <= fields
     assert points["encoding"]["shape"]["field"] == "compute_class"
     assert points["encoding"]["color"]["scale"]["range"] == report.PALETTE
+    domain = points["encoding"]["color"]["scale"]["domain"]["expr"]  # the same colour whatever is drawn
+    assert domain == """colour_by == 'app' ? ["app0", "app1"] : ["compute:fp32", "compute:fp64", "memory:dram"]"""
     # one row per kernel, named, with the fields the page's table also has; y and timing computed in the spec
     assert points["data"] == {"name": report.KERNEL_DATA}
     rows = spec["datasets"][report.KERNEL_DATA]
