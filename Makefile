@@ -13,7 +13,7 @@ $(UV):
 	.bootstrap/bin/pip install --quiet uv
 
 .venv/.synced: pyproject.toml uv.lock | $(UV)
-	$(UV) sync --locked --extra slurm
+	$(UV) sync --locked --extra slurm --compile-bytecode
 	touch $@
 
 report: setup

@@ -136,8 +136,8 @@ def main(argv: list[str] | None = None) -> int:
         draw = statistics.median(page) - statistics.median(base)
         variants = proposal_variants(summary, work)
         measured = {}
-        for label, variant in variants.items():
-            walls = [chromium(variant, work / f"profile-{label[:4]}{i}", f"--screenshot={work / 'v.png'}",
+        for k, (label, variant) in enumerate(variants.items()):
+            walls = [chromium(variant, work / f"profile-v{k}-{i}", f"--screenshot={work / 'v.png'}",
                               "--window-size=1280,2000").wall_s for i in range(args.repeat)]
             measured[label] = (variant.stat().st_size, statistics.median(walls) - statistics.median(base))
             print(f"proposal {label}: {measured[label][0] / 1e6:.2f} MB, draw {measured[label][1]:.2f} s")

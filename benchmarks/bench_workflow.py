@@ -19,6 +19,7 @@ also as this environment is (``PYTHONDONTWRITEBYTECODE=1``, no ``.pyc`` in the v
 from __future__ import annotations
 
 import argparse
+import datetime
 import re
 import statistics
 import sys
@@ -70,6 +71,40 @@ def startup_floor(env: dict, repeat: int = 3) -> dict[str, float]:
     return out
 
 
+def timeline(work: Path) -> dict:
+    """From Snakemake's log of the last run in ``work``: when the per-app jobs were all done, and the
+    seconds each aggregate job (report, status, track_history) took -- the serial tail of a run."""
+    logs = sorted((work / ".snakemake" / "log").glob("*.snakemake.log"))
+    if not logs:
+        return {}
+    stamp = re.compile(r"^\[(\w{3} \w{3} +\d+ [\d:]+ \d{4})\]$")
+    now = first = None
+    rule = None
+    started, finished, rule_of = {}, {}, {}
+    failed_rule = None
+    for line in logs[-1].read_text().splitlines():
+        if match := stamp.match(line):
+            now = datetime.datetime.strptime(match.group(1), "%a %b %d %H:%M:%S %Y")
+            first = first or now
+        elif match := re.match(r"^(?:local)?rule (\w+):", line):
+            rule = match.group(1)
+        elif (match := re.match(r"^\s+jobid: (\d+)", line)) and rule:
+            started[match.group(1)], rule_of[match.group(1)], rule = now, rule, None
+        elif match := re.match(r"^Finished jobid: (\d+)", line):
+            finished[match.group(1)] = now
+        elif match := re.match(r"^Error in rule (\w+):", line):
+            failed_rule = match.group(1)
+        elif (match := re.match(r"^\s+jobid: (\d+)", line)) and failed_rule:
+            finished[match.group(1)], failed_rule = now, None
+            rule_of[match.group(1)] += " (failed)"
+    per_app = [finished[j] for j, r in rule_of.items() if r in ("parse", "ceilings", "classify") and j in finished]
+    out = {"per-app jobs done": (max(per_app) - first).total_seconds() if per_app else float("nan")}
+    for job, name in rule_of.items():
+        if name.split(" ")[0] not in ("parse", "ceilings", "classify", "all") and job in finished:
+            out[name] = (finished[job] - started[job]).total_seconds()
+    return out
+
+
 def cold_run(records: list[dict], label: str, env: dict) -> tuple:
     work = fresh_dir(BENCH_TMP / f"cold-{label}")
     config = write_config(work / "config.yaml", records, title=f"benchmark {label}")
@@ -80,6 +115,7 @@ def cold_run(records: list[dict], label: str, env: dict) -> tuple:
     if failed:
         print(f"  {label}: jobs of rule(s) {', '.join(failed)} FAILED (see {work}/logs); the others ran")
     run.failed = failed
+    run.timeline = timeline(work)
     jobs = jobs_in(run.text)
     report = work / "reports" / "summary.html"
     return run, jobs, report.stat().st_size if report.exists() else 0
@@ -105,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     floor_plain = startup_floor(plain, repeat=1)
     print(f"empty workflow {empty:.2f} s; job start-up (cached bytecode) {floor}; without cache {floor_plain}")
 
-    rows, points, max_tree, failures = [], [], 0, set()
+    rows, points, max_tree, failures, tails = [], [], 0, set(), []
     for n in counts:
         run, jobs, page = cold_run(data["apps"][:n], f"{n}x{launches}", cached)
         per_job_floor = sum(floor[s] for s in STAGES[:3]) * n / 2 + floor["report"]
@@ -114,6 +150,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{n:4d} apps: {run.wall_s:7.1f} s, {run.wall_s / n:.2f} s/app, tree peak {gb(run.peak_tree_rss)}, "
               f"largest process {gb(run.max_proc_rss)}, {len(jobs)} jobs, CPU {run.cpu_s:.0f} s")
         failures.update(f"{r} (from {n} apps)" for r in run.failed)
+        tails.append(f"{n} apps: " + ", ".join(f"{k} {v:.0f} s" for k, v in run.timeline.items()))
+        print("  timeline:", tails[-1])
         rows.append([f"{n} x {launches}", "cached", f"{run.wall_s:.1f} s", f"{run.wall_s / n:.2f}",
                      f"{run.wall_s / empty:.0f}x", f"{per_job_floor:.1f} s ({run.wall_s / per_job_floor:.1f}x)",
                      gb(run.peak_tree_rss), gb(run.max_proc_rss), len(jobs), f"{page / 1e6:.1f} MB",
@@ -148,6 +186,8 @@ def main(argv: list[str] | None = None) -> int:
         + "; peak memory <= 2 GB (tree peak = sampled sum of RSS over snakemake and its jobs; "
         "largest process = exact max RSS of one process). *jobs* = jobs announced (incl. failed ones).",
     ]
+    notes.append("Where the time goes (Snakemake's log; per-app jobs run 2 at a time, the aggregate jobs "
+                 "after them, each in one process): " + "; ".join(tails) + ".")
     if failures:
         notes.append(f"**Failed jobs** (run with --keep-going, so the others finished): {', '.join(sorted(failures))}.")
     if not args.no_record:

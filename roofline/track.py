@@ -253,7 +253,8 @@ def trend_charts(decisions: pd.DataFrame, tonight_series: list[str]) -> tuple[di
                      bind=alt.binding_select(options=names, name="kernel "))
     layers = [layer.transform_filter(alt.datum.series == pick) for layer in _trend_layers(domain)]
     selector = alt.layer(*layers, data=data).add_params(pick).properties(width=760, height=260)
-    return facet.to_dict(), selector.to_dict()
+    with alt.data_transformers.disable_max_rows():  # thousands of kernels x nights is expected
+        return facet.to_dict(), selector.to_dict()
 
 
 def _roofline_one(rows: pd.DataFrame, device: str, width: int = 620, height: int = 400) -> alt.Chart:
@@ -315,7 +316,8 @@ def roofline_chart(tonight: pd.DataFrame) -> dict | None:
     charts = [_roofline_one(group, str(device)) for device, group in rows[ok].groupby("device")]
     if not charts:
         return None
-    return (alt.vconcat(*charts) if len(charts) > 1 else charts[0]).to_dict()
+    with alt.data_transformers.disable_max_rows():
+        return (alt.vconcat(*charts) if len(charts) > 1 else charts[0]).to_dict()
 
 
 # ----------------------------------------------------------------------------------------- page
