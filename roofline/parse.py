@@ -203,6 +203,26 @@ def read_ncu_rep(path: str | Path) -> pd.DataFrame:
     return raw
 
 
+def report_command_line(path: str | Path) -> str:
+    """The ncu command line a report stores (newer ncu versions), found in the report's bytes.
+
+    The report is a protobuf stream: the command is a length-prefixed string containing ``/ncu``;
+    the varint length before it (one or two bytes) tells where it ends.
+    """
+    data = Path(path).read_bytes()[:8_000_000]
+    for match in re.finditer(rb"/ncu(\.exe)?[ \t]", data):
+        start = match.start()
+        while start > 0 and 0x20 <= data[start - 1] < 0x7F:
+            start -= 1
+        for cut in range(max(start, 2), match.start() + 1):
+            last = data[cut - 1]
+            length = (data[cut - 2] & 0x7F) | (last << 7) if last < 0x80 and data[cut - 2] & 0x80 else last
+            text = data[cut : cut + length]
+            if b"/ncu" in text and all(0x20 <= c < 0x7F for c in text):
+                return text.decode().strip()
+    return ""
+
+
 def report_version(path: str | Path) -> str:
     """The Nsight Compute version string stored in a report's bytes, where one is found."""
     head = Path(path).read_bytes()[:4_000_000]
@@ -721,6 +741,7 @@ def parse_input(path: str | Path, app: str, kind: str, device: str | None = None
     counters["source_sha256"] = sha256(path)
     if kind == "ncu-rep":
         counters["ncu_version"] = report_version(path)
+        counters["command_line"] = report_command_line(path)
     return conform(counters, "counters")
 
 

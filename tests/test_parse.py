@@ -155,3 +155,32 @@ def test_counters_table_has_contract_columns():
     ):
         assert column in frame.columns
     assert isinstance(frame, pd.DataFrame)
+
+
+def test_command_line_is_read_from_the_report():
+    folder = real_fixture("h100pcie-rmsnorm-full-ncu2025.1")
+    counters = parse_input(folder / "2025-04-21_v1.ncu-rep", "rmsnorm", "ncu-rep")
+    assert (
+        counters["command_line"]
+        .iat[0]
+        .endswith("ncu -o ../ncu-reports/2025-04-21_v1 -c 3 --set full ./rms_norm_matrix --profile")
+    )
+    old = parse_input(real_fixture("a100pcie-selfjoin-full-ncu2021.2") / "profile.out.ncu-rep", "x", "ncu-rep")
+    assert old["command_line"].iat[0] == ""  # ncu 2021.2 did not store it
+
+
+@pytest.mark.parametrize("path", REPORTS, ids=[p.parent.name for p in REPORTS])
+def test_l1_bytes_and_fp16_match_raw_metrics(path):
+    counters = parse_input(path, "app", "ncu-rep")
+    for i, m in enumerate(report_metrics(path)):
+        row = counters.iloc[i]
+        for suffix in ("_mem_lgds", "_mem_lg", ""):
+            name = f"l1tex__lsu_writeback_active{suffix}.sum"
+            if name in m:
+                assert row["l1_bytes"] == pytest.approx(128 * get(m, name), rel=1e-3)
+                break
+        else:
+            assert math.isnan(row["l1_bytes"])
+        expected = expected_flop(m, "h")
+        if not math.isnan(expected):
+            assert row["flop_fp16"] == pytest.approx(expected, rel=1e-3, abs=1e-9)
