@@ -97,11 +97,7 @@ def _candidates(quantity: Quantity, cc: int | None) -> list[Recipe]:
 
 def is_available(metric: str, available: set[str]) -> bool:
     """Whether ``available`` (``ncu --query-metrics`` names, base or full) offers ``metric``."""
-    return (
-        metric in available
-        or metric.split(".", 1)[0] in available
-        or metric.startswith(ALWAYS_AVAILABLE)
-    )
+    return metric in available or metric.split(".", 1)[0] in available or metric.startswith(ALWAYS_AVAILABLE)
 
 
 def plan_metrics(
@@ -124,9 +120,7 @@ def plan_metrics(
             continue
         chosen = None
         for recipe in _candidates(quantity, cc):
-            if available_metrics is None or all(
-                is_available(m, available_metrics) for m in recipe.inputs()
-            ):
+            if available_metrics is None or all(is_available(m, available_metrics) for m in recipe.inputs()):
                 chosen = recipe
                 break
         if chosen is None:
@@ -388,8 +382,7 @@ def diagnose(outcome: Outcome, app: AppConfig, name: str, command: list[str]) ->
         if match := re.search(r"application returned an error code \((-?\d+)\)", line):
             app_code = int(match.group(1))
     ncu_errors = [
-        ln.strip() for ln in lines
-        if ln.startswith("==ERROR==") and "application returned an error code" not in ln
+        ln.strip() for ln in lines if ln.startswith("==ERROR==") and "application returned an error code" not in ln
     ]
     if app_code is not None or (outcome.returncode != 0 and not ncu_errors):
         code = app_code if app_code is not None else outcome.returncode
@@ -405,7 +398,8 @@ def diagnose(outcome: Outcome, app: AppConfig, name: str, command: list[str]) ->
         )
     if outcome.returncode != 0:
         return (
-            f"{where}: ncu failed (exit {outcome.returncode}): " + " | ".join(ncu_errors[-5:])
+            f"{where}: ncu failed (exit {outcome.returncode}): "
+            + " | ".join(ncu_errors[-5:])
             + f"\n  command: {shlex.join(command)}"
         )
     if "No kernels were profiled" in text or not outcome.report_written:
@@ -441,8 +435,14 @@ def run_ncu(argv: list[str], cwd: str | None, env: dict[str, str], report: Path)
     err_tail: collections.deque = collections.deque(maxlen=TAIL_LINES)
     try:
         proc = subprocess.Popen(
-            argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            stdin=subprocess.DEVNULL, text=True, errors="replace",
+            argv,
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            errors="replace",
         )
     except OSError as exc:
         raise CaptureError(f"cannot start {argv[0]} (cwd {cwd or '.'}): {exc}") from None
@@ -566,21 +566,38 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--run-id", default="", help="the run id, recorded in the sidecar")
     parser.add_argument("--architecture", default=None, help="compute capability, e.g. sm_90")
     parser.add_argument("--no-query-metrics", action="store_true", help="skip ncu --query-metrics")
+    parser.add_argument(
+        "--record-failure",
+        action="store_true",
+        help="on a failed capture write the error to the sidecar and an empty report, exit 0: parse then "
+        "reports the app as failed and the rest of the batch still reaches the summary",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     signal.signal(signal.SIGTERM, _terminate)
     try:
         app = AppConfig.model_validate_json(args.config_json)
         capture(
-            args.app, app, Path(args.output), Path(args.sidecar), args.ncu, args.run_id,
-            args.architecture, not args.no_query_metrics,
+            args.app,
+            app,
+            Path(args.output),
+            Path(args.sidecar),
+            args.ncu,
+            args.run_id,
+            args.architecture,
+            not args.no_query_metrics,
         )
     except ValidationError as exc:
         log.error("apps.%s: invalid capture settings: %s", args.app, exc)
         return 2
     except (CaptureError, ValueError) as exc:
         log.error("%s", exc)
-        return 1
+        if not args.record_failure:
+            return 1
+        record = {"app": args.app, "run_id": args.run_id, "error": str(exc)}
+        _write_atomic(Path(args.sidecar), json.dumps(record, indent=2) + "\n")
+        _write_atomic(Path(args.output), "")
+        return 0
     return 0
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import logging
 import math
 import re
@@ -646,6 +647,17 @@ def _is_what_if_csv(path: Path) -> bool:
     return "kernel name" not in header and '"id"' not in header and header.startswith(("kernel", '"kernel'))
 
 
+def _capture_failure(path: Path) -> str:
+    """The error a failed capture recorded in the sidecar beside its (empty) report, if any."""
+    sidecar = path.with_name(path.name.removesuffix(".ncu-rep") + ".capture.json")
+    if path.stat().st_size or not sidecar.exists():
+        return ""
+    try:
+        return str(json.loads(sidecar.read_text(encoding="utf-8")).get("error") or "")
+    except (OSError, ValueError):
+        return ""
+
+
 def read_input(path: str | Path, kind: str) -> pd.DataFrame:
     """Read one input file into the raw launch frame, dispatching on its kind."""
     path = Path(path)
@@ -658,6 +670,9 @@ def read_input(path: str | Path, kind: str) -> pd.DataFrame:
             f"({metrics.NCU_ROOFLINE_FLAGS})"
         )
     if kind == "ncu-rep":
+        failure = _capture_failure(path)
+        if failure:
+            raise InputError(f"{path}: the capture failed, so there is no report: {failure}")
         return read_ncu_rep(path)
     if kind == "what-if":
         return read_what_if(path)

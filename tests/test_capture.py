@@ -147,8 +147,15 @@ def test_every_app_option_becomes_its_ncu_flag():
 
 def test_no_option_flags_when_the_app_sets_none():
     argv = ncu_command(_app(), "a")
-    for flag in ("--kernel-name", "--nvtx", "--launch-skip", "--launch-count", "--replay-mode",
-                 "--clock-control", "--cache-control"):
+    for flag in (
+        "--kernel-name",
+        "--nvtx",
+        "--launch-skip",
+        "--launch-count",
+        "--replay-mode",
+        "--clock-control",
+        "--cache-control",
+    ):
         assert flag not in argv
 
 
@@ -160,7 +167,13 @@ def test_bad_command_and_architecture_are_errors():
     with pytest.raises(ValueError, match="expected e.g. sm_90"):
         compute_capability("hopper")
     assert [compute_capability(a) for a in ("sm_90", "90", "9.0", "sm_86", "sm_90a", None)] == [
-        90, 90, 90, 86, 90, None]
+        90,
+        90,
+        90,
+        86,
+        90,
+        None,
+    ]
 
 
 def test_probe_parsers():
@@ -176,14 +189,16 @@ def test_probe_parsers():
 
 def test_workflow_plan_covers_capture_apps_only_and_excludes_resources_from_settings(tmp_path):
     (tmp_path / "a.ncu-rep").write_bytes(b"x")
-    config = load_config({
-        "apps": {
-            "imported": {"report": str(tmp_path / "a.ncu-rep")},
-            "saxpy": {"command": "./saxpy", "gpu_model": "a100", "runtime": 5},
-            "gemm": {"command": "./gemm"},
-        },
-        "capture": {"gpu_model": "h100", "mem_mb": 1000},
-    })
+    config = load_config(
+        {
+            "apps": {
+                "imported": {"report": str(tmp_path / "a.ncu-rep")},
+                "saxpy": {"command": "./saxpy", "gpu_model": "a100", "runtime": 5},
+                "gemm": {"command": "./gemm"},
+            },
+            "capture": {"gpu_model": "h100", "mem_mb": 1000},
+        }
+    )
     apps = resolve_apps(config)
     plan = capture_plan(config, {n: a.kind for n, a in apps.items()})
     assert sorted(plan) == ["gemm", "saxpy"]
@@ -241,8 +256,12 @@ def fake_ncu(folder: Path, mode: str = "ok") -> Path:
 
 def _capture(tmp_path: Path, ncu: Path, command: str, **settings) -> dict:
     return cap.capture(
-        "app1", _app(command=command, **settings), tmp_path / "raw" / "app1.ncu-rep",
-        tmp_path / "raw" / "app1.capture.json", ncu=str(ncu), run_id="r1",
+        "app1",
+        _app(command=command, **settings),
+        tmp_path / "raw" / "app1.ncu-rep",
+        tmp_path / "raw" / "app1.capture.json",
+        ncu=str(ncu),
+        run_id="r1",
     )
 
 
@@ -289,20 +308,38 @@ def test_zero_kernels_points_at_the_filters(tmp_path):
 def test_missing_ncu_is_a_clear_error(tmp_path, caplog):
     with pytest.raises(CaptureError, match=NCU_MISSING):
         cap.find_ncu(str(tmp_path / "no-such-ncu"))
-    rc = cap.main([
-        "--app", "a", "--config-json", json.dumps({"command": "true"}), "--ncu", str(tmp_path / "nope"),
-        "--output", str(tmp_path / "a.ncu-rep"), "--sidecar", str(tmp_path / "a.capture.json"),
-    ])
+    rc = cap.main(
+        [
+            "--app",
+            "a",
+            "--config-json",
+            json.dumps({"command": "true"}),
+            "--ncu",
+            str(tmp_path / "nope"),
+            "--output",
+            str(tmp_path / "a.ncu-rep"),
+            "--sidecar",
+            str(tmp_path / "a.capture.json"),
+        ]
+    )
     assert rc == 1
     assert NCU_MISSING in caplog.text
     assert not (tmp_path / "a.ncu-rep").exists()
 
 
 def test_main_rejects_invalid_settings(tmp_path, caplog):
-    rc = cap.main([
-        "--app", "a", "--config-json", json.dumps({"command": "true", "launch_skip": -1}),
-        "--output", str(tmp_path / "a.ncu-rep"), "--sidecar", str(tmp_path / "a.capture.json"),
-    ])
+    rc = cap.main(
+        [
+            "--app",
+            "a",
+            "--config-json",
+            json.dumps({"command": "true", "launch_skip": -1}),
+            "--output",
+            str(tmp_path / "a.ncu-rep"),
+            "--sidecar",
+            str(tmp_path / "a.capture.json"),
+        ]
+    )
     assert rc == 2 and "invalid capture settings" in caplog.text
 
 
@@ -312,9 +349,23 @@ def test_main_rejects_invalid_settings(tmp_path, caplog):
 def _snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     result = subprocess.run(
-        [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory",
-         str(workdir), "--configfile", str(workdir / "config.yaml"), *args],
-        capture_output=True, text=True, timeout=600, env=env, cwd=workdir,
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "--snakefile",
+            str(REPO / "Snakefile"),
+            "--directory",
+            str(workdir),
+            "--configfile",
+            str(workdir / "config.yaml"),
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        cwd=workdir,
     )
     if check and result.returncode != 0:
         raise AssertionError(f"snakemake failed:\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}")
@@ -397,11 +448,39 @@ def test_real_capture_of_a_tiny_cuda_program(tmp_path):
     subprocess.run(["nvcc", "-O2", "-o", str(tmp_path / "saxpy"), str(tmp_path / "saxpy.cu")], check=True)
     output = tmp_path / "raw" / "saxpy.ncu-rep"
     record = cap.capture(
-        "saxpy", AppConfig(command="./saxpy", workdir=str(tmp_path)), output,
-        tmp_path / "raw" / "saxpy.capture.json", run_id="gpu-test",
+        "saxpy",
+        AppConfig(command="./saxpy", workdir=str(tmp_path)),
+        output,
+        tmp_path / "raw" / "saxpy.capture.json",
+        run_id="gpu-test",
     )
     assert record["gpus"] and record["architecture"] and record["ncu"]["version"]
     counters = parse_input(output, "saxpy", "ncu-rep")
     assert len(counters) == 1
     assert counters["flop_fp32"].iat[0] == pytest.approx(2 * (1 << 20))
     assert counters["dram_bytes"].iat[0] > 0
+
+
+def test_a_failed_capture_is_recorded_and_parse_reports_it(tmp_path, caplog):
+    from roofline.parse import InputError, parse_input
+
+    report, sidecar = tmp_path / "a.ncu-rep", tmp_path / "a.capture.json"
+    rc = cap.main(
+        [
+            "--app",
+            "a",
+            "--config-json",
+            json.dumps({"command": "true"}),
+            "--ncu",
+            str(tmp_path / "nope"),
+            "--output",
+            str(report),
+            "--sidecar",
+            str(sidecar),
+            "--record-failure",
+        ]
+    )
+    assert rc == 0 and report.read_bytes() == b""
+    assert NCU_MISSING in json.loads(sidecar.read_text())["error"]
+    with pytest.raises(InputError, match="the capture failed, so there is no report: .*ncu"):
+        parse_input(report, "a", "ncu-rep")

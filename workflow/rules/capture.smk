@@ -30,7 +30,7 @@ rule capture:
     shell:
         "python -m roofline.capture --app {wildcards.app} --config-json {params.settings:q}"
         " --ncu {params.ncu:q} --run-id {params.run_id:q}"
-        " --output {output.report} --sidecar {output.sidecar} 2> {log}"
+        " --output {output.report} --sidecar {output.sidecar} --record-failure 2> {log}"
 
 
 # Under a cluster executor these rules run on the submitting host (set by a profile, e.g.
