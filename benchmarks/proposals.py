@@ -11,7 +11,6 @@ Nothing here is imported by the package or the workflow.
 from __future__ import annotations
 
 import contextlib
-import functools
 import sys
 import time
 from pathlib import Path
@@ -20,85 +19,13 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.csv as pacsv
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from roofline import metrics, ncu_csv, parse  # noqa: E402
-from roofline.metrics import COMPUTE_CLASSES  # noqa: E402
+from roofline import ncu_csv, parse  # noqa: E402
 
-# Long-format columns that repeat the same few values on every row: read them dictionary-encoded.
-_REPEATED = ("ID", "Kernel Name", "Section Name", "Body Item Label", "Metric Name", "Metric Unit", "Stream",
-             "Grid Size", "Block Size", "Device", "CC")
-
-
-def fast_missing(frame: pd.DataFrame) -> tuple[list[str], list[str]]:
-    """``parse._missing`` vectorised: the texts depend on six flags per row, so build each distinct
-    combination's text once and pick it per row (same texts, same order of parts)."""
-    flop_columns = [f"flop_{c}" for c in COMPUTE_CLASSES]
-
-    def refused(column: str) -> np.ndarray:
-        return frame[f"{column}_recipe"].astype(str).str.startswith(parse.REFUSED).to_numpy()
-
-    flags = np.column_stack([
-        frame["duration_s"].isna().to_numpy(),
-        refused("duration_s"),
-        frame["dram_bytes"].isna().to_numpy(),
-        refused("dram_bytes"),
-        frame[flop_columns].isna().all(axis=1).to_numpy(),
-        np.column_stack([refused(c) for c in flop_columns]).any(axis=1),
-    ])
-    code = flags.astype(np.int64) @ (1 << np.arange(flags.shape[1]))
-    texts: dict[int, tuple[str, str]] = {}
-    for c in np.unique(code):
-        no_duration, duration_refused, no_dram, dram_refused, no_flop, flop_refused = (
-            bool(c >> i & 1) for i in range(6)
-        )
-        missing, hints = [], []
-        for lacking, was_refused, quantity in (
-            (no_duration, duration_refused, "duration_s"),
-            (no_dram, dram_refused, "dram_bytes"),
-        ):
-            if lacking:
-                missing.append(quantity)
-                if was_refused:
-                    hints.append(f"{quantity}: fix the value ({quantity}_recipe says why it was refused)")
-                else:
-                    hints.append(metrics.metric_hint(quantity))
-        if no_flop:
-            missing.append("flop")
-            hints.append("flop: fix the values (see the flop_*_recipe columns)" if flop_refused
-                         else metrics.NCU_ROOFLINE_FLAGS)
-        texts[int(c)] = (";".join(missing), " ; ".join(dict.fromkeys(hints)))
-    picked = [texts[c] for c in code.tolist()]
-    return [m for m, _ in picked], [h for _, h in picked]
-
-
-def dict_read_table(source, encoding: str, columns: list[str], where) -> pd.DataFrame:
-    """``ncu_csv._read_table`` reading the repeated text columns dictionary-encoded (categoricals).
-
-    pyarrow then hashes each kernel name once per distinct value instead of materialising one
-    Python-visible string per row; every later ``pd.factorize`` works on small integer codes.
-    Falls back to the original for anything unusual.
-    """
-    repeated = [c for c in columns if c in _REPEATED]
-    if not repeated or "Metric Name" not in columns or not isinstance(source, str):
-        return _ORIGINAL["read_table"](source, encoding, columns, where)
-    dictionary = pa.dictionary(pa.int32(), pa.string())
-    try:
-        table = pacsv.read_csv(
-            source,
-            read_options=pacsv.ReadOptions(encoding="utf8" if "8" in encoding else encoding),
-            convert_options=pacsv.ConvertOptions(
-                include_columns=columns,
-                column_types={c: dictionary if c in repeated else pa.string() for c in columns},
-                strings_can_be_null=False,
-                quoted_strings_can_be_null=False,
-            ),
-        )
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, UnicodeError):
-        return _ORIGINAL["read_table"](source, encoding, columns, where)
-    return table.to_pandas()
+# Adopted into the package (commit "Parse speed: ..."): the per-combination `parse._missing`, the
+# per-distinct-name `short_kernel_name` and the dictionary-encoded reader of `ncu_csv._read_table`.
 
 
 def fast_numbers(text: pd.Series) -> tuple[np.ndarray, np.ndarray]:
@@ -174,15 +101,11 @@ _ORIGINAL = {
     "read_input": parse.read_input,
     "numbers": ncu_csv._numbers,
     "dims": ncu_csv._dims,
-    "missing": parse._missing,
-    "short": parse.short_kernel_name,
-    "read_table": ncu_csv._read_table,
 }
 
 
 @contextlib.contextmanager
-def patched(missing: bool = True, short_names: bool = True, reader: bool = True, numbers: bool = True,
-            dedupe: bool = True, hash_overlap: bool = True):
+def patched(numbers: bool = True, dedupe: bool = True, hash_overlap: bool = True):
     """Apply the proposals (each switchable) to the imported modules for the duration of the block."""
     try:
         if dedupe:
@@ -193,17 +116,8 @@ def patched(missing: bool = True, short_names: bool = True, reader: bool = True,
         if numbers:
             ncu_csv._numbers = fast_numbers
             ncu_csv._dims = fast_dims
-        if missing:
-            parse._missing = fast_missing
-        if short_names:
-            parse.short_kernel_name = functools.lru_cache(maxsize=None)(_ORIGINAL["short"])
-        if reader:
-            ncu_csv._read_table = dict_read_table
         yield
     finally:
-        parse._missing = _ORIGINAL["missing"]
-        parse.short_kernel_name = _ORIGINAL["short"]
-        ncu_csv._read_table = _ORIGINAL["read_table"]
         ncu_csv._numbers = _ORIGINAL["numbers"]
         ncu_csv._deduplicate = _ORIGINAL["dedupe"]
         parse.read_input = _ORIGINAL["read_input"]
