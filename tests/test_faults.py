@@ -110,9 +110,11 @@ class Run:
 
 
 def _outputs(workdir: Path) -> list[Path]:
-    """The workflow's outputs: data tables, report pages, status (hidden temp files excluded)."""
+    """The workflow's outputs: data tables, report pages, status (hidden temp files and dirs excluded)."""
+    # Hidden names are work in progress by design: atomic writes' temp files, the history store's
+    # temp dirs (readers ignore them; the next append removes stale ones).
     found = [p for folder in ("data", "reports") for p in (workdir / folder).rglob("*")
-             if p.is_file() and not p.name.startswith(".")]
+             if p.is_file() and not any(part.startswith(".") for part in p.relative_to(workdir).parts)]
     return sorted(p.relative_to(workdir) for p in found)
 
 
