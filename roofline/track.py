@@ -239,7 +239,8 @@ def trend_charts(decisions: pd.DataFrame, tonight_series: list[str]) -> tuple[di
     """Small multiples of the findings' series, and one chart with a kernel selector."""
     data = trend_data(decisions)
     domain = [c for c in _COLORS if c in set(data["label"])] or ["unchanged"]
-    top = [s for s in tonight_series if s in set(data["series"])][:MAX_TREND_CHARTS]
+    known = set(data["series"])  # once: building it per series made this quadratic
+    top = [s for s in tonight_series if s in known][:MAX_TREND_CHARTS]
     shown = data[data["series"].isin(top)] if top else data.iloc[:0]
     facet = alt.layer(*_trend_layers(domain), data=shown).properties(width=360, height=170)
     facet = facet.facet(facet=alt.Facet("series:N", title=None, sort=top,
