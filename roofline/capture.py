@@ -34,6 +34,7 @@ from pydantic import ValidationError
 
 from roofline.config import AppConfig, CaptureConfig, Config
 from roofline.metrics import IDENTITY_METRICS, LAUNCH_METRICS, QUANTITIES, Quantity, Recipe
+from roofline.schemas import write_text_atomic
 
 log = logging.getLogger("roofline.capture")
 
@@ -468,12 +469,6 @@ def _now() -> str:
     return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
 def capture(
     name: str,
     app: AppConfig,
@@ -548,7 +543,7 @@ def capture(
         os.replace(tmp, output)
     finally:
         tmp.unlink(missing_ok=True)
-    _write_atomic(sidecar, json.dumps(record, indent=2) + "\n")
+    write_text_atomic(sidecar, json.dumps(record, indent=2) + "\n")
     return record
 
 
@@ -595,8 +590,8 @@ def main(argv: list[str] | None = None) -> int:
         if not args.record_failure:
             return 1
         record = {"app": args.app, "run_id": args.run_id, "error": str(exc)}
-        _write_atomic(Path(args.sidecar), json.dumps(record, indent=2) + "\n")
-        _write_atomic(Path(args.output), "")
+        write_text_atomic(Path(args.sidecar), json.dumps(record, indent=2) + "\n")
+        write_text_atomic(Path(args.output), "")
         return 0
     return 0
 

@@ -25,7 +25,6 @@ import math
 import os
 import re
 import sys
-import tempfile
 import urllib.parse
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -35,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from roofline.metrics import COMPUTE_CLASSES, MEMORY_LEVELS
-from roofline.schemas import conform, read_table
+from roofline.schemas import conform, read_table, write_text_atomic
 
 WIDTH, HEIGHT = 760, 460
 FONT = 11
@@ -895,21 +894,6 @@ def app_html(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.Data
 # -- IO edge ---------------------------------------------------------------------------------------
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a report is for reading
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
 def _read_all(paths: Sequence[str | os.PathLike], table: str) -> pd.DataFrame:
     frames = [read_table(p, table) for p in paths]
     frames = [f for f in frames if len(f)]
@@ -935,11 +919,11 @@ def write_pages(
     if bad:
         raise ValueError(f"app names {bad} cannot be file names; use letters, digits, '.', '_', '-'")
     output, apps_dir = Path(output), Path(apps_dir)
-    _write_atomic(output, summary_html(kernels, ceilings, diagnostics, title))
+    write_text_atomic(output, summary_html(kernels, ceilings, diagnostics, title))
     written = [output]
     for app in apps:
         page = apps_dir / f"{app}.html"
-        _write_atomic(page, app_html(kernels, ceilings, diagnostics, app, title))
+        write_text_atomic(page, app_html(kernels, ceilings, diagnostics, app, title))
         written.append(page)
     return written
 

@@ -238,6 +238,12 @@ def atomic_output(path: str | os.PathLike) -> Iterator[Path]:
             os.unlink(tmp)
 
 
+def write_text_atomic(path: str | os.PathLike, text: str) -> None:
+    """Write UTF-8 ``text`` to ``path`` atomically (temp file beside it + rename)."""
+    with atomic_output(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+
+
 def write_table(frame: pd.DataFrame, table: str, path: str | os.PathLike) -> None:
     """Conform ``frame`` and write it to Parquet atomically (temp file + rename)."""
     data = conform(frame, table)

@@ -17,7 +17,6 @@ import logging
 import math
 import os
 import sys
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -35,7 +34,7 @@ from roofline.history import (
     read_history,
     run_order,
 )
-from roofline.schemas import read_table
+from roofline.schemas import read_table, write_text_atomic
 
 log = logging.getLogger("roofline.track")
 
@@ -430,22 +429,6 @@ dots: labelled nights; dotted rules: segment starts.</p><div id=trends></div>
 """
 
 
-def _write_text(path: str | os.PathLike, text: str) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
 # ------------------------------------------------------------------------------------------- CLI
 def track(kernels: pd.DataFrame, store: str | os.PathLike, run_id: str, context: Mapping,
           params: DecisionParams) -> tuple[pd.DataFrame, dict]:
@@ -491,8 +474,8 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         log.error("%s", exc)
         return 2
-    _write_text(args.regressions, json.dumps(summary, indent=1, allow_nan=False) + "\n")
-    _write_text(args.trends, render_trends(decisions, summary))
+    write_text_atomic(args.regressions, json.dumps(summary, indent=1, allow_nan=False) + "\n")
+    write_text_atomic(args.trends, render_trends(decisions, summary))
     counts = summary["counts"]
     log.info("run %s: %d kernels; %s", args.run_id, summary["kernels"],
              ", ".join(f"{k} {v}" for k, v in counts.items() if v))
