@@ -53,6 +53,13 @@ def _col(frame: pd.DataFrame, name: str) -> np.ndarray:
     return np.full(len(frame), np.nan)
 
 
+def _matrix(frame: pd.DataFrame, names: list[str]) -> np.ndarray:
+    """The named columns as a (rows x names) float matrix, NaN where a column is absent."""
+    if not len(frame):
+        return np.empty((0, len(names)))
+    return np.column_stack([_col(frame, name) for name in names])
+
+
 def _text(frame: pd.DataFrame, name: str) -> np.ndarray:
     if name in frame.columns:
         return frame[name].astype("object").where(frame[name].notna(), "").to_numpy()
@@ -67,16 +74,8 @@ def classify_frame(
     merged = frame.merge(wide_ceilings(ceilings), on="device", how="left") if n else frame.copy()
     out = merged.copy()
     with np.errstate(divide="ignore", invalid="ignore"):
-        work = (
-            np.column_stack([_col(merged, f"flop_{c}") for c in COMPUTE_CLASSES])
-            if n
-            else np.empty((0, len(COMPUTE_CLASSES)))
-        )
-        peaks = (
-            np.column_stack([_col(merged, f"peak_{c}") for c in COMPUTE_CLASSES])
-            if n
-            else np.empty((0, len(COMPUTE_CLASSES)))
-        )
+        work = _matrix(merged, [f"flop_{c}" for c in COMPUTE_CLASSES])
+        peaks = _matrix(merged, [f"peak_{c}" for c in COMPUTE_CLASSES])
         class_time = np.where(work > 0, work / peaks, np.nan)
         for i, cls in enumerate(COMPUTE_CLASSES):
             out[f"time_bound_{cls}"] = class_time[:, i]
@@ -93,16 +92,8 @@ def classify_frame(
         classes = np.array(COMPUTE_CLASSES, dtype=object)
         compute_class = np.where(dominant >= 0, classes[np.maximum(dominant, 0)], "")
 
-        level_bytes = (
-            np.column_stack([_col(merged, f"{lv}_bytes") for lv in MEMORY_LEVELS])
-            if n
-            else np.empty((0, len(MEMORY_LEVELS)))
-        )
-        level_bw = (
-            np.column_stack([_col(merged, f"bw_{lv}") for lv in MEMORY_LEVELS])
-            if n
-            else np.empty((0, len(MEMORY_LEVELS)))
-        )
+        level_bytes = _matrix(merged, [f"{lv}_bytes" for lv in MEMORY_LEVELS])
+        level_bw = _matrix(merged, [f"bw_{lv}" for lv in MEMORY_LEVELS])
         level_time = level_bytes / level_bw
         for i, level in enumerate(MEMORY_LEVELS):
             out[f"ai_{level}"] = np.where(level_bytes[:, i] > 0, flop / level_bytes[:, i], np.nan)

@@ -9,6 +9,22 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 REAL = REPO.parent / "shared" / "fixtures" / "real"
 
+# Columns the public data contract (issue "The pipeline end to end") names for every launch table.
+CONTRACT_COLUMNS = (
+    "app",
+    "kernel",
+    "launch",
+    "device",
+    "duration_s",
+    "flop_fp64",
+    "flop_fp32",
+    "flop_fp16",
+    "flop_tensor",
+    "dram_bytes",
+    "l2_bytes",
+    "l1_bytes",
+)
+
 
 def real_fixture(folder: str) -> Path:
     """The path of a real fixture folder, or skip the test saying why."""

@@ -5,7 +5,16 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import REPO, expected_dram, expected_flop, get, real_fixture, real_reports, report_metrics
+from conftest import (
+    CONTRACT_COLUMNS,
+    REPO,
+    expected_dram,
+    expected_flop,
+    get,
+    real_fixture,
+    real_reports,
+    report_metrics,
+)
 
 from roofline.parse import InputError, parse_input, read_what_if, short_kernel_name
 
@@ -137,22 +146,7 @@ def test_short_kernel_name(name, short):
 
 def test_counters_table_has_contract_columns():
     frame = parse_input(TEXTBOOK, "t", "what-if")
-    for column in (
-        "app",
-        "kernel",
-        "launch",
-        "device",
-        "duration_s",
-        "flop_fp64",
-        "flop_fp32",
-        "flop_fp16",
-        "flop_tensor",
-        "dram_bytes",
-        "l2_bytes",
-        "l1_bytes",
-        "source_file",
-        "source_sha256",
-    ):
+    for column in (*CONTRACT_COLUMNS, "source_file", "source_sha256"):
         assert column in frame.columns
     assert isinstance(frame, pd.DataFrame)
 

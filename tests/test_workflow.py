@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REAL, REPO
+from conftest import CONTRACT_COLUMNS, REAL, REPO
 
 from roofline.schemas import read_table
 
@@ -43,25 +43,7 @@ def workdir(tmp_path_factory) -> Path:
 def test_workflow_writes_the_contract_outputs(workdir):
     assert (workdir / "reports" / "summary.html").stat().st_size > 100_000
     classified = read_table(workdir / "data" / "classified" / "textbook.parquet", "classified")
-    for column in (
-        "app",
-        "kernel",
-        "launch",
-        "device",
-        "duration_s",
-        "flop_fp64",
-        "flop_fp32",
-        "flop_fp16",
-        "flop_tensor",
-        "dram_bytes",
-        "l2_bytes",
-        "l1_bytes",
-        "bound",
-        "roof_pct",
-        "peak_flops",
-        "peak_dram_bw",
-        "ceiling_source",
-    ):
+    for column in (*CONTRACT_COLUMNS, "bound", "roof_pct", "peak_flops", "peak_dram_bw", "ceiling_source"):
         assert column in classified.columns
     seed = classified.set_index("kernel").loc["seed_normalization"]
     assert seed["bound"] == "memory:dram" and seed["roof_pct"] == pytest.approx(100 * 30 / 36)
