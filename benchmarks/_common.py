@@ -7,10 +7,12 @@ Nothing here writes into the repository except :func:`record`, which rewrites on
 
 from __future__ import annotations
 
+import ctypes
 import datetime
 import os
 import platform
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -19,6 +21,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 
 import psutil
 
@@ -98,6 +101,37 @@ class Run:
         return self.stdout + self.stderr
 
 
+def _subreaper() -> bool:
+    """Make this process the reaper of its orphaned descendants (Linux), so their CPU time counts.
+
+    The workflow's stage jobs fork from a server process (roofline/jobs.py) that outlives
+    snakemake by a moment; without this it would be reparented to init and its CPU time (that of
+    every job) would be missing from the figures."""
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl(36, 1) == 0  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        return False
+
+
+SUBREAPER = _subreaper()
+
+
+def _reap_orphans(usage):
+    """``usage`` (of the command) plus that of descendants reparented here, once they have exited."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    while True:
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            break
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return SimpleNamespace(
+        ru_utime=usage.ru_utime + after.ru_utime - before.ru_utime,
+        ru_stime=usage.ru_stime + after.ru_stime - before.ru_stime,
+        ru_maxrss=max(usage.ru_maxrss, after.ru_maxrss if after.ru_maxrss != before.ru_maxrss else 0),
+    )
+
+
 def run_tracked(cmd: list[str], cwd: Path | None = None, env: dict | None = None, interval: float = 0.05,
                 timeout: float = 3600) -> Run:
     """Run ``cmd``, sampling the RSS of its whole process tree every ``interval`` seconds."""
@@ -143,6 +177,7 @@ def run_tracked(cmd: list[str], cwd: Path | None = None, env: dict | None = None
         done.set()
         thread.join()
         proc.returncode = os.waitstatus_to_exitcode(status)
+        usage = _reap_orphans(usage)
     stdout = Path(f"{out_path}.out").read_text(errors="replace")
     stderr = Path(f"{out_path}.err").read_text(errors="replace")
     for suffix in (".out", ".err"):

@@ -794,10 +794,32 @@ def _diagnostics_html(diagnostics: pd.DataFrame, table: pd.DataFrame) -> str:
 
 @functools.cache
 def _vega_bundle() -> str:
-    """vega + vega-lite + vega-embed as one script (defines ``vegaEmbed``); built once per process."""
+    """vega + vega-lite + vega-embed as one script (defines ``vegaEmbed``).
+
+    Building it takes ~1.2 s (vl_convert bundles the JavaScript on each call), so it is built once
+    per vl-convert version and kept in the user's cache folder; any problem there just rebuilds it.
+    """
     import vl_convert
 
-    return vl_convert.javascript_bundle()
+    version = getattr(vl_convert, "__version__", "unknown")
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "roofline" / f"vega-{version}.js"
+    try:
+        bundle = cache.read_text(encoding="utf-8")
+        if "vegaEmbed" in bundle:
+            return bundle
+    except (OSError, UnicodeDecodeError):
+        pass
+    bundle = vl_convert.javascript_bundle()
+    try:
+        write_text_atomic(cache, bundle)
+    except OSError:
+        pass  # a read-only home: build it each time
+    return bundle
+
+
+def vega_bundle() -> str:
+    """The Vega script every offline page embeds (see :func:`_vega_bundle`)."""
+    return _vega_bundle()
 
 
 def _page(title: str, body: str, specs: list[dict], data: str) -> str:
@@ -827,10 +849,30 @@ def _chart_spec(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str) -> d
     return copy.deepcopy(_SPECS[key])
 
 
+def _narrow_controls(spec: dict, n: int, apps: list[str]) -> dict:
+    """Fit a chart's controls to the page's rows: the top-N slider to its ``n`` kernels, the app
+    filter to its apps (a chart built from more rows, as an app page's is, offers more)."""
+    for param in spec.get("params", []):
+        bind = param.get("bind")
+        if param.get("name") == "top_n" and isinstance(bind, dict):
+            param["value"], bind["max"] = min(n, TOP_N_DEFAULT), max(n, 1)
+        elif param.get("name") == "app_filter" and isinstance(bind, dict):
+            bind["options"] = [ALL, *apps]
+    return spec
+
+
 def _body(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFrame, title: str,
-          app_prefix: str | None, nav: str, csv_name: str) -> tuple[str, list[dict], str]:
-    """The page's body, its chart specs and its embedded data (JSON text)."""
+          app_prefix: str | None, nav: str, csv_name: str,
+          chart_kernels: pd.DataFrame | None = None, chart_cache: dict | None = None) -> tuple[str, list[dict], str]:
+    """The page's body, its chart specs and its embedded data (JSON text).
+
+    ``chart_kernels`` (default: ``kernels``) sets each device chart's frame: an app page passes the
+    summary's kernels, so that its charts share the summary's axes, roof labels and app colours (and
+    the chart is built once per device, not once per page: ~0.3 s each). ``chart_cache`` keeps the
+    specs by device across the pages of one :func:`write_pages` call (same frames for every page).
+    """
     kernels = conform(kernels, "kernels")
+    chart_kernels = kernels if chart_kernels is None else conform(chart_kernels, "kernels")
     ceilings = conform(ceilings, "ceilings")
     diagnostics = conform(diagnostics, "diagnostics")
     table = page_table(kernels)
@@ -844,8 +886,15 @@ def _body(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFra
             elif not n:
                 skipped.append(f"{_e(device)} (no kernel with both a performance and an intensity)")
             else:
-                specs.append(_chart_spec(kernels[kernels["device"] == device], ceilings[ceilings["device"] == device],
-                                         device))
+                if chart_cache is not None and device in chart_cache:
+                    spec = copy.deepcopy(chart_cache[device])
+                else:
+                    spec = _chart_spec(chart_kernels[chart_kernels["device"] == device],
+                                       ceilings[ceilings["device"] == device], device)
+                    if chart_cache is not None:
+                        chart_cache[device] = copy.deepcopy(spec)
+                page_apps = sorted(kernels.loc[kernels["device"] == device, "app"].unique())
+                specs.append(_narrow_controls(spec, n, page_apps))
                 charts.append({"device": device, "canvas": n >= CANVAS_FROM})
                 i = len(specs) - 1
                 sections.append(f'<div class="chart" id="chart{i}"></div><p class="drawn" id="drawn{i}"></p>')
@@ -873,22 +922,25 @@ def _body(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFra
     return body, specs, data
 
 
-def summary_html(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFrame, title: str) -> str:
+def summary_html(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFrame, title: str,
+                 chart_cache: dict | None = None) -> str:
     """The whole offline summary page: a chart per device, kernel table, ceilings, diagnostics."""
     apps = sorted((set(kernels["app"]) | set(diagnostics["app"])) - {""})
     nav = "<nav>Apps: " + " · ".join(f'<a href="{_e(_app_href(a, "apps/"))}">{_e(a)}</a>' for a in apps) + "</nav>"
-    return _page(title, *_body(kernels, ceilings, diagnostics, title, "apps/", nav, "kernels.csv"))
+    return _page(title, *_body(kernels, ceilings, diagnostics, title, "apps/", nav, "kernels.csv",
+                               chart_cache=chart_cache))
 
 
 def app_html(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFrame, app: str,
-             title: str = "") -> str:
+             title: str = "", chart_cache: dict | None = None) -> str:
     """The page of one app (``reports/apps/{app}.html``): the summary's blocks for its rows only."""
     mine = kernels[kernels["app"] == app]
     devices = set(mine["device"])
     heading = f"{title}: {app}" if title else app
     nav = '<nav><a href="../summary.html">← summary</a></nav>'
     return _page(heading, *_body(mine, ceilings[ceilings["device"].isin(devices)],
-                                 diagnostics[diagnostics["app"] == app], heading, None, nav, f"{app}.csv"))
+                                 diagnostics[diagnostics["app"] == app], heading, None, nav, f"{app}.csv",
+                                 chart_kernels=kernels[kernels["device"].isin(devices)], chart_cache=chart_cache))
 
 
 # -- IO edge ---------------------------------------------------------------------------------------
@@ -919,11 +971,14 @@ def write_pages(
     if bad:
         raise ValueError(f"app names {bad} cannot be file names; use letters, digits, '.', '_', '-'")
     output, apps_dir = Path(output), Path(apps_dir)
-    write_text_atomic(output, summary_html(kernels, ceilings, diagnostics, title))
+    # Conformed once here, so that each page's own conform is a check; one chart per device for all pages.
+    kernels, ceilings = conform(kernels, "kernels"), conform(ceilings, "ceilings")
+    diagnostics, charts = conform(diagnostics, "diagnostics"), {}
+    write_text_atomic(output, summary_html(kernels, ceilings, diagnostics, title, charts))
     written = [output]
     for app in apps:
         page = apps_dir / f"{app}.html"
-        write_text_atomic(page, app_html(kernels, ceilings, diagnostics, app, title))
+        write_text_atomic(page, app_html(kernels, ceilings, diagnostics, app, title, charts))
         written.append(page)
     return written
 

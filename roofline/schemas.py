@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from roofline.metrics import COMPUTE_CLASSES, MEMORY_LEVELS, QUANTITIES
@@ -189,6 +190,8 @@ def conform(frame: pd.DataFrame, table: str) -> pd.DataFrame:
         If ``frame`` has a column the table does not declare.
     """
     columns = TABLES[table]
+    if _conforms(frame, columns):  # a table read back or filtered: nothing to convert
+        return frame.reset_index(drop=True)
     declared = {c.name for c in columns}
     extra = [c for c in frame.columns if c not in declared]
     if extra:
@@ -200,15 +203,35 @@ def conform(frame: pd.DataFrame, table: str) -> pd.DataFrame:
             values = frame[column.name]
         else:
             values = pd.Series([pd.NA] * n, index=frame.index, dtype="object")
-        if column.dtype == "float":
-            out[column.name] = pd.to_numeric(values, errors="coerce").astype("float64")
-        elif column.dtype == "int":
-            out[column.name] = pd.to_numeric(values, errors="coerce").fillna(-1).astype("int64")
-        elif column.dtype == "bool":
-            out[column.name] = values.fillna(False).astype("bool")
-        else:
-            out[column.name] = values.astype("string").fillna("")
+        out[column.name] = _typed(values, column.dtype)
     return pd.DataFrame(out, index=frame.index).reset_index(drop=True)
+
+
+def _typed(values: pd.Series, dtype: str) -> pd.Series:
+    if dtype == "float":
+        return pd.to_numeric(values, errors="coerce").astype("float64")
+    if dtype == "int":
+        return pd.to_numeric(values, errors="coerce").fillna(-1).astype("int64")
+    if dtype == "bool":
+        return values.fillna(False).astype("bool")
+    return values.astype("string").fillna("")
+
+
+_DTYPES = {"float": np.dtype("float64"), "int": np.dtype("int64"), "bool": np.dtype("bool")}
+
+
+def _conforms(frame: pd.DataFrame, columns) -> bool:
+    """Whether ``frame`` already is what :func:`conform` returns (same columns, order, dtypes, no
+    missing text): the report and the stages conform tables that were conformed when written."""
+    if list(frame.columns) != [c.name for c in columns]:
+        return False
+    for column, dtype in zip(columns, frame.dtypes, strict=True):
+        expected = _DTYPES.get(column.dtype, pd.StringDtype())
+        if dtype != expected:
+            return False
+        if column.dtype not in _DTYPES and frame[column.name].hasnans:
+            return False
+    return True
 
 
 def empty(table: str) -> pd.DataFrame:
@@ -254,6 +277,17 @@ def write_table(frame: pd.DataFrame, table: str, path: str | os.PathLike) -> Non
 def read_table(path: str | os.PathLike, table: str) -> pd.DataFrame:
     """Read a Parquet file written by :func:`write_table` and check it against ``table``."""
     return conform(pd.read_parquet(path), table)
+
+
+def read_columns(path: str | os.PathLike, table: str, names: list[str]) -> pd.DataFrame:
+    """Only the columns ``names`` of a Parquet file written by :func:`write_table`, typed as declared
+    (a reader that needs three of the counters table's ~100 columns reads three)."""
+    declared = {c.name: c.dtype for c in TABLES[table]}
+    unknown = [n for n in names if n not in declared]
+    if unknown:
+        raise ValueError(f"table {table!r} does not declare columns {unknown}")
+    frame = pd.read_parquet(path, columns=names)
+    return pd.DataFrame({n: _typed(frame[n], declared[n]) for n in names})
 
 
 def units(table: str) -> dict[str, str]:

@@ -34,7 +34,7 @@ from roofline.history import (
     read_history,
     run_order,
 )
-from roofline.schemas import read_table, write_text_atomic
+from roofline.schemas import read_columns, read_table, write_text_atomic
 
 log = logging.getLogger("roofline.track")
 
@@ -184,7 +184,9 @@ def _series_names(frame: pd.DataFrame) -> pd.Series:
     name = frame["app"] + " | " + short + " | " + frame["grid"] + "×" + frame["block"]
     if many:
         name = name + " | " + frame["device"]
-    key = frame[SERIES_KEY].astype(str).agg("\x1f".join, axis=1)
+    key = frame[SERIES_KEY[0]].astype(str)
+    for column in SERIES_KEY[1:]:  # vectorised "\x1f".join of the key columns
+        key = key + "\x1f" + frame[column].astype(str)
     first = pd.DataFrame({"name": name, "key": key}).drop_duplicates("key")
     dup = first.groupby("name").cumcount()
     first["unique"] = first["name"] + np.where(dup > 0, " #" + (dup + 1).astype(str), "")
@@ -254,12 +256,15 @@ def trend_charts(decisions: pd.DataFrame, tonight_series: list[str]) -> tuple[di
     layers = [layer.transform_filter(alt.datum.series == pick) for layer in _trend_layers(domain)]
     selector = alt.layer(*layers, data=data).add_params(pick).properties(width=760, height=260)
     with alt.data_transformers.disable_max_rows():  # thousands of kernels x nights is expected
-        return facet.to_dict(), selector.to_dict()
+        return facet.to_dict(validate=False), selector.to_dict(validate=False)
 
 
 def _roofline_one(rows: pd.DataFrame, device: str, width: int = 620, height: int = 400) -> alt.Chart:
     pts = rows[np.isfinite(rows["ai_dram"]) & np.isfinite(rows["performance"])
-               & (rows["ai_dram"] > 0) & (rows["performance"] > 0)].copy()
+               & (rows["ai_dram"] > 0) & (rows["performance"] > 0)]
+    # Only the fields the layers draw or show: every column would be embedded in the page.
+    pts = pts[["series", "label", "ai_dram", "performance", "ai_dram_baseline", "performance_baseline",
+               "change_pct"]].copy()
     peak, bw = float(rows["peak_flops"].median()), float(rows["peak_dram_bw"].median())
     xs = pd.concat([pts["ai_dram"], pts["ai_dram_baseline"]]).replace(0, np.nan).dropna()
     ys = pd.concat([pts["performance"], pts["performance_baseline"]]).replace(0, np.nan).dropna()
@@ -317,7 +322,7 @@ def roofline_chart(tonight: pd.DataFrame) -> dict | None:
     if not charts:
         return None
     with alt.data_transformers.disable_max_rows():
-        return (alt.vconcat(*charts) if len(charts) > 1 else charts[0]).to_dict()
+        return (alt.vconcat(*charts) if len(charts) > 1 else charts[0]).to_dict(validate=False)
 
 
 # ----------------------------------------------------------------------------------------- page
@@ -380,12 +385,12 @@ font-weight:600}.alert{color:#d62728;font-weight:700}"""
 def render_trends(decisions: pd.DataFrame, summary: Mapping, bundle: str | None = None) -> str:
     """The offline trends page: header, counts, findings by impact, trend charts, roofline, health.
 
-    ``bundle`` is the Vega JavaScript (default: ``vl_convert.javascript_bundle()``).
+    ``bundle`` is the Vega JavaScript (default: the report's, :func:`roofline.report.vega_bundle`).
     """
     if bundle is None:
-        import vl_convert
+        from roofline.report import vega_bundle
 
-        bundle = vl_convert.javascript_bundle()
+        bundle = vega_bundle()
     run_id = summary["run_id"]
     tonight = decisions[decisions["run_id"] == run_id]
     found = summary["findings"]
@@ -466,7 +471,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.config_json:
             context.setdefault("config_hash", config_hash(args.config_json))
         if args.counters:
-            counters = pd.concat([read_table(p, "counters") for p in args.counters])
+            needed = ["device", "ncu_version", "sm_clock_hz"]
+            counters = pd.concat([read_columns(p, "counters", needed) for p in args.counters])
             context = _with_observed(context, observed_context(counters))
         params = DecisionParams.from_mapping(json.loads(args.params) if args.params else None)
         kernels = pd.concat([read_table(p, "kernels") for p in args.kernels], ignore_index=True)

@@ -14,10 +14,7 @@ rule ceilings:
         margin=CONFIG.ceilings.cross_check_margin,
     log:
         "logs/ceilings/{app}.log",
-    conda:
-        "../envs/roofline.yaml"
-    shell:
-        "python -m roofline.ceilings --counters {input.counters} --catalog {input.catalog:q}"
-        " --policy {params.policy} --device-policy {params.device_policy:q}"
-        " --overrides {params.overrides:q} --measured={input.measured:q} --margin {params.margin}"
-        " --output {output.ceilings} --diagnostics {output.diagnostics} 2> {log}"
+    run:
+        run_stage("ceilings", log[0], counters=input.counters, catalog=input.catalog, policy=params.policy,
+                  device_policy=params.device_policy, overrides=params.overrides, measured=one_path(input.measured),
+                  margin=params.margin, output=output.ceilings, diagnostics=output.diagnostics)

@@ -12,10 +12,7 @@ rule classify:
         annotations=as_json([a.model_dump() for a in CONFIG.classify.annotations]),
     log:
         "logs/classify/{app}.log",
-    conda:
-        "../envs/roofline.yaml"
-    shell:
-        "python -m roofline.classify --counters {input.counters} --ceilings {input.ceilings}"
-        " --low-roof-fraction {params.low} --above-roof-tolerance {params.tolerance}"
-        " --annotations {params.annotations:q}"
-        " --output {output.classified} --kernels {output.kernels} 2> {log}"
+    run:
+        run_stage("classify", log[0], counters=input.counters, ceilings=input.ceilings,
+                  low_roof_fraction=params.low, above_roof_tolerance=params.tolerance,
+                  annotations=params.annotations, output=output.classified, kernels=output.kernels)

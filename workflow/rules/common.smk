@@ -13,9 +13,11 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from roofline.config import ConfigError, interpreter_first_on_path, load_workflow_config  # noqa: E402
+from roofline.jobs import run_stage  # noqa: E402, F401 - the stage rules' `run:` blocks call it
 
-# Stages run as `python -m roofline.<stage>` with Snakemake's own interpreter (the project's
-# environment), whether or not the environment was activated; jobs inherit the PATH.
+# The analysis stages run in processes forked by roofline.jobs.run_stage from Snakemake's own
+# interpreter; capture and measure run as `python -m roofline.<stage>` with that same interpreter (the
+# project's environment), whether or not the environment was activated: jobs inherit the PATH.
 interpreter_first_on_path()
 
 # Every config problem stops the run here, before any job: one message naming the key and the fix,
@@ -75,6 +77,13 @@ def measured_table():
     if CONFIG.ceilings.measure:
         return MEASURED_TABLE
     return CONFIG.ceilings.measured or []
+
+
+def one_path(paths):
+    """The single path of an optional input (given as a path or an empty list), or ""."""
+    if isinstance(paths, str):
+        return paths
+    return paths[0] if len(paths) else ""
 
 
 def as_json(value):

@@ -11,9 +11,6 @@ rule parse:
         device=app_device,
     log:
         "logs/parse/{app}.log",
-    conda:
-        "../envs/roofline.yaml"
-    shell:
-        "python -m roofline.parse --input {params.source:q} --app {wildcards.app} --kind {params.kind}"
-        " --device={params.device:q}"
-        " --output {output.counters} --diagnostics {output.diagnostics} 2> {log}"
+    run:
+        run_stage("parse", log[0], input=params.source, app=wildcards.app, kind=params.kind, device=params.device,
+                  output=output.counters, diagnostics=output.diagnostics)

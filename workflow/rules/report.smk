@@ -13,12 +13,9 @@ rule report:
         apps=expand("reports/apps/{app}.html", app=sorted(APPS)),
     params:
         title=CONFIG.report.title,
-        apps=" ".join(sorted(APPS)),
+        apps=sorted(APPS),
     log:
         "logs/report/summary.log",
-    conda:
-        "../envs/roofline.yaml"
-    shell:
-        "python -m roofline.report --kernels {input.kernels} --ceilings {input.ceilings}"
-        " --diagnostics {input.diagnostics} --output {output.summary} --apps-dir reports/apps"
-        " --title {params.title:q} --apps {params.apps} 2> {log}"
+    run:
+        run_stage("report", log[0], kernels=input.kernels, ceilings=input.ceilings, diagnostics=input.diagnostics,
+                  output=output.summary, apps_dir="reports/apps", title=params.title, apps=params.apps)

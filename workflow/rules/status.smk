@@ -12,7 +12,5 @@ rule status:
         status="reports/status.json",
     log:
         "logs/status/status.log",
-    conda:
-        "../envs/roofline.yaml"
-    shell:
-        "python -m roofline.status --diagnostics {input.diagnostics} --output {output.status} 2> {log}"
+    run:
+        run_stage("status", log[0], diagnostics=input.diagnostics, output=output.status)
