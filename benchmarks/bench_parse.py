@@ -7,8 +7,7 @@ For a NERSC-style long CSV and a ``--page raw`` wide CSV (generated), in one pro
 - *floor*: bare read + the minimal pivot to one row per launch and one float column per metric
   (separators stripped, cast, scattered into a launches x metrics array) -- no units, no checks;
 - *ours, reader*: ``roofline.ncu_csv.read_ncu_csv`` (units to SI, checks, identity columns);
-- *ours, stage*: ``roofline.parse.parse_input`` (reader + recipes + provenance + schema);
-- *ours, reader/stage with proposals*: the same with benchmarks/proposals.py applied.
+- *ours, stage*: ``roofline.parse.parse_input`` (reader + recipes + provenance + schema).
 
 Goal: our reader's throughput >= 0.8x the floor's, i.e. time <= 1.25x.
 
@@ -31,7 +30,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import BENCH_TMP, best_time, record  # noqa: E402
 from generate import NERSC_DEVICE, generate_big  # noqa: E402
-from proposals import patched  # noqa: E402
 
 from roofline.ncu_csv import is_kept_metric, read_ncu_csv  # noqa: E402
 from roofline.parse import parse_input  # noqa: E402
@@ -86,10 +84,6 @@ def measure(path: Path, kind: str, repeat: int) -> dict[str, float]:
     times["floor (read + pivot)"], (matrix, _) = best_time(lambda: bare(path), repeat)
     times["ours: read_ncu_csv"], raw = best_time(lambda: read_ncu_csv(path), repeat)
     times["ours: parse_input"], counters = best_time(lambda: parse_input(path, "bench", "csv", device), repeat)
-    with patched():
-        times["ours: read_ncu_csv + proposals"], _ = best_time(lambda: read_ncu_csv(path), repeat)
-        times["ours: parse_input + proposals"], _ = best_time(lambda: parse_input(path, "bench", "csv", device),
-                                                             repeat)
     assert len(raw) == len(counters) == matrix.shape[0], (len(raw), len(counters), matrix.shape)
     times["launches"] = len(raw)
     return times
@@ -124,8 +118,6 @@ def main(argv: list[str] | None = None) -> int:
         "Goal: our reader at >= 0.8x the floor's throughput (time <= 1.25x floor). Best of "
         f"{args.repeat} in one process; *floor* = bare pyarrow read + minimal pivot, measured in the same run. "
         f"Verdict: {'met' if ok else '**not met**'} for read_ncu_csv on both files.",
-        "*+ proposals*: benchmarks/proposals.py applied (dictionary-encoded repeated columns in "
-        "`ncu_csv._read_table`, vectorised `parse._missing`, `short_kernel_name` once per distinct name).",
     ]
     if not args.no_record:
         record("bench_parse", "Parse throughput vs the bare pyarrow floor",

@@ -272,41 +272,26 @@ def _sniff(path: Path) -> tuple[str | io.BytesIO, str, list[str], int]:
     )
 
 
-# Long-format columns that repeat a few values on every row (a kernel name on each of its metric
-# rows): read dictionary-encoded, so each distinct string is materialised once, not once per row.
-_REPEATED = frozenset(
-    (
-        "ID",
-        "Kernel Name",
-        "Section Name",
-        "Body Item Label",
-        "Metric Name",
-        "Metric Unit",
-        "Stream",
-        "Grid Size",
-        "Block Size",
-        "Device",
-        "CC",
-    )
-)
+def _read_table(source: str | io.BytesIO, encoding: str, columns: list[str], where: _Where) -> pa.Table:
+    """``columns`` as dictionary-encoded text ("Metric Value" as plain text): pyarrow's fast reader,
+    pandas' when rows are ragged or odd.
 
-
-def _read_table(source: str | io.BytesIO, encoding: str, columns: list[str], where: _Where) -> pd.DataFrame:
-    """All ``columns`` as text; pyarrow's fast reader, pandas' when rows are ragged or odd."""
-    long_format = "Metric Name" in columns
+    Dictionaries let every later step work once per distinct text (a kernel name on each of its
+    metric rows, a device attribute on every launch) instead of once per row. pyarrow lists each
+    dictionary in order of first appearance, as ``pandas.factorize`` would.
+    """
     dictionary = pa.dictionary(pa.int32(), pa.string())
     try:
-        table = pacsv.read_csv(
+        return pacsv.read_csv(
             source,
             read_options=pacsv.ReadOptions(encoding="utf8" if "8" in encoding else encoding),
             convert_options=pacsv.ConvertOptions(
                 include_columns=columns,
-                column_types={c: dictionary if long_format and c in _REPEATED else pa.string() for c in columns},
+                column_types={c: pa.string() if c == "Metric Value" else dictionary for c in columns},
                 strings_can_be_null=False,
                 quoted_strings_can_be_null=False,
             ),
         )
-        return table.to_pandas()
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, UnicodeError):
         pass  # short rows, embedded newlines, bytes that are not UTF-8: the tolerant reader
     if isinstance(source, io.BytesIO):
@@ -325,15 +310,38 @@ def _read_table(source: str | io.BytesIO, encoding: str, columns: list[str], whe
         )
     except (pd.errors.ParserError, ValueError) as err:
         raise where.error(f"not readable as an ncu CSV export ({err}); re-export it with `ncu --csv`") from err
-    return frame.fillna("")
+    text = {c: pa.array(frame[c].fillna("").to_numpy(dtype=object), pa.string()) for c in columns}
+    return pa.table({c: a if c == "Metric Value" else a.dictionary_encode() for c, a in text.items()})
+
+
+def _text_codes(table: pa.Table, column: str) -> tuple[np.ndarray, np.ndarray]:
+    """Per-row codes into the distinct texts of a dictionary column, and those texts ("" everywhere
+    when the column is absent)."""
+    if column not in table.column_names:
+        return np.zeros(table.num_rows, dtype=np.int64), np.array([""], dtype=object)
+    array = table[column].combine_chunks()
+    return array.indices.to_numpy().astype(np.int64), array.dictionary.to_numpy(zero_copy_only=False)
+
+
+def _is_log(texts: np.ndarray) -> np.ndarray:
+    """Which ID texts are ncu log lines ("==PROF==" ...) rather than launches."""
+    return np.array([text.startswith("==") for text in texts], dtype=bool)
 
 
 _NUMBER = r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$"
 
 
-def _numbers(text: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+def _numbers(text: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
     """ncu value text -> floats (thousands separators, n/a -> NaN) and a mask of non-numbers."""
-    arr = pa.array(text.astype(str), type=pa.large_string())
+    plain = pc.replace_substring(text, ",", "")
+    try:  # the common case, plain numbers: one cast, no regular expression
+        cast = pc.cast(pc.if_else(pc.equal(plain, ""), pa.scalar(None, pa.string()), plain), pa.float64())
+        values = cast.to_numpy(zero_copy_only=False)
+        if (np.isfinite(values) | cast.is_null().to_numpy(zero_copy_only=False)).all():  # "inf", "nan": below
+            return values, np.zeros(len(values), dtype=bool)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        pass
+    arr = pc.cast(text, pa.large_string())
     arr = pc.replace_substring(pc.replace_substring(arr, ",", ""), "\u202f", "")
     arr = pc.utf8_trim_whitespace(arr)
     missing = pc.is_in(pc.utf8_lower(arr), value_set=pa.array(_NA_TEXT, pa.large_string()))
@@ -343,17 +351,21 @@ def _numbers(text: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     return values.to_numpy(zero_copy_only=False), bad.to_numpy(zero_copy_only=False)
 
 
-def _launch_ids(ids: pd.Series, where: _Where) -> tuple[np.ndarray, np.ndarray]:
-    """Launch code of each row (order of first appearance) and the ncu ID of each code."""
-    codes, uniques = pd.factorize(ids)
+def _launch_ids(id_codes: np.ndarray, id_texts: np.ndarray, rows: np.ndarray, where: _Where):
+    """Launch code of each row (order of first appearance) and the ncu ID of each code.
+
+    ``id_codes`` index the rows' ID texts in ``id_texts``; ``rows`` are their row numbers.
+    """
+    codes, first = pd.factorize(id_codes)
+    uniques = id_texts[first]
     numbers = pd.to_numeric(pd.Series(uniques).str.strip(), errors="coerce").to_numpy(float)
     bad = np.isnan(numbers) | (numbers != np.round(numbers))
     if bad.any():
-        first = np.flatnonzero(bad)[0]
+        first_bad = np.flatnonzero(bad)[0]
         raise where.error(
-            f"ID {uniques[first]!r} is not a launch number: keep ncu's ID column and remove "
+            f"ID {uniques[first_bad]!r} is not a launch number: keep ncu's ID column and remove "
             "lines that are not part of the export",
-            ids.index[np.argmax(codes == first)],
+            rows[np.argmax(codes == first_bad)],
         )
     merged, launches = pd.factorize(numbers.astype(np.int64))  # " 0" and "0" are one launch
     return merged[codes], np.asarray(launches, dtype=np.int64)
@@ -364,14 +376,6 @@ def _first_rows(codes: np.ndarray, n: int) -> np.ndarray:
     first = np.empty(n, dtype=np.int64)
     first[codes[::-1]] = np.arange(len(codes))[::-1]
     return first
-
-
-def _codes(frame: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray]:
-    """Integer codes and uniques of a text column ("" everywhere when the column is absent)."""
-    if column not in frame:
-        return np.zeros(len(frame), dtype=np.int64), np.array([""], dtype=object)
-    codes, uniques = pd.factorize(frame[column])
-    return codes.astype(np.int64), np.asarray(uniques, dtype=object)
 
 
 def _factor(unit: str, metric: str, where: _Where, row: Callable[[], int]) -> float:
@@ -385,50 +389,59 @@ def _factor(unit: str, metric: str, where: _Where, row: Callable[[], int]) -> fl
 def _read_wide(source, encoding: str, header: list[str], where: _Where) -> pd.DataFrame:
     metrics = [c for c in header if "__" in c and (is_kept_metric(c) or c in _DIMS)]
     ident = [c for c in _IDENT_SOURCE if c in header]
-    frame = _read_table(source, encoding, [*ident, *metrics], where)
-    if frame.empty:
+    table = _read_table(source, encoding, [*ident, *metrics], where)
+    if table.num_rows == 0:
         raise where.error(
             "no units row and no launches: ncu profiled no kernel; check the --kernel-name / --launch-skip "
             "filters of the ncu run and export again"
         )
-    if frame["ID"].iloc[0].strip():
+    id_codes, id_texts = _text_codes(table, "ID")
+    if id_texts[id_codes[0]].strip():
         raise where.error(
             "the second row holds values, not units: this wide export has no units row, so the "
             "values cannot be converted; re-export with `ncu --csv --page raw`, which writes the "
             "units row, or add `--print-units base`",
-            frame.index[0],
+            0,
         )
-    units = frame.iloc[0]
-    data = frame.iloc[1:]
-    log = data["ID"].str.startswith("==").to_numpy()
-    if log.any():
-        data = data[~log]
-    if data.empty:
+    index = np.flatnonzero(~_is_log(id_texts)[id_codes[1:]]) + 1  # the launches' rows, after the units row
+    if len(index) == 0:
         raise where.error(
             "no launches after the units row: ncu profiled no kernel; check the --kernel-name / "
             "--launch-skip filters of the ncu run and export again"
         )
-    index = data.index.to_numpy()
-    codes, launches = _launch_ids(data["ID"], where)
-    columns: dict[str, np.ndarray] = {}
-    unit_line = int(frame.index[0])
+    codes, launches = _launch_ids(id_codes[index], id_texts, index, where)
+    first = _first_rows(codes, len(launches))
+    order = np.argsort(launches, kind="stable")
+    rows = index[first[order]]  # one row per launch, in launch order
+    repeated = len(first) != len(codes)
+    names = sorted(m for m in metrics if m != _DISPLAY_NAME)
+    slot = {m: i for i, m in enumerate(names)}
+    matrix = np.empty((len(names), len(rows)))
+    kept = np.ones(len(names), dtype=bool)
+    per_row: dict[str, np.ndarray] = {}  # values of every row, to judge repeated launch IDs
     for metric in metrics:
         if metric == _DISPLAY_NAME:
             continue
-        values, bad = _numbers(data[metric])
+        value_codes, texts = _text_codes(table, metric)
+        used = np.zeros(len(texts), dtype=bool)
+        used[value_codes[index]] = True  # the units row's text is no value
+        values, bad = np.full(len(texts), np.nan), np.zeros(len(texts), dtype=bool)
+        values[used], bad[used] = _numbers(pa.array(texts[used], pa.string()))
         if bad.any():
             if metric.startswith("device__attribute_"):
+                kept[slot[metric]] = False
                 continue  # a string-valued device attribute: not a number to keep
-            pos = int(np.argmax(bad))
+            row = index[np.argmax(bad[value_codes[index]])]
             raise where.error(
-                f"metric {metric!r} has the value {data[metric].iloc[pos]!r}, not a number: fix or re-export the file",
-                index[pos],
+                f"metric {metric!r} has the value {texts[value_codes[row]]!r}, not a number: fix or re-export the file",
+                row,
             )
-        columns[metric] = values * _factor(units[metric].strip(), metric, where, lambda: unit_line)
-    values = pd.DataFrame(columns)
-    rows = _first_rows(codes, len(launches))
-    if len(rows) != len(codes):
-        spread = values.groupby(codes).nunique(dropna=False).max(axis=1).to_numpy()
+        values = values * _factor(texts[value_codes[0]].strip(), metric, where, lambda: 0)
+        matrix[slot[metric]] = values[value_codes[rows]]
+        if repeated:
+            per_row[metric] = values[value_codes[index]]
+    if repeated:
+        spread = pd.DataFrame(per_row).groupby(codes).nunique(dropna=False).max(axis=1).to_numpy()
         if (spread > 1).any():
             code = int(np.argmax(spread > 1))
             raise where.error(
@@ -436,10 +449,15 @@ def _read_wide(source, encoding: str, header: list[str], where: _Where) -> pd.Da
                 "concatenates several exports; split it so each launch ID appears once",
                 index[np.flatnonzero(codes == code)[1]],
             )
-    ident_frame = pd.DataFrame({c: np.asarray(data[c].iloc[rows], dtype=object) for c in ident if c != "ID"})
-    names = data[_DISPLAY_NAME].iloc[rows] if _DISPLAY_NAME in data else None
-    per_launch = values.iloc[rows].reset_index(drop=True)
-    return _assemble(ident_frame, launches, per_launch, names, "ncu-csv-raw", where)
+    if not kept.all():
+        names, matrix = [m for m, k in zip(names, kept, strict=True) if k], matrix[kept]
+    texts = {c: _text_codes(table, c) for c in ident if c != "ID"}
+    ident_text = {c: uniques[value_codes[rows]] for c, (value_codes, uniques) in texts.items()}
+    display_names = None
+    if _DISPLAY_NAME in metrics:
+        value_codes, uniques = _text_codes(table, _DISPLAY_NAME)
+        display_names = uniques[value_codes[rows]]
+    return _assemble(ident_text, launches[order], names, matrix, display_names, "ncu-csv-raw", where)
 
 
 def _long_metric(section: str, body: str, name: str) -> str:
@@ -453,22 +471,22 @@ def _long_metric(section: str, body: str, name: str) -> str:
 
 
 def _read_long(source, encoding: str, header: list[str], where: _Where) -> pd.DataFrame:
-    frame = _read_table(source, encoding, [c for c in _LONG_COLUMNS if c in header], where)
-    log = frame["ID"].str.startswith("==").to_numpy()
-    if log.any():
-        frame = frame[~log]
-    if frame.empty:
+    table = _read_table(source, encoding, [c for c in _LONG_COLUMNS if c in header], where)
+    id_codes, id_texts = _text_codes(table, "ID")
+    index = np.flatnonzero(~_is_log(id_texts)[id_codes])  # row numbers of the metric rows
+    if len(index) < table.num_rows:
+        table, id_codes = table.take(index), id_codes[index]
+    if table.num_rows == 0:
         raise where.error(
             "the export holds no rows: ncu profiled no kernel; check the --kernel-name / --launch-skip "
             "filters of the ncu run and export again"
         )
-    index = frame.index.to_numpy()
-    codes, launches = _launch_ids(frame["ID"], where)
+    codes, launches = _launch_ids(id_codes, id_texts, index, where)
     n_launch = len(launches)
 
     # One code per (section, body item, metric name) combination: labels are mapped once each.
     (sec, sec_u), (body, body_u), (name, name_u) = (
-        _codes(frame, c) for c in ("Section Name", "Body Item Label", "Metric Name")
+        _text_codes(table, c) for c in ("Section Name", "Body Item Label", "Metric Name")
     )
     nb, nn = len(body_u), len(name_u)
     combo_codes, combos = pd.factorize((sec * nb + body) * nn + name)
@@ -487,23 +505,27 @@ def _read_long(source, encoding: str, header: list[str], where: _Where) -> pd.Da
     raw_of_combo = np.array(["__" in t[2] for t in triples], dtype=bool)
     metric_id = metric_of_combo[combo_codes]
 
+    value_text = table["Metric Value"]
+    order = np.argsort(launches, kind="stable")
+    rank = np.empty(n_launch, dtype=np.int64)
+    rank[order] = np.arange(n_launch)  # launch code -> position in launch order
     display_id = position.get(_DISPLAY_NAME, -2)
     at = np.flatnonzero(metric_id == display_id)
-    display = pd.Series(np.asarray(frame["Metric Value"].iloc[at].str.strip(), dtype=object))
-    display_names = display.groupby(codes[at]).first().reindex(range(n_launch))
+    display_names = np.full(n_launch, "", dtype=object)
+    display_names[rank[codes[at]][::-1]] = pc.utf8_trim_whitespace(value_text.take(at)).to_numpy()[::-1]
 
     sel = np.flatnonzero((metric_id >= 0) & (metric_id != display_id))
-    values, bad = _numbers(frame["Metric Value"])
-    values, bad, mid = values[sel], bad[sel], metric_id[sel]
+    values, bad = _numbers(value_text.take(sel))
+    mid = metric_id[sel]
     attribute = np.array([m.startswith("device__attribute_") for m in metric_names], dtype=bool)
     if len(sel) and (bad & ~attribute[mid]).any():
         pos = sel[np.argmax(bad & ~attribute[mid])]
         raise where.error(
             f"metric {metric_names[metric_id[pos]]!r} has the value "
-            f"{frame['Metric Value'].iloc[pos]!r}, not a number: fix or re-export the file",
+            f"{value_text[int(pos)].as_py()!r}, not a number: fix or re-export the file",
             index[pos],
         )
-    unit, unit_u = _codes(frame, "Metric Unit")
+    unit, unit_u = _text_codes(table, "Metric Unit")
     pair_codes, pairs = pd.factorize(mid * len(unit_u) + unit[sel])
     factors = np.empty(len(pairs))
     for i, pair in enumerate(pairs):
@@ -512,33 +534,34 @@ def _read_long(source, encoding: str, header: list[str], where: _Where) -> pd.Da
     si = values * factors[pair_codes]
     si[bad] = np.nan  # string-valued device attributes
 
-    table = np.full((n_launch, len(metric_names)), np.nan)
+    matrix = np.full((len(metric_names), n_launch), np.nan)
     is_raw = raw_of_combo[combo_codes[sel]]
     for prefer in (False, True):  # display-label rows first: raw metric rows overwrite them
         pick = np.flatnonzero(is_raw == prefer)
         key = codes[sel[pick]].astype(np.int64) * len(metric_names) + mid[pick]
-        first = _deduplicate(key, si[pick], index[sel[pick]], metric_names, launches, where)
-        found = first.notna().to_numpy()
-        table.flat[first.index.to_numpy()[found]] = first.to_numpy()[found]
+        keys, firsts = _deduplicate(key, si[pick], index[sel[pick]], metric_names, launches, where)
+        found = ~np.isnan(firsts)
+        keys = keys[found]
+        matrix[keys % len(metric_names), rank[keys // len(metric_names)]] = firsts[found]
 
-    rows = _first_rows(codes, n_launch)
+    rows = _first_rows(codes, n_launch)[order]
     ident = {}
     for column in _IDENT_SOURCE:
-        if column in frame and column != "ID":
-            col_codes, uniques = _codes(frame, column)
-            ident[column] = uniques[col_codes[rows]]
+        if column in table.column_names and column != "ID":
+            column_codes, uniques = _text_codes(table, column)
+            ident[column] = uniques[column_codes[rows]]
             if column == "Kernel Name":
-                _check_kernels(codes, col_codes, uniques, launches, index, where)
-    per_launch = pd.DataFrame(table, columns=metric_names)
-    return _assemble(pd.DataFrame(ident), launches, per_launch, display_names, source_format, where)
+                _check_kernels(codes, column_codes, uniques, launches, index, where)
+    return _assemble(ident, launches[order], metric_names, matrix, display_names, source_format, where)
 
 
-def _deduplicate(key, values, rows, metric_names, launches, where: _Where) -> pd.Series:
-    """First non-NaN value per key; refuse (launch, metric) pairs given twice, differently."""
+def _deduplicate(key, values, rows, metric_names, launches, where: _Where) -> tuple[np.ndarray, np.ndarray]:
+    """First non-NaN value per key, as (keys, values); refuse (launch, metric) pairs given twice,
+    differently."""
+    if len(key) == 0 or np.bincount(key).max() == 1:
+        return key, values  # no key repeats: nothing to choose or check
     grouped = pd.Series(values).groupby(key, sort=False)
     first = grouped.first()
-    if len(first) == len(key):
-        return first
     low, high = grouped.min().to_numpy(), grouped.max().to_numpy()
     conflict = high - low > 1e-9 * np.maximum(np.abs(low), np.abs(high))
     if conflict.any():
@@ -550,16 +573,16 @@ def _deduplicate(key, values, rows, metric_names, launches, where: _Where) -> pd
             "concatenates several exports or runs; split it so each launch ID appears once",
             rows[np.flatnonzero(key == bad_key)[1]],
         )
-    return first
+    return first.index.to_numpy(), first.to_numpy()
 
 
 def _check_kernels(codes, kernel_codes, kernels, launches, index, where: _Where) -> None:
     """Refuse launch IDs that name two kernels (concatenated exports)."""
-    width = int(kernel_codes.max()) + 1
-    pairs = codes.astype(np.int64) * width + kernel_codes
-    if len(pd.unique(pairs)) == len(launches):
+    first_kernel = kernel_codes[_first_rows(codes, len(launches))]
+    if (kernel_codes == first_kernel[codes]).all():
         return
-    pairs = np.unique(pairs)
+    width = int(kernel_codes.max()) + 1
+    pairs = np.unique(codes.astype(np.int64) * width + kernel_codes)
     ids = pairs // width
     twice = np.flatnonzero(np.diff(ids) == 0)[0]
     code, a, b = ids[twice], pairs[twice] % width, pairs[twice + 1] % width
@@ -571,38 +594,45 @@ def _check_kernels(codes, kernel_codes, kernels, launches, index, where: _Where)
     )
 
 
-def _dims(values: pd.DataFrame, what: str) -> pd.Series:
-    """Grid or block text "(x, y, z)" from ``launch__<what>_dim_*`` where all three exist."""
-    cols = [f"launch__{what}_dim_{a}" for a in "xyz"]
-    if not all(c in values for c in cols):
-        return pd.Series("", index=values.index)
-    dims = values[cols]
-    text = dims.map(lambda v: "" if np.isnan(v) else f"{v:.0f}")
-    out = "(" + text[cols[0]] + ", " + text[cols[1]] + ", " + text[cols[2]] + ")"
-    return out.where(dims.notna().all(axis=1), "")
+def _integer_text(columns: list[np.ndarray], join: Callable[[list[str]], str]) -> np.ndarray:
+    """Per row, ``join`` of the columns' values written as integers, "" where one is NaN.
+
+    Formatted once per distinct combination: 100k launches have a few distinct grids, not 100k.
+    """
+    values = np.ascontiguousarray(np.column_stack(columns))
+    keys = values.view(np.dtype((np.void, values.itemsize * values.shape[1]))).ravel()
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    texts = ["" if np.isnan(values[i]).any() else join([f"{v:.0f}" for v in values[i]]) for i in first]
+    return np.array(texts, dtype=object)[inverse.ravel()]
 
 
-def _assemble(ident, launches, values, display_names, source_format, where) -> pd.DataFrame:
-    """The raw launch frame from per-launch identity text, launch numbers and SI values."""
-    ident = ident.reset_index(drop=True).rename(columns=_IDENT_SOURCE)
+def _assemble(ident, launches, names, matrix, display_names, source_format, where) -> pd.DataFrame:
+    """The raw launch frame from per-launch identity text, launch numbers and SI values.
+
+    Everything comes in launch order: ``ident`` (source column -> text), ``launches``, the rows of
+    ``matrix`` (one per metric of the sorted ``names``) and ``display_names``.
+    """
     out = pd.DataFrame(index=range(len(launches)))
+    texts = {_IDENT_SOURCE[c]: values for c, values in ident.items()}
     for column in IDENTITY_COLUMNS:
-        out[column] = ident[column].astype(str).str.strip() if column in ident else ""
+        out[column] = pd.Series(texts[column]).astype(str).str.strip() if column in texts else ""
     out["launch"] = launches
     out["source_format"] = source_format
     device = out["device"].where(~out["device"].str.fullmatch(r"\d*"), "")
     if display_names is not None:
-        names = pd.Series(display_names).reset_index(drop=True).fillna("").astype(str).str.strip()
-        device = names.where(names != "", device)
+        names_text = pd.Series(display_names).astype(str).str.strip()
+        device = names_text.where(names_text != "", device)
     out["device"] = device
+    row = {m: i for i, m in enumerate(names)}
     for what in ("grid", "block"):
-        out[what] = out[what].where(out[what] != "", _dims(values, what))
-    major = values.get("device__attribute_compute_capability_major")
-    minor = values.get("device__attribute_compute_capability_minor")
-    if major is not None and minor is not None:
-        cc = major.map(lambda v: f"{v:.0f}") + "." + minor.map(lambda v: f"{v:.0f}")
-        cc = cc.where(major.notna() & minor.notna(), "")
-        out["compute_capability"] = out["compute_capability"].where(out["compute_capability"] != "", cc)
+        dims = [row.get(f"launch__{what}_dim_{a}") for a in "xyz"]
+        if None not in dims:
+            text = _integer_text([matrix[i] for i in dims], lambda parts: "(" + ", ".join(parts) + ")")
+            out[what] = out[what].where(out[what] != "", text)
+    cc = [row.get(f"device__attribute_compute_capability_{part}") for part in ("major", "minor")]
+    if None not in cc:
+        text = _integer_text([matrix[i] for i in cc], ".".join)
+        out["compute_capability"] = out["compute_capability"].where(out["compute_capability"] != "", text)
     text = [c for c in IDENTITY_COLUMNS if c not in ("launch", "source_format")]
     if out[text].apply(lambda s: s.str.contains("\ufffd", regex=False)).any().any():
         warnings.warn(
@@ -611,6 +641,7 @@ def _assemble(ident, launches, values, display_names, source_format, where) -> p
             NcuCsvWarning,
             stacklevel=4,
         )
-    metrics = sorted(c for c in values.columns if c not in _DIMS or is_kept_metric(c))
-    out = pd.concat([out, values[metrics].astype(float)], axis=1)
-    return out.sort_values("launch", kind="stable").reset_index(drop=True)
+    kept = [i for i, m in enumerate(names) if m not in _DIMS or is_kept_metric(m)]
+    if len(kept) < len(names):
+        names, matrix = [names[i] for i in kept], matrix[kept]
+    return pd.concat([out, pd.DataFrame(matrix.T, columns=names, copy=False)], axis=1)

@@ -17,10 +17,12 @@ import math
 import re
 import sys
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import yaml
 
 from roofline import metrics
@@ -397,9 +399,10 @@ def _compute_capability(raw: pd.DataFrame) -> pd.Series:
     minor = pd.to_numeric(raw.get("device__attribute_compute_capability_minor"), errors="coerce")
     if major is None or not isinstance(major, pd.Series):
         text = raw.get("compute_capability", pd.Series([""] * len(raw), index=raw.index)).astype(str)
-        parts = text.str.extract(r"(\d+)\.(\d+)")
-        major = pd.to_numeric(parts[0], errors="coerce")
-        minor = pd.to_numeric(parts[1], errors="coerce")
+        codes, uniques = pd.factorize(text, use_na_sentinel=False)
+        parts = pd.Series(uniques).str.extract(r"(\d+)\.(\d+)")  # once per distinct text
+        major = pd.Series(pd.to_numeric(parts[0], errors="coerce").to_numpy()[codes], index=raw.index)
+        minor = pd.Series(pd.to_numeric(parts[1], errors="coerce").to_numpy()[codes], index=raw.index)
     if minor is None or not isinstance(minor, pd.Series):
         minor = pd.Series(0.0, index=raw.index)
     return (major * 10 + minor).astype("float64")
@@ -435,20 +438,19 @@ def _source_text(recipe: Recipe | None) -> str:
     return " + ".join(dict.fromkeys(recipe.inputs())) or recipe.name
 
 
-def _implausible(quantity, values: pd.Series, recipe: Recipe | None) -> pd.Series:
-    """Per row, "" or the refusal text for ``values`` of ``quantity`` (NaN is not judged)."""
-    reasons = pd.Series("", index=values.index, dtype="object")
+def _implausible(quantity, values: np.ndarray, recipe: Recipe | None) -> dict[int, str]:
+    """Row -> refusal text for the ``values`` of ``quantity`` that cannot be measurements (NaN is not
+    judged); a row gets the first reason that applies."""
     limit = _UNIT_LIMITS.get(quantity.unit)
-    negative = values < 0
-    zero = (values == 0) if quantity.name == "duration_s" else pd.Series(False, index=values.index)
-    high = values > limit if limit is not None else pd.Series(False, index=values.index)
-    source = _source_text(recipe)
-    checks = [(negative, "negative"), (zero, "zero: a launch takes time, so the rates would be infinite")]
+    checks = [(values < 0, "negative")]
+    if quantity.name == "duration_s":
+        checks.append((values == 0, "zero: a launch takes time, so the rates would be infinite"))
     if limit is not None:
-        checks.append((high, f"above the plausible maximum {limit:g} {quantity.unit}"))
+        checks.append((values > limit, f"above the plausible maximum {limit:g} {quantity.unit}"))
+    reasons: dict[int, str] = {}
     for mask, why in checks:
-        for i in np.flatnonzero(mask.to_numpy() & (reasons == "").to_numpy()):
-            reasons.iat[i] = f"{REFUSED}{source} gives {values.iat[i]:.4g} {quantity.unit}: {why}"
+        for i in np.flatnonzero(mask):
+            reasons.setdefault(int(i), f"{REFUSED}{_source_text(recipe)} gives {values[i]:.4g} {quantity.unit}: {why}")
     return reasons
 
 
@@ -481,33 +483,43 @@ def derive_counters(raw: pd.DataFrame) -> pd.DataFrame:
     values: dict[str, pd.Series] = {}
     out: dict[str, pd.Series] = {}
     for quantity in QUANTITIES:
-        value = pd.Series(np.nan, index=raw.index, dtype="float64")
-        recipe_used = pd.Series("", index=raw.index, dtype="object")
-        refused = pd.Series("", index=raw.index, dtype="object")
+        # Per row: the value, and the recipe that gave it or why it was refused, as codes into texts
+        # (100k launches share a few texts: each becomes a string once).
+        value = np.full(len(raw), np.nan)
+        texts: list = [""]
+        text_code = np.zeros(len(raw), dtype=np.int64)
+        refused: dict[int, str] = {}
         if quantity.name in raw.columns:
-            given = pd.to_numeric(raw[quantity.name], errors="coerce")
-            value = given.astype("float64")
+            value = np.array(pd.to_numeric(raw[quantity.name], errors="coerce"), dtype="float64")
             label = raw.get(f"{quantity.name}_recipe", pd.Series("given", index=raw.index))
-            recipe_used = label.where(value.notna(), "").astype("object")
+            text_code, uniques = pd.factorize(label.where(~np.isnan(value), ""), use_na_sentinel=False)
+            texts = list(uniques)
             refused = _implausible(quantity, value, None)
+        is_refused = np.zeros(len(raw), dtype=bool)
+        is_refused[list(refused)] = True
         for recipe in quantity.recipes:
-            if not (value.isna() & (refused == "")).any():
+            open_rows = np.isnan(value) & ~is_refused
+            if not open_rows.any():
                 break
             result = _evaluate(recipe, raw, values, cc)
             if result is None:
                 continue
-            fill = value.isna() & (refused == "") & result.notna()
-            reasons = _implausible(quantity, result.where(fill), recipe)
-            refused = refused.where(reasons == "", reasons)
-            fill &= reasons == ""
-            value = value.where(~fill, result)
-            recipe_used = recipe_used.where(~fill, recipe.name)
-        if (refused != "").any():
-            value = value.where(refused == "")
-            recipe_used = recipe_used.where(refused == "", refused)
-        values[quantity.name] = value
-        out[quantity.name] = value
-        out[f"{quantity.name}_recipe"] = recipe_used
+            result = result.to_numpy()
+            fill = open_rows & ~np.isnan(result)
+            reasons = _implausible(quantity, np.where(fill, result, np.nan), recipe)
+            refused.update(reasons)
+            is_refused[list(reasons)] = True
+            fill[list(reasons)] = False
+            value = np.where(fill, result, value)
+            text_code[fill] = len(texts)
+            texts.append(recipe.name)
+        for row, reason in refused.items():
+            value[row] = np.nan
+            text_code[row] = len(texts)
+            texts.append(reason)
+        values[quantity.name] = out[quantity.name] = pd.Series(value, index=raw.index)
+        text = pa.array(texts, pa.string(), from_pandas=True).take(pa.array(text_code))
+        out[f"{quantity.name}_recipe"] = pd.Series(text.to_pandas().array, index=raw.index)
     frame = pd.DataFrame(out, index=raw.index)
     _refuse_rates(frame)
     tensor = frame[[f"flop_{c}" for c in metrics.TENSOR_CLASSES]]
@@ -530,7 +542,9 @@ def derive_counters(raw: pd.DataFrame) -> pd.DataFrame:
         if key in raw.columns:
             frame[key] = raw[key].values
     if "compute_capability" not in raw.columns or (frame["compute_capability"].astype(str) == "").all():
-        frame["compute_capability"] = ["" if math.isnan(v) else f"{int(v) // 10}.{int(v) % 10}" for v in cc]
+        codes, uniques = pd.factorize(cc, use_na_sentinel=False)
+        texts = ["" if math.isnan(v) else f"{int(v) // 10}.{int(v) % 10}" for v in uniques]
+        frame["compute_capability"] = np.array(texts, dtype=object)[codes]
     for column, metric in metrics.IDENTITY_METRICS.items():
         if column in ("device",) or column.startswith("cc_"):
             continue
@@ -741,19 +755,20 @@ def parse_input(path: str | Path, app: str, kind: str, device: str | None = None
     ``device`` names the GPU for inputs that record none (CSV exports); a recorded name wins.
     """
     path = Path(path)
-    raw = read_input(path, kind)
-    counters = derive_counters(raw)
-    recorded = counters.get("device", pd.Series("", index=counters.index)).fillna("").astype(str)
-    if device:
-        counters["device"] = recorded.where(recorded != "", device)
-    else:
-        unnamed = [
-            f"unnamed GPU (sm_{cc.replace('.', '')})" if cc else "unnamed GPU" for cc in counters["compute_capability"]
-        ]
-        counters["device"] = recorded.where(recorded != "", pd.Series(unnamed, index=counters.index))
-    counters["app"] = app
-    counters["source_file"] = str(path)
-    counters["source_sha256"] = sha256(path)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        digest = pool.submit(sha256, path)  # hashlib releases the GIL: hashing overlaps the parsing
+        raw = read_input(path, kind)
+        counters = derive_counters(raw)
+        recorded = counters.get("device", pd.Series("", index=counters.index)).fillna("").astype(str)
+        if device:
+            counters["device"] = recorded.where(recorded != "", device)
+        else:
+            cc = counters["compute_capability"]
+            unnamed = {c: f"unnamed GPU (sm_{c.replace('.', '')})" if c else "unnamed GPU" for c in cc.unique()}
+            counters["device"] = recorded.where(recorded != "", cc.map(unnamed))
+        counters["app"] = app
+        counters["source_file"] = str(path)
+        counters["source_sha256"] = digest.result()
     if kind == "ncu-rep":
         counters["ncu_version"] = report_version(path)
         counters["command_line"] = report_command_line(path)
