@@ -334,13 +334,17 @@ _NUMBER = r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$"
 def _numbers(text: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
     """ncu value text -> floats (thousands separators, n/a -> NaN) and a mask of non-numbers."""
     plain = pc.replace_substring(text, ",", "")
-    try:  # the common case, plain numbers: one cast, no regular expression
-        cast = pc.cast(pc.if_else(pc.equal(plain, ""), pa.scalar(None, pa.string()), plain), pa.float64())
+    for empty_as_null in (False, True):  # the common case, plain numbers: one cast, no regular expression
+        try:
+            if empty_as_null:  # "" (a value ncu left out) fails the cast: make it a null first
+                plain = pc.if_else(pc.equal(plain, ""), pa.scalar(None, pa.string()), plain)
+            cast = pc.cast(plain, pa.float64())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            continue
         values = cast.to_numpy(zero_copy_only=False)
         if (np.isfinite(values) | cast.is_null().to_numpy(zero_copy_only=False)).all():  # "inf", "nan": below
             return values, np.zeros(len(values), dtype=bool)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        pass
+        break
     arr = pc.cast(text, pa.large_string())
     arr = pc.replace_substring(pc.replace_substring(arr, ",", ""), "\u202f", "")
     arr = pc.utf8_trim_whitespace(arr)
@@ -356,8 +360,12 @@ def _launch_ids(id_codes: np.ndarray, id_texts: np.ndarray, rows: np.ndarray, wh
 
     ``id_codes`` index the rows' ID texts in ``id_texts``; ``rows`` are their row numbers.
     """
-    codes, first = pd.factorize(id_codes)
-    uniques = id_texts[first]
+    first_rows = _first_rows(id_codes, len(id_texts))
+    if len(id_codes) and (id_codes.max() < len(id_texts)) and (np.diff(first_rows) > 0).all():
+        codes, uniques = id_codes, id_texts  # every ID text used, in order of first appearance
+    else:
+        codes, first = pd.factorize(id_codes)
+        uniques = id_texts[first]
     numbers = pd.to_numeric(pd.Series(uniques).str.strip(), errors="coerce").to_numpy(float)
     bad = np.isnan(numbers) | (numbers != np.round(numbers))
     if bad.any():
@@ -515,7 +523,7 @@ def _read_long(source, encoding: str, header: list[str], where: _Where) -> pd.Da
     display_names[rank[codes[at]][::-1]] = pc.utf8_trim_whitespace(value_text.take(at)).to_numpy()[::-1]
 
     sel = np.flatnonzero((metric_id >= 0) & (metric_id != display_id))
-    values, bad = _numbers(value_text.take(sel))
+    values, bad = _numbers(value_text if len(sel) == len(metric_id) else value_text.take(sel))
     mid = metric_id[sel]
     attribute = np.array([m.startswith("device__attribute_") for m in metric_names], dtype=bool)
     if len(sel) and (bad & ~attribute[mid]).any():
@@ -537,7 +545,12 @@ def _read_long(source, encoding: str, header: list[str], where: _Where) -> pd.Da
     matrix = np.full((len(metric_names), n_launch), np.nan)
     is_raw = raw_of_combo[combo_codes[sel]]
     for prefer in (False, True):  # display-label rows first: raw metric rows overwrite them
-        pick = np.flatnonzero(is_raw == prefer)
+        if is_raw.all() or not is_raw.any():
+            if prefer != is_raw[:1].any():
+                continue  # all rows are of one kind: one pass, no selection
+            pick = slice(None)
+        else:
+            pick = np.flatnonzero(is_raw == prefer)
         key = codes[sel[pick]].astype(np.int64) * len(metric_names) + mid[pick]
         keys, firsts = _deduplicate(key, si[pick], index[sel[pick]], metric_names, launches, where)
         found = ~np.isnan(firsts)
