@@ -308,6 +308,37 @@ def test_app_page_has_only_its_kernels():
     assert "not a report" not in page  # app0's diagnostic
 
 
+def _specs(page: str) -> list[dict]:
+    return json.loads(re.search(r"\nvar SPECS = (.*);\nvar VIEWS = ", page).group(1))
+
+
+def test_app_page_shares_the_summary_axes_with_its_own_controls(tmp_path):
+    """An app page draws its rows in the summary's frame for that device (same axes and roofs, app
+    colours as on the summary); its slider and app filter fit its own rows."""
+    kernels = make_kernels(12, seed=5)
+    pages = report.write_pages(kernels, make_ceilings(), make_diagnostics(), tmp_path / "summary.html",
+                               tmp_path / "apps", "T")
+    summary = _specs((tmp_path / "summary.html").read_text())[0]
+    app_page = _specs((tmp_path / "apps" / "app1.html").read_text())[0]
+    assert len(pages) == 3
+
+    def scales(spec: dict) -> list:
+        return [(layer["encoding"][axis]["scale"]) for layer in spec["layer"] for axis in ("x", "y")
+                if axis in layer.get("encoding", {})]
+
+    assert scales(app_page) == scales(summary) and len(scales(summary)) >= 4
+    params = {p["name"]: p for p in app_page["params"]}
+    n_app1 = int((kernels["app"] == "app1").sum())  # every row is drawn (the what-if one at its attainable)
+    assert params["app_filter"]["bind"]["options"] == [report.ALL, "app1"]
+    assert params["top_n"]["bind"]["max"] == n_app1 == params["top_n"]["value"]
+    summary_params = {p["name"]: p for p in summary["params"]}
+    assert summary_params["app_filter"]["bind"]["options"] == [report.ALL, "app0", "app1"]
+    assert summary_params["top_n"]["bind"]["max"] == len(kernels) > n_app1
+    # the same page from app_html alone (no shared cache) is identical
+    alone = report.app_html(conform(kernels, "kernels"), make_ceilings(), make_diagnostics(), "app1", "T")
+    assert alone == (tmp_path / "apps" / "app1.html").read_text()
+
+
 def test_device_without_ceilings_has_no_chart():
     kernels = pd.concat([make_kernels(), make_kernels(3, device="GPU-B")], ignore_index=True)
     page = report.summary_html(kernels, make_ceilings(), make_diagnostics(), "t")
