@@ -18,7 +18,7 @@ import multiprocessing
 import os
 import sys
 import threading
-from multiprocessing.connection import Connection
+from multiprocessing.connection import Connection, wait
 from pathlib import Path
 
 # Modules the server imports once, so that no job pays for them. "__main__" (Snakemake's entry
@@ -28,6 +28,7 @@ PRELOAD = ["__main__", "pandas", "pyarrow.csv", "pyarrow.parquet", "roofline.par
 STAGES = {"parse", "ceilings", "classify", "report", "track", "status"}
 
 _context_lock = threading.Lock()
+_status_lock = threading.Lock()
 _context: multiprocessing.context.BaseContext | None = None
 
 
@@ -104,9 +105,15 @@ def run_stage(stage: str, log: str | os.PathLike, /, **options) -> None:
     process = context.Process(target=_child, args=(stage, stage_argv(options), str(log), lifeline),
                               name=f"roofline.{stage}")
     try:
-        process.start()
+        # multiprocessing reads a forkserver child's exit status from its sentinel exactly once, and
+        # Process.start() polls the other children: two threads reading one status would leave one
+        # with EOF (status 255). So starts and status reads take turns; the waiting does not.
+        with _status_lock:
+            process.start()
         lifeline.close()
-        process.join()
+        wait([process.sentinel])
+        with _status_lock:
+            process.join()
     finally:
         keep.close()
     if process.exitcode != 0:

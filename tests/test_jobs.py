@@ -122,3 +122,19 @@ def _alive(pid: int) -> bool:
         return False
     status = Path(f"/proc/{pid}/stat")
     return not (status.exists() and status.read_text().split(")")[-1].split()[0] == "Z")
+
+
+def test_concurrent_jobs_all_get_their_exit_status(tmp_path):
+    """Snakemake runs jobs from several threads at once. multiprocessing reads a forkserver child's
+    exit status once, and starting a process polls the others: unsynchronised, one thread could
+    read another's status and leave it "exited with status 255" (seen at 10 apps before the fix)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    _diagnostics(tmp_path / "d.parquet", "warning")
+
+    def job(i: int) -> None:
+        run_stage("status", tmp_path / f"{i}.log", diagnostics=[tmp_path / "d.parquet"], output=tmp_path / f"{i}.json")
+
+    with ThreadPoolExecutor(6) as pool:
+        list(pool.map(job, range(60)))
+    assert len(list(tmp_path.glob("*.json"))) == 60
