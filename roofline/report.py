@@ -872,7 +872,6 @@ def _body(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFra
     specs by device across the pages of one :func:`write_pages` call (same frames for every page).
     """
     kernels = conform(kernels, "kernels")
-    chart_kernels = kernels if chart_kernels is None else conform(chart_kernels, "kernels")
     ceilings = conform(ceilings, "ceilings")
     diagnostics = conform(diagnostics, "diagnostics")
     table = page_table(kernels)
@@ -889,8 +888,8 @@ def _body(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFra
                 if chart_cache is not None and device in chart_cache:
                     spec = copy.deepcopy(chart_cache[device])
                 else:
-                    spec = _chart_spec(chart_kernels[chart_kernels["device"] == device],
-                                       ceilings[ceilings["device"] == device], device)
+                    frame = kernels if chart_kernels is None else conform(chart_kernels, "kernels")
+                    spec = _chart_spec(frame[frame["device"] == device], ceilings[ceilings["device"] == device], device)
                     if chart_cache is not None:
                         chart_cache[device] = copy.deepcopy(spec)
                 page_apps = sorted(kernels.loc[kernels["device"] == device, "app"].unique())
@@ -934,13 +933,18 @@ def summary_html(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.
 def app_html(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFrame, app: str,
              title: str = "", chart_cache: dict | None = None) -> str:
     """The page of one app (``reports/apps/{app}.html``): the summary's blocks for its rows only."""
-    mine = kernels[kernels["app"] == app]
+    return _app_page(kernels[kernels["app"] == app], kernels, ceilings, diagnostics[diagnostics["app"] == app],
+                     app, title, chart_cache)
+
+
+def _app_page(mine: pd.DataFrame, kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFrame,
+              app: str, title: str, chart_cache: dict | None) -> str:
+    """:func:`app_html` from the app's rows (``mine``) and diagnostics, already picked out."""
     devices = set(mine["device"])
     heading = f"{title}: {app}" if title else app
     nav = '<nav><a href="../summary.html">← summary</a></nav>'
-    return _page(heading, *_body(mine, ceilings[ceilings["device"].isin(devices)],
-                                 diagnostics[diagnostics["app"] == app], heading, None, nav, f"{app}.csv",
-                                 chart_kernels=kernels[kernels["device"].isin(devices)], chart_cache=chart_cache))
+    return _page(heading, *_body(mine, ceilings[ceilings["device"].isin(devices)], diagnostics, heading, None, nav,
+                                 f"{app}.csv", chart_kernels=kernels, chart_cache=chart_cache))
 
 
 # -- IO edge ---------------------------------------------------------------------------------------
@@ -976,9 +980,12 @@ def write_pages(
     diagnostics, charts = conform(diagnostics, "diagnostics"), {}
     write_text_atomic(output, summary_html(kernels, ceilings, diagnostics, title, charts))
     written = [output]
+    # Split once: picking each app's rows out of all of them would make the pages quadratic in apps.
+    rows_of, notes_of = dict(tuple(kernels.groupby("app"))), dict(tuple(diagnostics.groupby("app")))
     for app in apps:
         page = apps_dir / f"{app}.html"
-        write_text_atomic(page, app_html(kernels, ceilings, diagnostics, app, title, charts))
+        write_text_atomic(page, _app_page(rows_of.get(app, kernels.iloc[:0]), kernels, ceilings,
+                                          notes_of.get(app, diagnostics.iloc[:0]), app, title, charts))
         written.append(page)
     return written
 
