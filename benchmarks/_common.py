@@ -45,7 +45,8 @@ def fresh_dir(path: Path) -> Path:
 
 
 def copy_workflow(dest: Path) -> Path:
-    """Copy the repo's Snakefile, workflow/, roofline/ and config/ into ``dest`` (a tmp folder)."""
+    """Copy the repo's Snakefile, workflow/, roofline/ and config/ into ``dest`` (a tmp folder), with
+    the ``profiles`` link of a checkout."""
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".*.tmp")
@@ -55,6 +56,9 @@ def copy_workflow(dest: Path) -> Path:
             shutil.copytree(source, dest / part, ignore=ignore, dirs_exist_ok=True)
         else:
             shutil.copy2(source, dest / part)
+    # As in a checkout: Snakemake finds the default workflow profile (force-use-threads etc.) here.
+    if not (dest / "profiles").exists():
+        (dest / "profiles").symlink_to("workflow/profiles")
     return dest
 
 

@@ -25,7 +25,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import BENCH_TMP, PY, REPO, fresh_dir, gb, job_env, record, run_tracked, warm_bytecode  # noqa: E402
 from generate import NERSC_DEVICE, generate_big  # noqa: E402
-from proposals import patched  # noqa: E402
 
 from roofline.ceilings import build_ceilings  # noqa: E402
 from roofline.classify import aggregate_kernels  # noqa: E402
@@ -55,26 +54,6 @@ def chromium(page: Path, profile: Path, *extra: str):
     return run_tracked(cmd, timeout=120)
 
 
-def proposal_variants(summary: Path, work: Path, table_rows: int = 500) -> dict[str, Path]:
-    """Copies of the page as the proposals for report.py would shape it (measured, not implemented):
-    without the CSV download inlined as a data: URI (write kernels.csv beside the page, or build the
-    CSV in the browser from the chart data), and also with the HTML table cut to the first
-    ``table_rows`` kernels by priority (the rest in the CSV)."""
-    text = summary.read_text(encoding="utf-8")
-    if 'href="data:text/csv' not in text:
-        return {}  # report.py builds the CSV in the browser and draws the table from JSON: nothing to measure
-    no_csv = re.sub(r'href="data:text/csv[^"]*"', 'href="kernels.csv"', text)
-    start = no_csv.find("<tbody>")
-    end = no_csv.find("</tbody>", start)
-    rows = no_csv[start:end].split("</tr>")
-    cut = no_csv[:start] + "</tr>".join(rows[:table_rows]) + "</tr>" + no_csv[end:] if start >= 0 else no_csv
-    out = {"no inlined CSV": work / "reports" / "p-no-csv.html",
-           f"no inlined CSV, table top {table_rows}": work / "reports" / "p-no-csv-top.html"}
-    for (_, path), page in zip(out.items(), (no_csv, cut)):
-        path.write_text(page, encoding="utf-8")
-    return out
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="20k launches / 1,000 kernels")
@@ -84,8 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     n = 20_000 if args.quick else 100_000
     path = generate_big(BENCH_TMP / ("long-20k" if args.quick else "big"), n, n // 20)
     work = fresh_dir(BENCH_TMP / "report")
-    with patched():  # identical tables, faster preparation (see proposals.py)
-        counters = parse_input(path, "big", "csv", NERSC_DEVICE)
+    counters = parse_input(path, "big", "csv", NERSC_DEVICE)
     ceilings = build_ceilings(counters, REPO / "config" / "gpus.yaml", ["report", "datasheet"])
     kernels = aggregate_kernels(counters, ceilings)
     tables = {
@@ -134,13 +112,6 @@ def main(argv: list[str] | None = None) -> int:
             page.append(chromium(summary, work / f"profile-p{i}", f"--screenshot={work / 'summary.png'}",
                                  "--window-size=1280,2000").wall_s)
         draw = statistics.median(page) - statistics.median(base)
-        variants = proposal_variants(summary, work)
-        measured = {}
-        for k, (label, variant) in enumerate(variants.items()):
-            walls = [chromium(variant, work / f"profile-v{k}-{i}", f"--screenshot={work / 'v.png'}",
-                              "--window-size=1280,2000").wall_s for i in range(args.repeat)]
-            measured[label] = (variant.stat().st_size, statistics.median(walls) - statistics.median(base))
-            print(f"proposal {label}: {measured[label][0] / 1e6:.2f} MB, draw {measured[label][1]:.2f} s")
         ok &= draw <= 3 and charts > 0 and drawn == charts
         print(f"chromium: blank {statistics.median(base):.2f} s, summary {statistics.median(page):.2f} s, draw "
               f"{draw:.2f} s; charts {charts}, drawn {drawn}, failed {failed}")
@@ -151,9 +122,6 @@ def main(argv: list[str] | None = None) -> int:
              "met" if draw <= 3 else "**not met**"],
             ["charts drawn / on the page (errors)", f"{drawn} / {charts} ({failed})", "all", "",
              "met" if charts and drawn == charts else "**not met**"],
-            *([f"proposal for report.py: {label}", f"{size_ / 1e6:.2f} MB, draw {draw_:.2f} s", "", "",
-               "met" if size_ <= 5e6 and draw_ <= 3 else "**not met**"]
-              for label, (size_, draw_) in measured.items()),
         ]
     notes = [f"{path.name}: {n:,} launches, {len(kernels):,} kernels on one device; medians of {args.repeat} "
              "Chromium runs (flags as in the issue, `--virtual-time-budget=10000`)."]

@@ -82,6 +82,7 @@ def flow(tmp_path_factory) -> Workflow:
     for part in ("workflow", "roofline", "config"):
         shutil.copytree(REPO / part, root / part, ignore=ignore)
     shutil.copy2(REPO / "Snakefile", root / "Snakefile")
+    (root / "profiles").symlink_to("workflow/profiles")  # as in a checkout: the default profile
     (root / "inputs").mkdir()
     for app in APPS:
         shutil.copy(REPO / "data" / "examples" / "textbook.yaml", root / "inputs" / f"{app}.yaml")
