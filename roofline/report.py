@@ -478,7 +478,7 @@ def _roofline(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str) -> tup
         .add_params(colour_by, *filters.values(), top_n)
         .properties(width=WIDTH, height=HEIGHT, title=alt.Title(
             device, subtitle=[
-                f"{len(points)} kernel{'s' if len(points) != 1 else ''}; ceilings: {', '.join(sources) or 'none'}; "
+                f"{_kernel_count(len(points))}; ceilings: {', '.join(sources) or 'none'}; "
                 "click a kernel to highlight its levels, double-click to clear",
                 *(["hollow points: what-if kernels without a duration, drawn at their predicted (at-roof) "
                    "performance"] if (points["timing"] == PREDICTED).any() else []),
@@ -849,9 +849,17 @@ def _chart_spec(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str) -> d
     return copy.deepcopy(_SPECS[key])
 
 
+def _kernel_count(n: int) -> str:
+    return f"{n} kernel{'s' if n != 1 else ''}"
+
+
 def _narrow_controls(spec: dict, n: int, apps: list[str]) -> dict:
-    """Fit a chart's controls to the page's rows: the top-N slider to its ``n`` kernels, the app
-    filter to its apps (a chart built from more rows, as an app page's is, offers more)."""
+    """Fit a chart to the page's rows: the kernel count in its subtitle and the top-N slider to its
+    ``n`` kernels, the app filter to its apps (a chart built from more rows, as an app page's is,
+    counts and offers more)."""
+    subtitle = spec.get("title", {}).get("subtitle") if isinstance(spec.get("title"), dict) else None
+    if subtitle:
+        subtitle[0] = _kernel_count(n) + subtitle[0][subtitle[0].index(";"):]
     for param in spec.get("params", []):
         bind = param.get("bind")
         if param.get("name") == "top_n" and isinstance(bind, dict):

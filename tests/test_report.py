@@ -331,6 +331,8 @@ def test_app_page_shares_the_summary_axes_with_its_own_controls(tmp_path):
     n_app1 = int((kernels["app"] == "app1").sum())  # every row is drawn (the what-if one at its attainable)
     assert params["app_filter"]["bind"]["options"] == [report.ALL, "app1"]
     assert params["top_n"]["bind"]["max"] == n_app1 == params["top_n"]["value"]
+    assert app_page["title"]["subtitle"][0].startswith(f"{n_app1} kernels; ")
+    assert summary["title"]["subtitle"][0].startswith(f"{len(kernels)} kernels; ")
     summary_params = {p["name"]: p for p in summary["params"]}
     assert summary_params["app_filter"]["bind"]["options"] == [report.ALL, "app0", "app1"]
     assert summary_params["top_n"]["bind"]["max"] == len(kernels) > n_app1
