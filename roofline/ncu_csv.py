@@ -36,6 +36,7 @@ import io
 import re
 import warnings
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -272,28 +273,34 @@ def _sniff(path: Path) -> tuple[str | io.BytesIO, str, list[str], int]:
     )
 
 
-def _read_table(source: str | io.BytesIO, encoding: str, columns: list[str], where: _Where) -> pa.Table:
+def _read_table(source: str | io.BytesIO, encoding: str, columns: list[str], where: _Where,
+                integer_ids: bool = False) -> pa.Table:
     """``columns`` as dictionary-encoded text ("Metric Value" as plain text): pyarrow's fast reader,
-    pandas' when rows are ragged or odd.
+    pandas' when rows are ragged or odd. With ``integer_ids``, "ID" is first tried as integers (a
+    long export's ID column, without log lines: no dictionary of 100k texts to build).
 
     Dictionaries let every later step work once per distinct text (a kernel name on each of its
     metric rows, a device attribute on every launch) instead of once per row. pyarrow lists each
     dictionary in order of first appearance, as ``pandas.factorize`` would.
     """
     dictionary = pa.dictionary(pa.int32(), pa.string())
-    try:
-        return pacsv.read_csv(
-            source,
-            read_options=pacsv.ReadOptions(encoding="utf8" if "8" in encoding else encoding),
-            convert_options=pacsv.ConvertOptions(
-                include_columns=columns,
-                column_types={c: pa.string() if c == "Metric Value" else dictionary for c in columns},
-                strings_can_be_null=False,
-                quoted_strings_can_be_null=False,
-            ),
-        )
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, UnicodeError):
-        pass  # short rows, embedded newlines, bytes that are not UTF-8: the tolerant reader
+    types = {c: pa.string() if c == "Metric Value" else dictionary for c in columns}
+    for id_type in ((pa.int64(), dictionary) if integer_ids and "ID" in columns else (dictionary,)):
+        if isinstance(source, io.BytesIO):
+            source.seek(0)
+        try:
+            return pacsv.read_csv(
+                source,
+                read_options=pacsv.ReadOptions(encoding="utf8" if "8" in encoding else encoding),
+                convert_options=pacsv.ConvertOptions(
+                    include_columns=columns,
+                    column_types={**types, "ID": id_type} if "ID" in columns else types,
+                    strings_can_be_null=False,
+                    quoted_strings_can_be_null=False,
+                ),
+            )
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, UnicodeError):
+            pass  # log lines among the IDs; short rows, embedded newlines, bytes that are not UTF-8
     if isinstance(source, io.BytesIO):
         source.seek(0)
     try:
@@ -377,6 +384,17 @@ def _launch_ids(id_codes: np.ndarray, id_texts: np.ndarray, rows: np.ndarray, wh
         )
     merged, launches = pd.factorize(numbers.astype(np.int64))  # " 0" and "0" are one launch
     return merged[codes], np.asarray(launches, dtype=np.int64)
+
+
+def _launch_runs(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Launch code of each row and the ID of each code (order of first appearance), from integer
+    IDs: one pass when each launch's rows are contiguous, as ncu writes them."""
+    starts = np.flatnonzero(np.concatenate(([True], ids[1:] != ids[:-1])))
+    launches = ids[starts]
+    if len(np.unique(launches)) < len(launches):  # a launch in several runs: a general factorize
+        codes, uniques = pd.factorize(ids)
+        return codes, np.asarray(uniques, dtype=np.int64)
+    return np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(ids)))), launches.astype(np.int64)
 
 
 def _first_rows(codes: np.ndarray, n: int) -> np.ndarray:
@@ -479,17 +497,25 @@ def _long_metric(section: str, body: str, name: str) -> str:
 
 
 def _read_long(source, encoding: str, header: list[str], where: _Where) -> pd.DataFrame:
-    table = _read_table(source, encoding, [c for c in _LONG_COLUMNS if c in header], where)
-    id_codes, id_texts = _text_codes(table, "ID")
-    index = np.flatnonzero(~_is_log(id_texts)[id_codes])  # row numbers of the metric rows
-    if len(index) < table.num_rows:
-        table, id_codes = table.take(index), id_codes[index]
+    table = _read_table(source, encoding, [c for c in _LONG_COLUMNS if c in header], where, integer_ids=True)
+    integer_ids = "ID" in table.column_names and pa.types.is_integer(table["ID"].type)
+    if integer_ids:  # every row a launch's (no log lines), IDs plain integers
+        ids = table["ID"].to_numpy()
+        index = np.arange(len(ids))
+    else:
+        id_codes, id_texts = _text_codes(table, "ID")
+        index = np.flatnonzero(~_is_log(id_texts)[id_codes])  # row numbers of the metric rows
+        if len(index) < table.num_rows:
+            table, id_codes = table.take(index), id_codes[index]
     if table.num_rows == 0:
         raise where.error(
             "the export holds no rows: ncu profiled no kernel; check the --kernel-name / --launch-skip "
             "filters of the ncu run and export again"
         )
-    codes, launches = _launch_ids(id_codes, id_texts, index, where)
+    if integer_ids:
+        codes, launches = _launch_runs(ids)
+    else:
+        codes, launches = _launch_ids(id_codes, id_texts, index, where)
     n_launch = len(launches)
 
     # One code per (section, body item, metric name) combination: labels are mapped once each.
@@ -514,17 +540,23 @@ def _read_long(source, encoding: str, header: list[str], where: _Where) -> pd.Da
     metric_id = metric_of_combo[combo_codes]
 
     value_text = table["Metric Value"]
-    order = np.argsort(launches, kind="stable")
-    rank = np.empty(n_launch, dtype=np.int64)
-    rank[order] = np.arange(n_launch)  # launch code -> position in launch order
     display_id = position.get(_DISPLAY_NAME, -2)
-    at = np.flatnonzero(metric_id == display_id)
-    display_names = np.full(n_launch, "", dtype=object)
-    display_names[rank[codes[at]][::-1]] = pc.utf8_trim_whitespace(value_text.take(at)).to_numpy()[::-1]
-
     sel = np.flatnonzero((metric_id >= 0) & (metric_id != display_id))
-    values, bad = _numbers(value_text if len(sel) == len(metric_id) else value_text.take(sel))
-    mid = metric_id[sel]
+    # The value cast (pyarrow compute, which releases the GIL) runs on the second core beside the
+    # passes that do not need the values; every check below still runs in the same order.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        cast = pool.submit(_numbers, value_text if len(sel) == len(metric_id) else value_text.take(sel))
+        order = np.argsort(launches, kind="stable")
+        rank = np.empty(n_launch, dtype=np.int64)
+        rank[order] = np.arange(n_launch)  # launch code -> position in launch order
+        at = np.flatnonzero(metric_id == display_id)
+        display_names = np.full(n_launch, "", dtype=object)
+        display_names[rank[codes[at]][::-1]] = pc.utf8_trim_whitespace(value_text.take(at)).to_numpy()[::-1]
+        mid = metric_id[sel]
+        unit, unit_u = _text_codes(table, "Metric Unit")
+        pair_codes, pairs = pd.factorize(mid * len(unit_u) + unit[sel])
+        is_raw = raw_of_combo[combo_codes[sel]]
+        values, bad = cast.result()
     attribute = np.array([m.startswith("device__attribute_") for m in metric_names], dtype=bool)
     if len(sel) and (bad & ~attribute[mid]).any():
         pos = sel[np.argmax(bad & ~attribute[mid])]
@@ -533,8 +565,6 @@ def _read_long(source, encoding: str, header: list[str], where: _Where) -> pd.Da
             f"{value_text[int(pos)].as_py()!r}, not a number: fix or re-export the file",
             index[pos],
         )
-    unit, unit_u = _text_codes(table, "Metric Unit")
-    pair_codes, pairs = pd.factorize(mid * len(unit_u) + unit[sel])
     factors = np.empty(len(pairs))
     for i, pair in enumerate(pairs):
         metric, text = metric_names[pair // len(unit_u)], str(unit_u[pair % len(unit_u)]).strip()
@@ -543,7 +573,6 @@ def _read_long(source, encoding: str, header: list[str], where: _Where) -> pd.Da
     si[bad] = np.nan  # string-valued device attributes
 
     matrix = np.full((len(metric_names), n_launch), np.nan)
-    is_raw = raw_of_combo[combo_codes[sel]]
     for prefer in (False, True):  # display-label rows first: raw metric rows overwrite them
         if is_raw.all() or not is_raw.any():
             if prefer != is_raw[:1].any():
