@@ -556,6 +556,20 @@ def _read_long(source, encoding: str, header: list[str], where: _Where) -> pd.Da
         unit, unit_u = _text_codes(table, "Metric Unit")
         pair_codes, pairs = pd.factorize(mid * len(unit_u) + unit[sel])
         is_raw = raw_of_combo[combo_codes[sel]]
+        # (rows of sel, their (launch, metric) keys, whether no key repeats): display-label rows
+        # first, raw metric rows overwrite them
+        passes = []
+        for prefer in (False, True):
+            if is_raw.all() or not is_raw.any():
+                if prefer != is_raw[:1].any():
+                    continue  # all rows are of one kind: one pass, no selection
+                pick = slice(None)
+            else:
+                pick = np.flatnonzero(is_raw == prefer)
+            key = codes[sel[pick]].astype(np.int64) * len(metric_names) + mid[pick]
+            passes.append((pick, key, len(key) == 0 or np.bincount(key).max() == 1))
+        rows = _first_rows(codes, n_launch)[order]
+        identity = {c: _text_codes(table, c) for c in _IDENT_SOURCE if c in table.column_names and c != "ID"}
         values, bad = cast.result()
     attribute = np.array([m.startswith("device__attribute_") for m in metric_names], dtype=bool)
     if len(sel) and (bad & ~attribute[mid]).any():
@@ -573,27 +587,20 @@ def _read_long(source, encoding: str, header: list[str], where: _Where) -> pd.Da
     si[bad] = np.nan  # string-valued device attributes
 
     matrix = np.full((len(metric_names), n_launch), np.nan)
-    for prefer in (False, True):  # display-label rows first: raw metric rows overwrite them
-        if is_raw.all() or not is_raw.any():
-            if prefer != is_raw[:1].any():
-                continue  # all rows are of one kind: one pass, no selection
-            pick = slice(None)
+    for pick, key, unique in passes:
+        if unique:  # nothing to choose or check
+            keys, firsts = key, si[pick]
         else:
-            pick = np.flatnonzero(is_raw == prefer)
-        key = codes[sel[pick]].astype(np.int64) * len(metric_names) + mid[pick]
-        keys, firsts = _deduplicate(key, si[pick], index[sel[pick]], metric_names, launches, where)
+            keys, firsts = _deduplicate(key, si[pick], index[sel[pick]], metric_names, launches, where)
         found = ~np.isnan(firsts)
         keys = keys[found]
         matrix[keys % len(metric_names), rank[keys // len(metric_names)]] = firsts[found]
 
-    rows = _first_rows(codes, n_launch)[order]
     ident = {}
-    for column in _IDENT_SOURCE:
-        if column in table.column_names and column != "ID":
-            column_codes, uniques = _text_codes(table, column)
-            ident[column] = uniques[column_codes[rows]]
-            if column == "Kernel Name":
-                _check_kernels(codes, column_codes, uniques, launches, index, where)
+    for column, (column_codes, uniques) in identity.items():
+        ident[column] = uniques[column_codes[rows]]
+        if column == "Kernel Name":
+            _check_kernels(codes, column_codes, uniques, launches, index, where)
     return _assemble(ident, launches[order], metric_names, matrix, display_names, source_format, where)
 
 
