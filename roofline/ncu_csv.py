@@ -386,6 +386,27 @@ def _launch_ids(id_codes: np.ndarray, id_texts: np.ndarray, rows: np.ndarray, wh
     return merged[codes], np.asarray(launches, dtype=np.int64)
 
 
+def _long_launches(table: pa.Table, where: _Where) -> tuple[pa.Table, np.ndarray, np.ndarray, np.ndarray]:
+    """A long export's metric rows (log lines dropped), their row numbers, the launch code of each
+    row and the ncu ID of each code."""
+    integer_ids = "ID" in table.column_names and pa.types.is_integer(table["ID"].type)
+    if integer_ids:  # every row a launch's (no log lines), IDs plain integers
+        ids = table["ID"].to_numpy()
+        index = np.arange(len(ids))
+    else:
+        id_codes, id_texts = _text_codes(table, "ID")
+        index = np.flatnonzero(~_is_log(id_texts)[id_codes])  # row numbers of the metric rows
+        if len(index) < table.num_rows:
+            table, id_codes = table.take(index), id_codes[index]
+    if table.num_rows == 0:
+        raise where.error(
+            "the export holds no rows: ncu profiled no kernel; check the --kernel-name / --launch-skip "
+            "filters of the ncu run and export again"
+        )
+    codes, launches = _launch_runs(ids) if integer_ids else _launch_ids(id_codes, id_texts, index, where)
+    return table, index, codes, launches
+
+
 def _launch_runs(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Launch code of each row and the ID of each code (order of first appearance), from integer
     IDs: one pass when each launch's rows are contiguous, as ncu writes them."""
@@ -498,24 +519,7 @@ def _long_metric(section: str, body: str, name: str) -> str:
 
 def _read_long(source, encoding: str, header: list[str], where: _Where) -> pd.DataFrame:
     table = _read_table(source, encoding, [c for c in _LONG_COLUMNS if c in header], where, integer_ids=True)
-    integer_ids = "ID" in table.column_names and pa.types.is_integer(table["ID"].type)
-    if integer_ids:  # every row a launch's (no log lines), IDs plain integers
-        ids = table["ID"].to_numpy()
-        index = np.arange(len(ids))
-    else:
-        id_codes, id_texts = _text_codes(table, "ID")
-        index = np.flatnonzero(~_is_log(id_texts)[id_codes])  # row numbers of the metric rows
-        if len(index) < table.num_rows:
-            table, id_codes = table.take(index), id_codes[index]
-    if table.num_rows == 0:
-        raise where.error(
-            "the export holds no rows: ncu profiled no kernel; check the --kernel-name / --launch-skip "
-            "filters of the ncu run and export again"
-        )
-    if integer_ids:
-        codes, launches = _launch_runs(ids)
-    else:
-        codes, launches = _launch_ids(id_codes, id_texts, index, where)
+    table, index, codes, launches = _long_launches(table, where)
     n_launch = len(launches)
 
     # One code per (section, body item, metric name) combination: labels are mapped once each.
