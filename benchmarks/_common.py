@@ -129,10 +129,13 @@ def _reap_orphans(usage):
         except ChildProcessError:
             break
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    # RUSAGE_CHILDREN's maxrss is the largest of every child ever reaped here: it is one of this
+    # run's orphans only if reaping them raised it.
+    orphan_peak = after.ru_maxrss if after.ru_maxrss > before.ru_maxrss else 0
     return SimpleNamespace(
         ru_utime=usage.ru_utime + after.ru_utime - before.ru_utime,
         ru_stime=usage.ru_stime + after.ru_stime - before.ru_stime,
-        ru_maxrss=max(usage.ru_maxrss, after.ru_maxrss if after.ru_maxrss != before.ru_maxrss else 0),
+        ru_maxrss=max(usage.ru_maxrss, orphan_peak),
     )
 
 

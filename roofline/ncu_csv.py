@@ -367,12 +367,8 @@ def _launch_ids(id_codes: np.ndarray, id_texts: np.ndarray, rows: np.ndarray, wh
 
     ``id_codes`` index the rows' ID texts in ``id_texts``; ``rows`` are their row numbers.
     """
-    first_rows = _first_rows(id_codes, len(id_texts))
-    if len(id_codes) and (id_codes.max() < len(id_texts)) and (np.diff(first_rows) > 0).all():
-        codes, uniques = id_codes, id_texts  # every ID text used, in order of first appearance
-    else:
-        codes, first = pd.factorize(id_codes)
-        uniques = id_texts[first]
+    codes, first = pd.factorize(id_codes)
+    uniques = id_texts[first]
     numbers = pd.to_numeric(pd.Series(uniques).str.strip(), errors="coerce").to_numpy(float)
     bad = np.isnan(numbers) | (numbers != np.round(numbers))
     if bad.any():

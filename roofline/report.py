@@ -793,7 +793,7 @@ def _diagnostics_html(diagnostics: pd.DataFrame, table: pd.DataFrame) -> str:
 
 
 @functools.cache
-def _vega_bundle() -> str:
+def vega_bundle() -> str:
     """vega + vega-lite + vega-embed as one script (defines ``vegaEmbed``).
 
     Building it takes ~1.2 s (vl_convert bundles the JavaScript on each call), so it is built once
@@ -817,15 +817,11 @@ def _vega_bundle() -> str:
     return bundle
 
 
-def vega_bundle() -> str:
-    """The Vega script every offline page embeds (see :func:`_vega_bundle`)."""
-    return _vega_bundle()
-
 
 def _page(title: str, body: str, specs: list[dict], data: str) -> str:
     return (
         f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>\n'
-        f"<style>{CSS}</style>\n<script>{_vega_bundle()}</script>\n</head><body>\n{body}\n"
+        f"<style>{CSS}</style>\n<script>{vega_bundle()}</script>\n</head><body>\n{body}\n"
         f"<script>\nvar DATA = {data};\nvar SPECS = {_json(specs)};\nvar VIEWS = [];\n{SCRIPT}</script>\n"
         "</body></html>\n"
     )

@@ -1,6 +1,7 @@
 """Shared test helpers: where the real Nsight Compute fixtures live (read from ../shared, never copied)."""
 
 import math
+import sys
 from pathlib import Path
 
 import ncu_report
@@ -24,6 +25,16 @@ CONTRACT_COLUMNS = (
     "l2_bytes",
     "l1_bytes",
 )
+
+
+def snakemake_command(workdir: Path, *args: str, configfile: str | None = "config.yaml",
+                      snakefile: Path = REPO / "Snakefile") -> list[str]:
+    """``python -m snakemake`` on the repository's workflow (or ``snakefile``), run in ``workdir`` with
+    its ``configfile`` (None: the workflow's default config), then ``args``."""
+    command = [sys.executable, "-m", "snakemake", "--snakefile", str(snakefile), "--directory", str(workdir)]
+    if configfile is not None:
+        command += ["--configfile", str(Path(workdir) / configfile)]
+    return [*command, *args]
 
 
 def real_fixture(folder: str) -> Path:

@@ -23,13 +23,11 @@ import pytest
 import yaml
 from _pytest.outcomes import Skipped
 from bad_inputs import CASES, CONFIG_CASES, INPUT_CASES, SCRIPT_NAME, SHELL_NAME, TEXTBOOK, case
-from conftest import REPO
+from conftest import REPO, snakemake_command
 
 from roofline import parse
 from roofline.config import ConfigError, input_kind, load_config, load_workflow_config, resolve_apps
 from roofline.schemas import conform, read_table
-
-SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
 
 
 def run_parse(path: Path, out: Path, app: str = "app") -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -153,7 +151,7 @@ WORKFLOW_BAD = [
 
 def _snakemake(workdir: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [*SNAKEMAKE, "--directory", str(workdir), "--configfile", str(workdir / "config.yaml"), "--cores", "2", *args],
+        snakemake_command(workdir, "--cores", "2", *args),
         capture_output=True, text=True, timeout=timeout, cwd=workdir,
     )
 

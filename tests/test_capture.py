@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REAL, REPO
+from conftest import REAL, REPO, snakemake_command
 
 from roofline import capture as cap
 from roofline.capture import (
@@ -349,18 +349,7 @@ def test_main_rejects_invalid_settings(tmp_path, caplog):
 def _snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "snakemake",
-            "--snakefile",
-            str(REPO / "Snakefile"),
-            "--directory",
-            str(workdir),
-            "--configfile",
-            str(workdir / "config.yaml"),
-            *args,
-        ],
+        snakemake_command(workdir, *args),
         capture_output=True,
         text=True,
         timeout=600,

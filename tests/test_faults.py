@@ -25,21 +25,19 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import REPO
+from conftest import REPO, snakemake_command
 
 pytestmark = pytest.mark.slow
 
 SEED = 20_261_129
 KILLS = 20
 APPS = ("alpha", "beta", "gamma")
-SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
 JOB_START = re.compile(r"^\s*(local)?rule \w+:\s*$")
 JOB_RULE = re.compile(r"^\s*(local)?rule (\w+):\s*$")
 # The nightly tracking stage records the wall-clock time of the run (data/history, trends.html,
@@ -58,8 +56,7 @@ def _setup(workdir: Path) -> Path:
 
 
 def _command(workdir: Path, *extra: str) -> list[str]:
-    return [*SNAKEMAKE, "--directory", str(workdir), "--configfile", str(workdir / "config.yaml"), "--cores", "2",
-            *extra]
+    return snakemake_command(workdir, "--cores", "2", *extra)
 
 
 class Run:

@@ -11,11 +11,10 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import REPO, snakemake_command
 
 pytestmark = pytest.mark.slow
 
@@ -66,9 +65,9 @@ class Workflow:
         self.root, self.env = root, env
 
     def run(self, *args: str) -> str:
-        cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(self.root / "Snakefile"),
-               "--directory", str(self.root), "--configfile", str(self.root / "test-config.yaml"), "--cores", "2"]
-        result = subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=300, env=self.env)
+        cmd = snakemake_command(self.root, "--cores", "2", *args, configfile="test-config.yaml",
+                                snakefile=self.root / "Snakefile")
+        result = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=self.env)
         if result.returncode != 0:
             raise AssertionError(f"snakemake {args} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
         return result.stdout + result.stderr

@@ -7,11 +7,10 @@ module for the NERSC CSV), independently of the package's recipe code.
 import csv
 import math
 import subprocess
-import sys
 from collections import defaultdict
 
 import pytest
-from conftest import REAL, REPO, expected_dram, expected_flop, get, real_reports, report_metrics
+from conftest import REAL, expected_dram, expected_flop, get, real_reports, report_metrics, snakemake_command
 
 from roofline.schemas import read_table
 
@@ -40,19 +39,7 @@ def run(tmp_path_factory):
         lines.append(f"  rtx5090-{folder.name[:11]}: {{report: '{folder}', device: NVIDIA GeForce RTX 5090}}")
     (work / "config.yaml").write_text("\n".join(lines) + "\n")
     result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "snakemake",
-            "--snakefile",
-            str(REPO / "Snakefile"),
-            "--directory",
-            str(work),
-            "--configfile",
-            str(work / "config.yaml"),
-            "--cores",
-            "2",
-        ],
+        snakemake_command(work, "--cores", "2"),
         capture_output=True,
         text=True,
         timeout=900,

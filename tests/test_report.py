@@ -361,7 +361,7 @@ def test_thousands_of_kernels():
     data = page_data(page)
     assert data["n"] == 3000 and data["charts"] == [{"device": "GPU-A", "canvas": True}]
     assert page[page.index('<table class="kernels"'):page.index('id="ceilings"')].count("<tr>") == 1  # the head
-    assert len(page) - len(report._vega_bundle()) < 3000 * 400  # bytes per kernel
+    assert len(page) - len(report.vega_bundle()) < 3000 * 400  # bytes per kernel
 
 
 def test_write_report_and_main(tmp_path):
@@ -389,3 +389,20 @@ def test_bad_app_name_is_refused(tmp_path):
     kernels["app"] = "../evil"
     with pytest.raises(ValueError, match="cannot be file names"):
         report.write_pages(kernels, make_ceilings(), make_diagnostics(), tmp_path / "s.html", tmp_path / "apps", "t")
+
+
+def test_vega_bundle_is_cached_per_version_and_a_damaged_cache_is_rebuilt(tmp_path, monkeypatch):
+    import vl_convert
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    cached = tmp_path / "roofline" / f"vega-{vl_convert.__version__}.js"
+    cached.parent.mkdir()
+    cached.write_text("truncated", encoding="utf-8")  # hand-made damage
+    report.vega_bundle.cache_clear()
+    try:
+        bundle = report.vega_bundle()
+        assert "vegaEmbed" in bundle and cached.read_text(encoding="utf-8") == bundle
+        report.vega_bundle.cache_clear()
+        assert report.vega_bundle() == bundle  # read back from the file
+    finally:
+        report.vega_bundle.cache_clear()

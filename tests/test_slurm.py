@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import REPO, snakemake_command
 
 from roofline.schemas import read_table
 
@@ -49,9 +49,7 @@ def _snakemake(workdir: Path, *args: str, timeout: float = 240) -> subprocess.Co
     # SLURM jobs inherit the environment (--export=ALL): `python` must be this interpreter.
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     result = subprocess.run(
-        [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
-         "--directory", str(workdir), "--configfile", str(workdir / "config.yaml"),
-         "--workflow-profile", str(PROFILE), *FAST, *args],
+        snakemake_command(workdir, "--workflow-profile", str(PROFILE), *FAST, *args),
         capture_output=True, text=True, timeout=timeout, env=env, cwd=workdir,
     )
     if result.returncode != 0:

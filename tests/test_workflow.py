@@ -2,21 +2,19 @@
 
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import CONTRACT_COLUMNS, REAL, REPO
+from conftest import CONTRACT_COLUMNS, REAL, REPO, snakemake_command
 
 from roofline.schemas import read_table
 
-SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
 pytestmark = pytest.mark.slow
 
 
 def _run(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
     result = subprocess.run(
-        [*SNAKEMAKE, "--directory", str(workdir), "--cores", "2", *args],
+        snakemake_command(workdir, "--cores", "2", *args, configfile=None),
         capture_output=True,
         text=True,
         timeout=600,
@@ -86,7 +84,8 @@ def test_editing_a_stage_reruns_it_and_its_dependents_only(workdir):
 
 
 def test_lint_is_clean():
-    result = subprocess.run([*SNAKEMAKE, "--lint"], capture_output=True, text=True, cwd=REPO, timeout=120)
+    result = subprocess.run(snakemake_command(REPO, "--lint", configfile=None), capture_output=True, text=True,
+                            cwd=REPO, timeout=120)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
 
 
