@@ -1,6 +1,8 @@
-"""Parse throughput against the floor: a bare pyarrow read (+ the minimal pivot) of the same metrics.
+"""Parse throughput against the floor: a bare read of the same metrics, without any of our logic.
 
-For a NERSC-style long CSV and a ``--page raw`` wide CSV (generated), in one process, best of N:
+Three input kinds, in one process, best of N, the floor measured in the same run:
+
+NERSC-style long CSV and ``--page raw`` wide CSV (generated, 20k or 100k launches):
 
 - *bare read*: ``pyarrow.csv.read_csv`` of the columns the reader needs, as text (values carry
   thousands separators, so they cannot be read as numbers directly);
@@ -9,9 +11,25 @@ For a NERSC-style long CSV and a ``--page raw`` wide CSV (generated), in one pro
 - *ours, reader*: ``roofline.ncu_csv.read_ncu_csv`` (units to SI, checks, identity columns);
 - *ours, stage*: ``roofline.parse.parse_input`` (reader + recipes + provenance + schema).
 
-Goal: our reader's throughput >= 0.8x the floor's, i.e. time <= 1.25x.
+``.ncu-rep`` reports (the real ones in ``../shared/fixtures/real/*/*.ncu-rep``, read in place; the
+part is skipped, saying why, when that folder or the ``ncu_report`` module is absent):
 
-    python benchmarks/bench_parse.py [--quick] [--repeat 3]
+- *bare load*: ``ncu_report.load_report`` alone;
+- *floor*: load + every launch's kernel names and the value of every metric our reader reads (the
+  metrics of ``roofline.metrics.all_input_metrics()`` and the tensor-pipe ``sm__ops_path_tensor_*``
+  family, numbers through ``as_double()``, the device name through ``value()``), into one dict per
+  launch -- no units, no checks, no frame. After timing, the floor's metric names are checked to be
+  exactly the metric columns of our reader's frame, so both read the same set;
+- *ours, reader*: ``roofline.parse.read_ncu_rep`` (structure check, load, units to SI, frame);
+- *ours, stage*: ``roofline.parse.parse_input(path, "bench", "ncu-rep")``.
+
+Each report is timed on its own (both sides load the file each time); the table gives the total
+over all reports (sum of the best times) and the largest report.
+
+Goal for every kind: our reader's and our stage's throughput >= 0.8x the floor's, i.e. time <=
+1.25x. The return code is 0 when the reader meets it on every kind measured.
+
+    python benchmarks/bench_parse.py [--quick] [--repeat 3] [--only long wide ncu-rep] [--no-record]
 """
 
 from __future__ import annotations
@@ -22,26 +40,43 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import BENCH_TMP, best_time, record  # noqa: E402
+from _common import BENCH_TMP, REPO, best_time, record  # noqa: E402
 from generate import NERSC_DEVICE, generate_big  # noqa: E402
 
+from roofline import metrics  # noqa: E402
 from roofline.ncu_csv import is_kept_metric, read_ncu_csv  # noqa: E402
-from roofline.parse import parse_input  # noqa: E402
+from roofline.parse import InputError, parse_input, read_ncu_rep  # noqa: E402
 
 LONG_COLUMNS = ["ID", "Kernel Name", "Metric Name", "Metric Unit", "Metric Value"]
+KINDS = ("long", "wide", "ncu-rep")
+KIND_TITLES = {"long": "long CSV", "wide": "wide CSV", "ncu-rep": "ncu-rep"}
+REAL = REPO.parent / "shared" / "fixtures" / "real"
+GOAL = 1.25  # time / floor; throughput >= 0.8x the floor's
+
+FLOOR = "floor"  # the key of the floor's time in every kind's figures
+READER = "ours: reader"
+STAGE = "ours: stage"
+
+# What our .ncu-rep reader reads (roofline.parse._wanted), restated from the public metric table so
+# that the floor does not depend on the reader's private names; check_same_metrics() fails the
+# run if the two ever drift apart.
+REP_METRICS = frozenset(metrics.all_input_metrics())
+REP_TENSOR_PREFIX = "sm__ops_path_tensor_"
+REP_DEVICE = "device__attribute_display_name"  # read as text, as our reader does
 
 
 def _floats(column: pa.ChunkedArray) -> np.ndarray:
     return pc.cast(pc.replace_substring(column, ",", ""), pa.float64()).to_numpy()
 
 
-def bare_long(path: Path, pivot: bool = True):
+def bare_long(path: Path, pivot: bool = True) -> pa.Table | tuple[np.ndarray, pa.Array]:
     table = pacsv.read_csv(path, convert_options=pacsv.ConvertOptions(
         include_columns=LONG_COLUMNS, column_types={c: pa.string() for c in LONG_COLUMNS}))
     if not pivot:
@@ -56,7 +91,7 @@ def bare_long(path: Path, pivot: bool = True):
     return matrix, kernels
 
 
-def bare_wide(path: Path, pivot: bool = True):
+def bare_wide(path: Path, pivot: bool = True) -> pa.Table | tuple[np.ndarray, pa.ChunkedArray]:
     with open(path, encoding="utf-8") as handle:
         header = next(csv.reader([handle.readline()]))
     keep = ["ID", "Kernel Name", *[c for c in header if "__" in c and is_kept_metric(c)]]
@@ -77,50 +112,217 @@ def bare_wide(path: Path, pivot: bool = True):
 
 
 def measure(path: Path, kind: str, repeat: int) -> dict[str, float]:
+    """Best times of the bare read, the floor, our reader and our stage on one CSV, and its launches."""
     bare = bare_long if kind == "long" else bare_wide
     device = NERSC_DEVICE if kind == "long" else None
     times = {}
     times["bare read"], _ = best_time(lambda: bare(path, pivot=False), repeat)
-    times["floor (read + pivot)"], (matrix, _) = best_time(lambda: bare(path), repeat)
-    times["ours: read_ncu_csv"], raw = best_time(lambda: read_ncu_csv(path), repeat)
-    times["ours: parse_input"], counters = best_time(lambda: parse_input(path, "bench", "csv", device), repeat)
+    times[FLOOR], (matrix, _) = best_time(lambda: bare(path), repeat)
+    times[READER], raw = best_time(lambda: read_ncu_csv(path), repeat)
+    times[STAGE], counters = best_time(lambda: parse_input(path, "bench", "csv", device), repeat)
     assert len(raw) == len(counters) == matrix.shape[0], (len(raw), len(counters), matrix.shape)
     times["launches"] = len(raw)
     return times
 
 
+# -- .ncu-rep --------------------------------------------------------------------------------------
+
+
+def bare_load(path: Path) -> object:
+    """``ncu_report.load_report`` alone: what loading costs before any metric is read."""
+    import ncu_report
+
+    return ncu_report.load_report(str(path))
+
+
+def floor_ncu_rep(path: Path) -> list[dict[str, object]]:
+    """Load the report and read every launch's names and the values of the metrics our reader reads."""
+    import ncu_report
+
+    demangled, mangled = ncu_report.IAction.NameBase_DEMANGLED, ncu_report.IAction.NameBase_MANGLED
+    context = ncu_report.load_report(str(path))
+    launches = []
+    for range_index in range(context.num_ranges()):
+        profiled_range = context.range_by_idx(range_index)
+        for action_index in range(profiled_range.num_actions()):
+            action = profiled_range.action_by_idx(action_index)
+            values: dict[str, object] = {"kernel": action.name(demangled), "kernel_mangled": action.name(mangled)}
+            for name in action.metric_names():
+                if name not in REP_METRICS and not name.startswith(REP_TENSOR_PREFIX):
+                    continue
+                metric = action.metric_by_name(name)
+                if name == REP_DEVICE:
+                    values[name] = metric.value()
+                    continue
+                try:
+                    values[name] = metric.as_double()
+                except Exception:  # a text-valued metric: our reader skips it too
+                    continue
+            launches.append(values)
+    return launches
+
+
+def check_same_metrics(path: Path, floor: list[dict[str, object]], raw: pd.DataFrame) -> None:
+    """Fail unless the floor read exactly the metrics that are columns of our reader's frame.
+
+    ncu metric names all hold ``__``; our identity columns (kernel, grid, ...) do not.
+    """
+    ours = {c for c in raw.columns if "__" in c}
+    theirs = {name for launch in floor for name in launch if "__" in name} - {REP_DEVICE}
+    if ours != theirs or len(floor) != len(raw):
+        raise AssertionError(
+            f"{path}: the floor and read_ncu_rep read different things: {len(floor)} vs {len(raw)} launches; "
+            f"only the floor: {sorted(theirs - ours)[:5]}; only ours: {sorted(ours - theirs)[:5]}"
+        )
+
+
+def ncu_rep_reports() -> tuple[list[Path], str]:
+    """The real reports to measure, or none and why."""
+    if not REAL.is_dir():
+        return [], f"the real fixtures folder {REAL} is absent"
+    try:
+        import ncu_report  # noqa: F401
+    except ImportError as exc:
+        return [], f"NVIDIA's ncu_report module cannot be imported ({exc})"
+    reports = sorted(REAL.glob("*/*.ncu-rep"))
+    return reports, "" if reports else f"{REAL} holds no */*.ncu-rep"
+
+
+def measure_ncu_rep(path: Path, repeat: int) -> dict[str, float]:
+    """Best times of the bare load, the floor, our reader and our stage on one report, and its launches."""
+    # One untimed round first, so that no candidate alone pays the first load of the ncu_report
+    # library, a lazy import of ours or a cold page cache (the runs take milliseconds).
+    read_ncu_rep(path)  # first: a report it refuses raises InputError before the floor's plain errors
+    floor_ncu_rep(path)
+    parse_input(path, "bench", "ncu-rep")
+    times = {}
+    times["bare load"], _ = best_time(lambda: bare_load(path), repeat)
+    times[FLOOR], floor = best_time(lambda: floor_ncu_rep(path), repeat)
+    times[READER], raw = best_time(lambda: read_ncu_rep(path), repeat)
+    times[STAGE], counters = best_time(lambda: parse_input(path, "bench", "ncu-rep"), repeat)
+    check_same_metrics(path, floor, raw)
+    assert len(counters) == len(raw), (path, len(counters), len(raw))
+    times["launches"] = len(raw)
+    return times
+
+
+# -- the table ------------------------------------------------------------------------------------
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.2f} s" if seconds >= 1 else f"{seconds * 1e3:.1f} ms"
+
+
+LABELS = {
+    "long": {READER: "ours: read_ncu_csv", STAGE: "ours: parse_input", FLOOR: "floor (read + pivot)"},
+    "wide": {READER: "ours: read_ncu_csv", STAGE: "ours: parse_input", FLOOR: "floor (read + pivot)"},
+    "ncu-rep": {READER: "ours: read_ncu_rep", STAGE: "ours: parse_input", FLOOR: "floor (load + values)",
+                "bare load": "bare load_report"},
+}
+
+
+def table_rows(kind: str, file_label: str, times: dict[str, float], size: int, launches: int) -> list[list[str]]:
+    """Print one input's figures and return its table rows (one per candidate)."""
+    floor = times[FLOOR]
+    rows = []
+    print(f"{file_label}")
+    for key, seconds in times.items():
+        label = LABELS[kind].get(key, key)
+        print(f"  {label:34s} {_duration(seconds):>9s}  {launches / seconds:9.0f} launches/s  "
+              f"{size / seconds / 1e6:6.0f} MB/s  {seconds / floor:5.2f}x floor")
+        rows.append([file_label, label, _duration(seconds), f"{launches / seconds:,.0f}",
+                     f"{size / seconds / 1e6:.0f}", f"{seconds / floor:.2f}x", f"{floor / seconds:.2f}x"])
+    return rows
+
+
+def ncu_rep_part(repeat: int) -> tuple[list[list[str]], dict[str, float] | None, list[str]]:
+    """Rows for the total over the real reports and the largest one, the total times, and notes."""
+    reports, why = ncu_rep_reports()
+    if not reports:
+        print(f"ncu-rep: skipped: {why}")
+        return [], None, [f"ncu-rep part skipped: {why}."]
+    per_file, notes = {}, []
+    for path in reports:
+        try:
+            per_file[path] = measure_ncu_rep(path, repeat)
+        except InputError as exc:  # a report our reader refuses is not a throughput figure
+            print(f"ncu-rep: {path.parent.name}/{path.name} left out: {exc}")
+            notes.append(f"Left out of the ncu-rep total: `{path.parent.name}/{path.name}` ({exc}).")
+    if not per_file:
+        return [], None, notes
+    print(f"ncu-rep: {len(per_file)} reports, each best of {repeat}:")
+    for path, times in per_file.items():
+        print(f"  {path.parent.name:40s} {times['launches']:3.0f} launches  floor {_duration(times[FLOOR]):>9s}  "
+              f"reader {times[READER] / times[FLOOR]:5.2f}x  stage {times[STAGE] / times[FLOOR]:5.2f}x")
+    total = {key: sum(t[key] for t in per_file.values()) for key in next(iter(per_file.values()))}
+    launches = int(total.pop("launches"))
+    size = sum(path.stat().st_size for path in per_file)
+    rows = table_rows("ncu-rep", f"ncu-rep ({len(per_file)} reports, {launches} launches, {size / 1e6:.1f} MB)",
+                      total, size, launches)
+    largest = max(per_file, key=lambda p: p.stat().st_size)
+    times = dict(per_file[largest])
+    count = int(times.pop("launches"))
+    rows += table_rows("ncu-rep", f"ncu-rep, largest: {largest.parent.name} ({largest.stat().st_size / 1e6:.1f} MB, "
+                       f"{count} launches)", times, largest.stat().st_size, count)
+    return rows, total, notes
+
+
+def verdict(figures: dict[str, dict[str, float]]) -> tuple[bool, str]:
+    """Whether our reader meets the goal on every kind measured, and the sentence saying so per kind."""
+    parts = []
+    for kind, times in figures.items():
+        said = []
+        for key in (READER, STAGE):
+            ratio = times[key] / times[FLOOR]
+            said.append(f"{LABELS[kind][key].removeprefix('ours: ')} {'met' if ratio <= GOAL else '**not met**'} "
+                        f"({ratio:.2f}x)")
+        parts.append(f"{KIND_TITLES[kind]}: {', '.join(said)}")
+    ok = all(times[READER] <= GOAL * times[FLOOR] for times in figures.values())
+    return ok, "; ".join(parts)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="20k-launch files instead of 100k")
+    parser.add_argument("--quick", action="store_true", help="20k-launch CSV files instead of 100k")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--only", nargs="+", choices=KINDS, default=list(KINDS),
+                        help="measure only these input kinds (default: all)")
     parser.add_argument("--no-record", action="store_true")
     args = parser.parse_args(argv)
     n = 20_000 if args.quick else 100_000
     files = {
-        "long": generate_big(BENCH_TMP / ("long-20k" if args.quick else "big"), n, n // 20),
-        "wide": generate_big(BENCH_TMP / f"wide-{n // 1000}k", n, n // 20, kind="wide"),
+        "long": lambda: generate_big(BENCH_TMP / ("long-20k" if args.quick else "big"), n, n // 20),
+        "wide": lambda: generate_big(BENCH_TMP / f"wide-{n // 1000}k", n, n // 20, kind="wide"),
     }
-    rows, ok = [], True
-    for kind, path in files.items():
+    rows, notes, figures = [], [], {}
+    for kind, generate in files.items():
+        if kind not in args.only:
+            continue
+        path = generate()
         times = measure(path, kind, args.repeat)
         size = path.stat().st_size
-        floor = times["floor (read + pivot)"]
-        launches = times.pop("launches")
-        print(f"{kind}: {path.name} ({size / 1e6:.0f} MB, {launches} launches)")
-        for label, seconds in times.items():
-            print(f"  {label:34s} {seconds:7.2f} s  {launches / seconds:9.0f} launches/s  "
-                  f"{size / seconds / 1e6:6.0f} MB/s  {seconds / floor:5.2f}x floor")
-            rows.append([f"{kind} ({size / 1e6:.0f} MB, {launches // 1000}k launches)", label, f"{seconds:.2f} s",
-                         f"{launches / seconds:,.0f}", f"{size / seconds / 1e6:.0f}", f"{seconds / floor:.2f}x",
-                         f"{floor / seconds:.2f}x"])
-        ok &= times["ours: read_ncu_csv"] <= 1.25 * floor
-    notes = [
-        "Goal: our reader at >= 0.8x the floor's throughput (time <= 1.25x floor). Best of "
-        f"{args.repeat} in one process; *floor* = bare pyarrow read + minimal pivot, measured in the same run. "
-        f"Verdict: {'met' if ok else '**not met**'} for read_ncu_csv on both files.",
-    ]
-    if not args.no_record:
-        record("bench_parse", "Parse throughput vs the bare pyarrow floor",
+        launches = int(times.pop("launches"))
+        rows += table_rows(kind, f"{kind} ({size / 1e6:.0f} MB, {launches // 1000}k launches)", times, size, launches)
+        figures[kind] = times
+    if "ncu-rep" in args.only:
+        rep_rows, total, rep_notes = ncu_rep_part(args.repeat)
+        rows += rep_rows
+        notes += rep_notes
+        if total is not None:
+            figures["ncu-rep"] = total
+    ok, said = verdict(figures)
+    notes.insert(0, (
+        f"Goal for each input kind: our reader and our stage at >= 0.8x the floor's throughput (time <= {GOAL}x "
+        f"floor). Best of {args.repeat} in one process; *floor* = bare pyarrow read + minimal pivot (CSV), "
+        "ncu_report load + the values of the metrics our reader reads (ncu-rep, sum over the reports), measured "
+        f"in the same run. Verdict: {said}. Overall: {'met' if ok else '**not met**'} for the reader on "
+        f"{', '.join(KIND_TITLES[k] for k in figures) or 'nothing measured'}."
+    ))
+    print(notes[0])
+    if not args.no_record and set(args.only) != set(KINDS):  # a partial table would replace the full one
+        print("not recorded: --only measured part of the inputs")
+    elif not args.no_record:
+        record("bench_parse", "Parse throughput vs the bare read floor (pyarrow, ncu_report)",
                ["file", "what", "time", "launches/s", "MB/s", "time / floor", "throughput / floor"], rows, notes)
     return 0 if ok else 1
 

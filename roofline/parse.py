@@ -614,21 +614,26 @@ def _missing(frame: pd.DataFrame) -> tuple[list[str], list[str]]:
     return [m for m, _ in picked], [h for _, h in picked]
 
 
+_ANGLE_BRACKET = re.compile(r"[<>]")
+
+
 def short_kernel_name(name: str, limit: int = 80) -> str:
     """A readable kernel name: template arguments become ``<…>``, the argument list is dropped."""
     text = name.strip()
     if text.startswith("void "):
         text = text[5:]
-    depth, out = 0, []
-    for ch in text:
-        if ch == "<":
+    # Walk the angle brackets only (a name is mostly other characters): keep the text at depth 0.
+    depth, out, start = 0, [], 0
+    for bracket in _ANGLE_BRACKET.finditer(text):
+        if bracket.group() == "<":
             if depth == 0:
-                out.append("<…>")
+                out += (text[start : bracket.start()], "<…>")
             depth += 1
-        elif ch == ">" and depth > 0:
+        elif depth > 0:  # a ">" at depth 0 (operator>, "->") is kept as text
             depth -= 1
-        elif depth == 0:
-            out.append(ch)
+            start = bracket.end()
+    if depth == 0:
+        out.append(text[start:])
     short = "".join(out)
     # Drop the parameter list of the outermost function, keeping "(anonymous namespace)".
     paren = short.rfind("(")

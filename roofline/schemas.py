@@ -197,17 +197,18 @@ def conform(frame: pd.DataFrame, table: str) -> pd.DataFrame:
     if extra:
         raise ValueError(f"table {table!r} does not declare columns {extra}; add them to roofline/schemas.py")
     out = {}
-    n = len(frame)
     for column in columns:
         if column.name in frame.columns:
-            values = frame[column.name]
+            out[column.name] = _typed(frame[column.name], column.dtype)
         else:
-            values = pd.Series([pd.NA] * n, index=frame.index, dtype="object")
-        out[column.name] = _typed(values, column.dtype)
+            dtype = _DTYPES.get(column.dtype, "string")
+            out[column.name] = pd.Series(_ABSENT[column.dtype], index=frame.index, dtype=dtype)
     return pd.DataFrame(out, index=frame.index).reset_index(drop=True)
 
 
 def _typed(values: pd.Series, dtype: str) -> pd.Series:
+    if values.dtype == _DTYPES.get(dtype) or (dtype == "str" and values.dtype == _TEXT and not values.hasnans):
+        return values  # already typed (most columns of a stage's frame): no conversion pass
     if dtype == "float":
         return pd.to_numeric(values, errors="coerce").astype("float64")
     if dtype == "int":
@@ -218,6 +219,9 @@ def _typed(values: pd.Series, dtype: str) -> pd.Series:
 
 
 _DTYPES = {"float": np.dtype("float64"), "int": np.dtype("int64"), "bool": np.dtype("bool")}
+# What a column the frame lacks holds once conformed: what _typed makes of a missing value.
+_ABSENT = {"float": np.nan, "int": -1, "bool": False, "str": ""}
+_TEXT = pd.StringDtype()  # na_value=pd.NA: not pandas 3's default "str" dtype, which compares equal to "string"
 
 
 def _conforms(frame: pd.DataFrame, columns) -> bool:
