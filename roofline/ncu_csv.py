@@ -408,10 +408,26 @@ def _launch_runs(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     IDs: one pass when each launch's rows are contiguous, as ncu writes them."""
     starts = np.flatnonzero(np.concatenate(([True], ids[1:] != ids[:-1])))
     launches = ids[starts]
-    if len(np.unique(launches)) < len(launches):  # a launch in several runs: a general factorize
+    if not (np.diff(launches) > 0).all() and len(np.unique(launches)) < len(launches):
+        # a launch in several runs: a general factorize
         codes, uniques = pd.factorize(ids)
         return codes, np.asarray(uniques, dtype=np.int64)
     return np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(ids)))), launches.astype(np.int64)
+
+
+def _distinct(keys: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """(code per row, distinct keys) of integer keys in [0, size), distinct keys ascending.
+
+    A count over the key space when it is small (a long export's label and unit combinations are
+    a few dozen): no hash table over millions of rows, as a factorize would build.
+    """
+    if size > 4 * len(keys) + 4096:
+        codes, distinct = pd.factorize(keys, sort=True)
+        return codes, distinct
+    distinct = np.flatnonzero(np.bincount(keys, minlength=size))
+    code_of = np.zeros(size, dtype=np.int64)
+    code_of[distinct] = np.arange(len(distinct))
+    return code_of[keys], distinct
 
 
 def _first_rows(codes: np.ndarray, n: int) -> np.ndarray:
@@ -495,11 +511,11 @@ def _read_wide(source, encoding: str, header: list[str], where: _Where) -> pd.Da
     if not kept.all():
         names, matrix = [m for m, k in zip(names, kept, strict=True) if k], matrix[kept]
     texts = {c: _text_codes(table, c) for c in ident if c != "ID"}
-    ident_text = {c: uniques[value_codes[rows]] for c, (value_codes, uniques) in texts.items()}
+    ident_text = {c: (value_codes[rows], uniques) for c, (value_codes, uniques) in texts.items()}
     display_names = None
     if _DISPLAY_NAME in metrics:
         value_codes, uniques = _text_codes(table, _DISPLAY_NAME)
-        display_names = uniques[value_codes[rows]]
+        display_names = value_codes[rows], uniques
     return _assemble(ident_text, launches[order], names, matrix, display_names, "ncu-csv-raw", where)
 
 
@@ -523,7 +539,7 @@ def _read_long(source, encoding: str, header: list[str], where: _Where) -> pd.Da
         _text_codes(table, c) for c in ("Section Name", "Body Item Label", "Metric Name")
     )
     nb, nn = len(body_u), len(name_u)
-    combo_codes, combos = pd.factorize((sec * nb + body) * nn + name)
+    combo_codes, combos = _distinct((sec * nb + body) * nn + name, len(sec_u) * nb * nn)
     triples = [(sec_u[k // (nb * nn)], body_u[(k // nn) % nb], name_u[k % nn]) for k in combos]
     mapped = [_long_metric(s, b, m) for s, b, m in triples]
     named = [t for t in triples if t[2].strip()]
@@ -545,19 +561,25 @@ def _read_long(source, encoding: str, header: list[str], where: _Where) -> pd.Da
     # The value cast (pyarrow compute, which releases the GIL) runs on the second core beside the
     # passes that do not need the values; every check below still runs in the same order.
     with ThreadPoolExecutor(max_workers=1) as pool:
-        cast = pool.submit(_numbers, value_text if len(sel) == len(metric_id) else value_text.take(sel))
+        cast = pool.submit(lambda: _numbers(value_text if len(sel) == len(metric_id) else value_text.take(sel)))
         order = np.argsort(launches, kind="stable")
         rank = np.empty(n_launch, dtype=np.int64)
         rank[order] = np.arange(n_launch)  # launch code -> position in launch order
         at = np.flatnonzero(metric_id == display_id)
-        display_names = np.full(n_launch, "", dtype=object)
-        display_names[rank[codes[at]][::-1]] = pc.utf8_trim_whitespace(value_text.take(at)).to_numpy()[::-1]
+        display_names = None
+        if len(at):  # a launch's first display-name row wins
+            shown = pc.dictionary_encode(value_text.take(at).combine_chunks())
+            display_codes = np.full(n_launch, len(shown.dictionary))  # "" where a launch has none
+            display_codes[rank[codes[at]][::-1]] = shown.indices.to_numpy()[::-1]
+            texts = shown.dictionary.to_numpy(zero_copy_only=False)
+            display_names = display_codes, np.concatenate([texts, np.array([""], dtype=object)])
         mid = metric_id[sel]
         unit, unit_u = _text_codes(table, "Metric Unit")
-        pair_codes, pairs = pd.factorize(mid * len(unit_u) + unit[sel])
+        pair_codes, pairs = _distinct(mid * len(unit_u) + unit[sel], len(metric_names) * len(unit_u))
         is_raw = raw_of_combo[combo_codes[sel]]
-        # (rows of sel, their (launch, metric) keys, whether no key repeats): display-label rows
-        # first, raw metric rows overwrite them
+        # (rows of sel, their places in the metrics x launches matrix, whether no place repeats):
+        # display-label rows first, raw metric rows overwrite them
+        position = np.arange(n_launch) if (np.diff(launches) > 0).all() else rank  # launch code -> column
         passes = []
         for prefer in (False, True):
             if is_raw.all() or not is_raw.any():
@@ -566,9 +588,10 @@ def _read_long(source, encoding: str, header: list[str], where: _Where) -> pd.Da
                 pick = slice(None)
             else:
                 pick = np.flatnonzero(is_raw == prefer)
-            key = codes[sel[pick]].astype(np.int64) * len(metric_names) + mid[pick]
-            passes.append((pick, key, len(key) == 0 or np.bincount(key).max() == 1))
-        rows = _first_rows(codes, n_launch)[order]
+            place = mid[pick] * n_launch + position[codes[sel[pick]]]
+            passes.append((pick, place, len(place) == 0 or np.bincount(place).max() == 1))
+        first = _first_rows(codes, n_launch)
+        rows = first[order]
         identity = {c: _text_codes(table, c) for c in _IDENT_SOURCE if c in table.column_names and c != "ID"}
         values, bad = cast.result()
     attribute = np.array([m.startswith("device__attribute_") for m in metric_names], dtype=bool)
@@ -579,44 +602,49 @@ def _read_long(source, encoding: str, header: list[str], where: _Where) -> pd.Da
             f"{value_text[int(pos)].as_py()!r}, not a number: fix or re-export the file",
             index[pos],
         )
-    factors = np.empty(len(pairs))
+    factors, refused = np.empty(len(pairs)), []
     for i, pair in enumerate(pairs):
         metric, text = metric_names[pair // len(unit_u)], str(unit_u[pair % len(unit_u)]).strip()
-        factors[i] = _factor(text, metric, where, lambda i=i: index[sel[np.argmax(pair_codes == i)]])
+        try:
+            factors[i] = si_factor(text, metric)
+        except UnitError as err:
+            refused.append((index[sel[np.argmax(pair_codes == i)]], str(err)))
+    if refused:  # the first in the file, whatever the order of the pairs
+        row, message = min(refused)
+        raise where.error(message, row)
     si = values * factors[pair_codes]
     si[bad] = np.nan  # string-valued device attributes
 
     matrix = np.full((len(metric_names), n_launch), np.nan)
-    for pick, key, unique in passes:
+    for pick, place, unique in passes:
         if unique:  # nothing to choose or check
-            keys, firsts = key, si[pick]
+            places, firsts = place, si[pick]
         else:
-            keys, firsts = _deduplicate(key, si[pick], index[sel[pick]], metric_names, launches, where)
+            places, firsts = _deduplicate(place, si[pick], index[sel[pick]], metric_names, launches[order], where)
         found = ~np.isnan(firsts)
-        keys = keys[found]
-        matrix[keys % len(metric_names), rank[keys // len(metric_names)]] = firsts[found]
+        if not found.all():
+            places, firsts = places[found], firsts[found]
+        matrix.ravel()[places] = firsts
 
     ident = {}
     for column, (column_codes, uniques) in identity.items():
-        ident[column] = uniques[column_codes[rows]]
+        ident[column] = column_codes[rows], uniques
         if column == "Kernel Name":
-            _check_kernels(codes, column_codes, uniques, launches, index, where)
+            _check_kernels(codes, first, column_codes, uniques, launches, index, where)
     return _assemble(ident, launches[order], metric_names, matrix, display_names, source_format, where)
 
 
 def _deduplicate(key, values, rows, metric_names, launches, where: _Where) -> tuple[np.ndarray, np.ndarray]:
-    """First non-NaN value per key, as (keys, values); refuse (launch, metric) pairs given twice,
-    differently."""
-    if len(key) == 0 or np.bincount(key).max() == 1:
-        return key, values  # no key repeats: nothing to choose or check
+    """First non-NaN value per key (place in the metrics x ``launches`` matrix), as (keys, values);
+    refuse (launch, metric) pairs given twice, differently."""
     grouped = pd.Series(values).groupby(key, sort=False)
     first = grouped.first()
     low, high = grouped.min().to_numpy(), grouped.max().to_numpy()
     conflict = high - low > 1e-9 * np.maximum(np.abs(low), np.abs(high))
     if conflict.any():
         bad_key = first.index[np.argmax(conflict)]
-        launch = launches[bad_key // len(metric_names)]
-        metric = metric_names[bad_key % len(metric_names)]
+        launch = launches[bad_key % len(launches)]
+        metric = metric_names[bad_key // len(launches)]
         raise where.error(
             f"launch ID {launch} gives metric {metric!r} twice with different values: the file "
             "concatenates several exports or runs; split it so each launch ID appears once",
@@ -625,9 +653,10 @@ def _deduplicate(key, values, rows, metric_names, launches, where: _Where) -> tu
     return first.index.to_numpy(), first.to_numpy()
 
 
-def _check_kernels(codes, kernel_codes, kernels, launches, index, where: _Where) -> None:
-    """Refuse launch IDs that name two kernels (concatenated exports)."""
-    first_kernel = kernel_codes[_first_rows(codes, len(launches))]
+def _check_kernels(codes, first, kernel_codes, kernels, launches, index, where: _Where) -> None:
+    """Refuse launch IDs that name two kernels (concatenated exports); ``first`` is the first row of
+    each launch code."""
+    first_kernel = kernel_codes[first]
     if (kernel_codes == first_kernel[codes]).all():
         return
     width = int(kernel_codes.max()) + 1
@@ -643,8 +672,9 @@ def _check_kernels(codes, kernel_codes, kernels, launches, index, where: _Where)
     )
 
 
-def _integer_text(columns: list[np.ndarray], join: Callable[[list[str]], str]) -> np.ndarray:
-    """Per row, ``join`` of the columns' values written as integers, "" where one is NaN.
+def _integer_text(columns: list[np.ndarray], join: Callable[[list[str]], str]) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, ``join`` of the columns' values written as integers, "" where one is NaN, as
+    (code per row, distinct texts).
 
     Formatted once per distinct combination: 100k launches have a few distinct grids, not 100k.
     """
@@ -652,45 +682,59 @@ def _integer_text(columns: list[np.ndarray], join: Callable[[list[str]], str]) -
     keys = values.view(np.dtype((np.void, values.itemsize * values.shape[1]))).ravel()
     _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
     texts = ["" if np.isnan(values[i]).any() else join([f"{v:.0f}" for v in values[i]]) for i in first]
-    return np.array(texts, dtype=object)[inverse.ravel()]
+    return inverse.ravel(), np.array(texts, dtype=object)
+
+
+def _fill_blanks(text: tuple[np.ndarray, np.ndarray], filler: tuple[np.ndarray, np.ndarray]):
+    """(codes, texts) of a per-launch text column whose empty texts are replaced by ``filler``'s."""
+    codes, texts = text
+    fill_codes, fill_texts = filler
+    blank = (texts == "")[codes]
+    return np.where(blank, fill_codes + len(texts), codes), np.concatenate([texts, fill_texts])
 
 
 def _assemble(ident, launches, names, matrix, display_names, source_format, where) -> pd.DataFrame:
     """The raw launch frame from per-launch identity text, launch numbers and SI values.
 
-    Everything comes in launch order: ``ident`` (source column -> text), ``launches``, the rows of
-    ``matrix`` (one per metric of the sorted ``names``) and ``display_names``.
+    Everything comes in launch order: ``ident`` (source column -> (code per launch, distinct
+    texts)), ``launches``, the rows of ``matrix`` (one per metric of the sorted ``names``) and
+    ``display_names`` ((code per launch, distinct texts) or None). Texts are cleaned and checked
+    once per distinct text, not once per launch.
     """
-    out = pd.DataFrame(index=range(len(launches)))
-    texts = {_IDENT_SOURCE[c]: values for c, values in ident.items()}
-    for column in IDENTITY_COLUMNS:
-        out[column] = pd.Series(texts[column]).astype(str).str.strip() if column in texts else ""
-    out["launch"] = launches
-    out["source_format"] = source_format
-    device = out["device"].where(~out["device"].str.fullmatch(r"\d*"), "")
+    n = len(launches)
+    blank = (np.zeros(n, dtype=np.int64), np.array([""], dtype=object))
+    text = {column: blank for column in IDENTITY_COLUMNS}
+    for source, (codes, uniques) in ident.items():
+        text[_IDENT_SOURCE[source]] = (codes, np.array([str(u).strip() for u in uniques], dtype=object))
+    codes, devices = text["device"]
+    text["device"] = codes, np.array(["" if re.fullmatch(r"\d*", d) else d for d in devices], dtype=object)
     if display_names is not None:
-        names_text = pd.Series(display_names).astype(str).str.strip()
-        device = names_text.where(names_text != "", device)
-    out["device"] = device
+        codes, uniques = display_names
+        names_text = (codes, np.array([str(u).strip() for u in uniques], dtype=object))
+        text["device"] = _fill_blanks(names_text, text["device"])
     row = {m: i for i, m in enumerate(names)}
     for what in ("grid", "block"):
         dims = [row.get(f"launch__{what}_dim_{a}") for a in "xyz"]
         if None not in dims:
-            text = _integer_text([matrix[i] for i in dims], lambda parts: "(" + ", ".join(parts) + ")")
-            out[what] = out[what].where(out[what] != "", text)
+            filler = _integer_text([matrix[i] for i in dims], lambda parts: "(" + ", ".join(parts) + ")")
+            text[what] = _fill_blanks(text[what], filler)
     cc = [row.get(f"device__attribute_compute_capability_{part}") for part in ("major", "minor")]
     if None not in cc:
-        text = _integer_text([matrix[i] for i in cc], ".".join)
-        out["compute_capability"] = out["compute_capability"].where(out["compute_capability"] != "", text)
-    text = [c for c in IDENTITY_COLUMNS if c not in ("launch", "source_format")]
-    if out[text].apply(lambda s: s.str.contains("\ufffd", regex=False)).any().any():
+        filler = _integer_text([matrix[i] for i in cc], ".".join)
+        text["compute_capability"] = _fill_blanks(text["compute_capability"], filler)
+    if any("\ufffd" in t for codes, texts in text.values() for t in texts[np.bincount(codes).nonzero()[0]]):
         warnings.warn(
             f"{where.path}: bytes that are not UTF-8 were replaced by U+FFFD in kernel or device "
             "names; re-export the CSV from the report if the names matter",
             NcuCsvWarning,
             stacklevel=4,
         )
+    out = {}
+    for column, (codes, texts) in text.items():
+        out[column] = pd.Series(pa.array(texts, pa.string()).take(pa.array(codes)), dtype="str")
+    out["launch"] = pd.Series(launches)
+    out["source_format"] = pd.Series(source_format, index=range(n), dtype="str")
     kept = [i for i, m in enumerate(names) if m not in _DIMS or is_kept_metric(m)]
     if len(kept) < len(names):
         names, matrix = [names[i] for i in kept], matrix[kept]
-    return pd.concat([out, pd.DataFrame(matrix.T, columns=names, copy=False)], axis=1)
+    return pd.concat([pd.DataFrame(out), pd.DataFrame(matrix.T, columns=names, copy=False)], axis=1)
