@@ -87,7 +87,7 @@ def analyse_all(
 
 def show_table(kernels: pd.DataFrame) -> str:
     """The kernels as a plain text table, highest priority first."""
-    from roofline.report import si
+    from roofline.chart import si
 
     k = kernels.sort_values(["priority", "duration_s"], ascending=False, na_position="last")
     rows = []

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from test_report import HOSTILE, IMG, make_ceilings, make_diagnostics, make_kernels
+from test_chart import make_ceilings, make_kernels
+from test_report import HOSTILE, IMG, make_diagnostics
 
 from roofline import report
 from roofline.schemas import conform

@@ -7,7 +7,7 @@ rule report:
             app=sorted(APPS),
             stage=["parse", "ceilings"],
         ),
-        code=pkg_code("report.py"),
+        code=pkg_code("report.py", "chart.py", "assets/report.css", "assets/report.js"),
     output:
         summary=report("reports/summary.html", category="Roofline", caption="../report/summary.rst"),
         apps=expand("reports/apps/{app}.html", app=sorted(APPS)),
