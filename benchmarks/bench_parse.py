@@ -20,7 +20,7 @@ part is skipped, saying why, when that folder or the ``ncu_report`` module is ab
   family, numbers through ``as_double()``, the device name through ``value()``), into one dict per
   launch -- no units, no checks, no frame. After timing, the floor's metric names are checked to be
   exactly the metric columns of our reader's frame, so both read the same set;
-- *ours, reader*: ``roofline.parse.read_ncu_rep`` (structure check, load, units to SI, frame);
+- *ours, reader*: ``roofline.ncu_rep.read_ncu_rep`` (structure check, load, units to SI, frame);
 - *ours, stage*: ``roofline.parse.parse_input(path, "bench", "ncu-rep")``.
 
 Each report is timed on its own (both sides load the file each time); the table gives the total
@@ -52,7 +52,8 @@ from generate import NERSC_DEVICE, generate_big  # noqa: E402
 
 from roofline import metrics  # noqa: E402
 from roofline.ncu_csv import is_kept_metric, read_ncu_csv  # noqa: E402
-from roofline.parse import InputError, parse_input, read_ncu_rep  # noqa: E402
+from roofline.ncu_rep import InputError, read_ncu_rep  # noqa: E402
+from roofline.parse import parse_input  # noqa: E402
 
 LONG_COLUMNS = ["ID", "Kernel Name", "Metric Name", "Metric Unit", "Metric Value"]
 KINDS = ("long", "wide", "ncu-rep")
@@ -64,7 +65,7 @@ FLOOR = "floor"  # the key of the floor's time in every kind's figures
 READER = "ours: reader"
 STAGE = "ours: stage"
 
-# What our .ncu-rep reader reads (roofline.parse._wanted), restated from the public metric table so
+# What our .ncu-rep reader reads (roofline.ncu_rep._wanted), restated from the public metric table so
 # that the floor does not depend on the reader's private names; check_same_metrics() fails the
 # run if the two ever drift apart.
 REP_METRICS = frozenset(metrics.all_input_metrics())

@@ -1,0 +1,173 @@
+""".ncu-rep reader: every real report's raw launch frame against ncu_report's own values, and the
+checks on the report's bytes (structure, version, command line)."""
+
+import math
+import re
+import shutil
+
+import ncu_report
+import numpy as np
+import pytest
+from conftest import real_fixture, real_reports, report_metrics
+
+from roofline import metrics
+from roofline.ncu_rep import InputError, read_ncu_rep, report_provenance, report_structure_problem
+from roofline.units import UnitError
+
+REPORTS = real_reports()
+RMSNORM = ("h100pcie-rmsnorm-full-ncu2025.1", "2025-04-21_v1.ncu-rep")
+BASIC = ("rtx3070-vecadd-basic-ncu2022.3", "CuVectorAddDrv.ncu-rep")
+
+# The units the read metrics of the real reports carry (ncu_report gives base units) and their
+# factors to SI, written out here rather than taken from roofline.units.
+SI = dict.fromkeys(
+    ["", "%", "inst", "inst/cycle", "cycle", "block", "byte/block", "register/thread", "byte", "byte/cycle"]
+    + ["byte/s", "sector", "sector/s", "hz"],
+    1.0,
+) | {"ns": 1e-9}
+
+
+def _read(path):
+    """Per launch of ``path``, straight from ncu_report: names, grid and block sizes."""
+    context = ncu_report.load_report(str(path))
+    out = []
+    for r in range(context.num_ranges()):
+        profiled_range = context.range_by_idx(r)
+        for a in range(profiled_range.num_actions()):
+            action = profiled_range.action_by_idx(a)
+            dims = {
+                key: tuple(int(action.metric_by_name(f"launch__{key}_dim_{axis}").as_double()) for axis in "xyz")
+                for key in ("grid", "block")
+            }
+            out.append((action.name(ncu_report.IAction.NameBase_DEMANGLED), dims))
+    return out
+
+
+@pytest.mark.parametrize("path", REPORTS, ids=[p.parent.name for p in REPORTS])
+def test_read_ncu_rep_values_are_ncu_report_values_in_si_units(path):
+    raw = read_ncu_rep(path)
+    oracle = report_metrics(path)
+    wanted = set(metrics.all_input_metrics())
+    assert len(raw) == len(oracle)
+    assert list(raw["launch"]) == list(range(len(oracle)))
+    expected_columns = {
+        name
+        for m in oracle
+        for name in m
+        if (name in wanted or name.startswith("sm__ops_path_tensor_")) and name != "device__attribute_display_name"
+    }
+    assert {c for c in raw.columns if "__" in c} == expected_columns
+    for i, m in enumerate(oracle):
+        for name in expected_columns:
+            if name not in m:
+                assert math.isnan(raw[name].iat[i]), f"launch {i} {name}"
+                continue
+            value, unit = m[name]
+            assert unit in SI, f"{name}: unit {unit!r} is not in this test's table: add its factor"
+            assert raw[name].iat[i] == pytest.approx(value * SI[unit], rel=1e-12, nan_ok=True), f"launch {i} {name}"
+    for i, (kernel, dims) in enumerate(_read(path)):
+        assert raw["kernel"].iat[i] == kernel
+        assert raw["grid"].iat[i] == "({}, {}, {})".format(*dims["grid"])
+        assert raw["block"].iat[i] == "({}, {}, {})".format(*dims["block"])
+    assert (raw["source_format"] == "ncu-rep").all()
+
+
+def test_read_ncu_rep_duration_in_seconds():
+    raw = read_ncu_rep(real_fixture(BASIC[0]) / BASIC[1])
+    (m,) = report_metrics(real_fixture(BASIC[0]) / BASIC[1])
+    value, unit = m["gpu__time_duration.sum"]
+    assert unit == "ns"
+    assert raw["gpu__time_duration.sum"].iat[0] == pytest.approx(value * 1e-9, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "bad_unit, message",
+    [
+        ("Kibyte", "unit 'Kibyte' of metric '{}' is in bits or binary prefixes; ncu writes decimal bytes"),
+        ("furlong", "unknown unit 'furlong' of metric '{}'; expected ncu's units"),
+    ],
+)
+def test_read_ncu_rep_unknown_unit_raises_naming_the_first_metric(monkeypatch, bad_unit, message):
+    """The reader works out each unit's SI factor once and never keeps a refused one, so it raises
+    as it did when it asked per metric: at the first metric with the bad unit, naming it."""
+    path = real_fixture(RMSNORM[0]) / RMSNORM[1]
+    # Every "byte" unit becomes bad_unit (the dimensionless metrics before it are read, and their
+    # factor kept, first): the first metric the reader reads with it is, in ncu_report's order,
+    # launch 0's first metric of the roofline set in bytes.
+    action = ncu_report.load_report(str(path)).range_by_idx(0).action_by_idx(0)
+    wanted = set(metrics.all_input_metrics())
+    first = next(
+        n
+        for n in action.metric_names()
+        if (n in wanted or n.startswith("sm__ops_path_tensor_")) and action.metric_by_name(n).unit() == "byte"
+    )
+    original = ncu_report.IMetric.unit
+    monkeypatch.setattr(
+        ncu_report.IMetric, "unit", lambda self: bad_unit if original(self) == "byte" else original(self)
+    )
+    with pytest.raises(UnitError, match="^" + re.escape(message.format(first))):
+        read_ncu_rep(path)
+
+
+def test_read_ncu_rep_refuses_empty_and_garbage(tmp_path):
+    empty = tmp_path / "empty.ncu-rep"
+    empty.write_bytes(b"")
+    with pytest.raises(InputError, match="empty"):
+        read_ncu_rep(empty)
+    garbage = tmp_path / "garbage.ncu-rep"  # hand-made: random bytes renamed .ncu-rep
+    garbage.write_bytes(np.random.default_rng(1).bytes(4096))
+    with pytest.raises(InputError, match="no kernel launch|not a readable"):
+        read_ncu_rep(garbage)
+
+
+def test_report_structure_problem_sees_a_cut_and_stray_bytes(tmp_path):
+    source = real_fixture(BASIC[0]) / BASIC[1]
+    assert report_structure_problem(source) is None
+    data = source.read_bytes()
+    cut = tmp_path / "cut.ncu-rep"
+    cut.write_bytes(data[: len(data) - 1000])
+    assert re.match(
+        rf"the file is truncated or damaged: its block \d+ ends at byte [\d,]+ but the file has only "
+        rf"{len(data) - 1000:,} bytes$",
+        report_structure_problem(cut),
+    )
+    stray = tmp_path / "stray.ncu-rep"
+    shutil.copyfile(source, stray)
+    with open(stray, "ab") as handle:
+        handle.write(b"\x00\x01\x02")
+    assert report_structure_problem(stray) == "the file ends with 3 stray byte(s) after its last block"
+    with pytest.raises(InputError, match="3 stray byte.*Copy the report again"):
+        read_ncu_rep(stray)
+
+
+@pytest.mark.parametrize("path", REPORTS, ids=[p.parent.name for p in REPORTS])
+def test_report_version_matches_the_fixture_folder(path):
+    """The fixture folders are named after the ncu that wrote them (``...-ncu2023.1``)."""
+    version, _ = report_provenance(path)
+    assert version.startswith(re.search(r"ncu(\d{4}\.\d+)$", path.parent.name).group(1) + ".")
+
+
+def test_report_command_line():
+    _, command = report_provenance(real_fixture(RMSNORM[0]) / RMSNORM[1])
+    assert command.endswith("ncu -o ../ncu-reports/2025-04-21_v1 -c 3 --set full ./rms_norm_matrix --profile")
+    _, old = report_provenance(real_fixture("a100pcie-selfjoin-full-ncu2021.2") / "profile.out.ncu-rep")
+    assert old == ""  # ncu 2021.2 did not store it
+
+
+@pytest.mark.parametrize("path", REPORTS, ids=[p.parent.name for p in REPORTS])
+def test_report_command_line_starts_at_the_ncu_path(path):
+    """Every fixture that stores its command ran ncu by an absolute path: the text starts there,
+    without protobuf bytes that happen to be printable (the silu report wraps its 122-byte command
+    in a field whose tag and length read "Zz")."""
+    _, command = report_provenance(path)
+    if command:
+        assert command.startswith("/"), command[:40]
+        assert re.match(r"/\S*/ncu ", command), command[:80]
+
+
+def test_report_command_line_unwraps_a_printable_field():
+    _, command = report_provenance(real_fixture("a100sxm-silu-full-ncu2025.1") / "2025-04-21-77_06-MT.ncu-rep")
+    assert command == (
+        "/usr/lib/nsight-compute/target/linux-desktop-glibc_2_11_3-x64/ncu -c 3 -o ../ncu-reports/test "
+        "--set full ./silu --profile"
+    )
