@@ -188,3 +188,18 @@ def test_l1_bytes_and_fp16_match_raw_metrics(path):
         expected = expected_flop(m, "h")
         if not math.isnan(expected):
             assert row["flop_fp16"] == pytest.approx(expected, rel=1e-3, abs=1e-9)
+
+
+def test_sha256_of_files_and_folders(tmp_path):
+    """The provenance digest equals hashlib's over the bytes: a file (mapped), an empty file (which
+    cannot be mapped) and a folder's files in name order."""
+    from roofline.parse import sha256
+
+    folder = tmp_path / "export"
+    folder.mkdir()
+    (folder / "b.csv").write_bytes(b"second" * 1000)
+    (folder / "a.csv").write_bytes(b"first\n")
+    (folder / "empty.csv").write_bytes(b"")
+    assert sha256(folder / "a.csv") == hashlib.sha256(b"first\n").hexdigest()
+    assert sha256(folder / "empty.csv") == hashlib.sha256(b"").hexdigest()
+    assert sha256(folder) == hashlib.sha256(b"first\n" + b"second" * 1000).hexdigest()
