@@ -392,8 +392,9 @@ def derive_counters(raw: pd.DataFrame) -> pd.DataFrame:
         raw.get("launch__shared_mem_per_block_dynamic", pd.Series(np.nan, index=raw.index)), errors="coerce"
     )
     out["shared_mem_bytes"] = static.fillna(0) + dynamic.fillna(0)
-    names = raw["kernel"].astype(str)
-    out["kernel_short"] = names.map({name: short_kernel_name(name) for name in names.unique()})
+    codes, names = pd.factorize(raw["kernel"].astype(str))  # a short name once per kernel, not per launch
+    shorts = pa.array([short_kernel_name(name) for name in names], pa.string())
+    out["kernel_short"] = pd.Series(shorts.take(pa.array(codes)), index=raw.index, dtype="str")
     refused = {
         name: np.array([isinstance(t, str) and t.startswith(REFUSED) for t in texts], dtype=bool)[text_code]
         for name, (texts, text_code) in recipes.items()
