@@ -19,7 +19,7 @@ from conftest import (
 )
 
 from roofline.ncu_rep import InputError
-from roofline.parse import _sha256_idle, parse_input, read_what_if, short_kernel_name
+from roofline.parse import _sha256_idle, parse_input
 
 REPORTS = real_reports()
 TEXTBOOK = REPO / "data" / "examples" / "textbook.yaml"
@@ -101,39 +101,6 @@ def test_parse_refuses_legacy_report_with_version_advice():
     folder = real_fixture("gtx1080-vecadd-legacy-rawcsv")
     with pytest.raises(InputError, match="ncu 2020.1 or newer"):
         parse_input(next(folder.glob("*.nsight-cuprof-report")), "legacy", "legacy")
-
-
-def test_what_if_table_reads_seed_vectors(tmp_path):
-    frame = read_what_if(TEXTBOOK)
-    seed = frame[frame["kernel"] == "seed_normalization"].iloc[0]
-    assert seed["flop_fp32"] == 240e9 and seed["dram_bytes"] == 20e9
-    assert seed["peak_flops_fp32"] == 120e12 and seed["peak_dram_bw"] == 3e12
-
-
-def test_what_if_table_errors_name_file_and_key(tmp_path):
-    bad = tmp_path / "bad.yaml"
-    bad.write_text("# hand-made\nkernels:\n  - {name: k, gpu: X, flop: {fp99: 1}}\n")
-    with pytest.raises(InputError, match=r"bad.yaml: kernels\[0\]: flop: unknown class 'fp99'"):
-        read_what_if(bad)
-    bad.write_text("# hand-made\nkernels:\n  - {name: k, flop: {fp32: 1}}\n")
-    with pytest.raises(InputError, match="give 'machine'"):
-        read_what_if(bad)
-
-
-@pytest.mark.parametrize(
-    "name, short",
-    [
-        ("void gemm<float, 128, 8>(float *, const float *, int)", "gemm<…>"),
-        ("rms_norm_matrix_kernel(float *, float *, float *, int, int, float)", "rms_norm_matrix_kernel"),
-        (
-            "void at::native::(anonymous namespace)::fused_dropout_kernel_vec<double, double, unsigned int, 1, 4>"
-            "(at::cuda::detail::TensorInfo<double, unsigned int>, double)",
-            "at::native::(anonymous namespace)::fused_dropout_kernel_vec<…>",
-        ),
-    ],
-)
-def test_short_kernel_name(name, short):
-    assert short_kernel_name(name) == short
 
 
 def test_counters_table_has_contract_columns():

@@ -1,7 +1,7 @@
 rule parse:
     input:
         report=app_input,
-        code=pkg_code("parse.py", "units.py", "ncu_csv.py", "ncu_rep.py", "config.py"),
+        code=pkg_code("parse.py", "derive.py", "what_if.py", "units.py", "ncu_csv.py", "ncu_rep.py", "config.py"),
     output:
         counters="data/counters/{app}.parquet",
         diagnostics="data/diagnostics/{app}.parse.parquet",
