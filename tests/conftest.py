@@ -60,22 +60,27 @@ def real_root() -> Path:
 # -- the oracle: numbers straight from ncu_report, computed without the package --
 
 
-def report_metrics(path):
-    """Every launch's metrics straight from ncu_report, as {name: (value, unit)}: the oracle."""
+def report_actions(path):
+    """Every launch (ncu_report action) of a report, in range and launch order."""
     context = ncu_report.load_report(str(path))
-    out = []
     for r in range(context.num_ranges()):
         rng = context.range_by_idx(r)
         for a in range(rng.num_actions()):
-            action = rng.action_by_idx(a)
-            values = {}
-            for name in action.metric_names():
-                metric = action.metric_by_name(name)
-                try:
-                    values[name] = (metric.as_double(), metric.unit())
-                except Exception:
-                    pass
-            out.append(values)
+            yield rng.action_by_idx(a)
+
+
+def report_metrics(path):
+    """Every launch's metrics straight from ncu_report, as {name: (value, unit)}: the oracle."""
+    out = []
+    for action in report_actions(path):
+        values = {}
+        for name in action.metric_names():
+            metric = action.metric_by_name(name)
+            try:
+                values[name] = (metric.as_double(), metric.unit())
+            except Exception:
+                pass
+        out.append(values)
     return out
 
 

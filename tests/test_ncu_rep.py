@@ -8,7 +8,7 @@ import shutil
 import ncu_report
 import numpy as np
 import pytest
-from conftest import real_fixture, real_reports, report_metrics
+from conftest import real_fixture, real_reports, report_actions, report_metrics
 
 from roofline import metrics
 from roofline.ncu_rep import InputError, read_ncu_rep, report_provenance, report_structure_problem
@@ -29,17 +29,13 @@ SI = dict.fromkeys(
 
 def _read(path):
     """Per launch of ``path``, straight from ncu_report: names, grid and block sizes."""
-    context = ncu_report.load_report(str(path))
     out = []
-    for r in range(context.num_ranges()):
-        profiled_range = context.range_by_idx(r)
-        for a in range(profiled_range.num_actions()):
-            action = profiled_range.action_by_idx(a)
-            dims = {
-                key: tuple(int(action.metric_by_name(f"launch__{key}_dim_{axis}").as_double()) for axis in "xyz")
-                for key in ("grid", "block")
-            }
-            out.append((action.name(ncu_report.IAction.NameBase_DEMANGLED), dims))
+    for action in report_actions(path):
+        dims = {
+            key: tuple(int(action.metric_by_name(f"launch__{key}_dim_{axis}").as_double()) for axis in "xyz")
+            for key in ("grid", "block")
+        }
+        out.append((action.name(ncu_report.IAction.NameBase_DEMANGLED), dims))
     return out
 
 
