@@ -234,6 +234,8 @@ def aggregate_kernels(counters: pd.DataFrame, ceilings: pd.DataFrame, **options)
     totals = grouped[sums].sum(min_count=1).reset_index()
     totals["launches"] = grouped.size().to_numpy()
     totals["kernel_short"] = grouped["kernel_short"].first().to_numpy()
+    if "convention" in frame.columns:
+        totals["convention"] = grouped["convention"].first().to_numpy()
     totals["missing"] = grouped["missing"].first().to_numpy()
     classified = classify_frame(totals, ceilings, **options)
     app_time = classified.groupby("app")["duration_s"].transform("sum")

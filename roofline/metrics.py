@@ -21,6 +21,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+# The counting conventions of every derived number, stored with it (column ``convention``) and in
+# the history store: a change of convention starts a new tracking segment instead of a regression.
+# Bump it whenever a recipe changes what a quantity counts (docs/metrics.md, "Conventions").
+CONVENTION = "2026.12"
+
 SECTOR_BYTES = 32.0
 L1_WRITEBACK_BYTES_PER_CYCLE = 128.0
 VOLTA_TENSOR_FLOP_PER_INST = 512.0

@@ -142,6 +142,7 @@ def parse_input(path: str | Path, app: str, kind: str, device: str | None = None
         counters["app"] = app
         counters["source_file"] = str(path)
         counters["source_sha256"] = digest.result()
+        counters["convention"] = metrics.CONVENTION
     if kind == "ncu-rep":
         counters["ncu_version"], counters["command_line"] = report_provenance(path)
     return conform(counters, "counters")

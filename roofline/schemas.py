@@ -57,6 +57,7 @@ PROVENANCE = [
     Column("source_format", "str", "", "ncu-rep, ncu-csv-raw, ncu-csv-long, what-if"),
     Column("ncu_version", "str", "", "Nsight Compute version that wrote the report, where known"),
     Column("command_line", "str", "", "profiled command line recorded in the report, where known"),
+    Column("convention", "str", "", "version of the counting conventions (roofline.metrics.CONVENTION)"),
 ]
 
 QUANTITY_COLUMNS = [Column(q.name, "float", q.unit, q.description) for q in QUANTITIES]
@@ -142,6 +143,7 @@ KERNELS = [
     Column("grid", "str"),
     Column("block", "str"),
     Column("launches", "int"),
+    Column("convention", "str", "", "version of the counting conventions (roofline.metrics.CONVENTION)"),
     Column("duration_s", "float", "s", "total over launches"),
     Column("time_share", "float", "", "share of the application's GPU time"),
     *[Column(f"flop_{cls}", "float", "FLOP") for cls in COMPUTE_CLASSES],
