@@ -32,7 +32,7 @@ from pydantic import (
     model_validator,
 )
 
-from roofline.metrics import COMPUTE_CLASSES, MEMORY_LEVELS, TENSOR_CLASSES
+from roofline.metrics import CATALOG_CLASSES, MEMORY_LEVELS, TENSOR_CLASSES
 from roofline.schemas import conform
 
 CATALOG_PATH = Path(__file__).resolve().parent.parent / "config" / "gpus.yaml"
@@ -119,7 +119,7 @@ Compute = create_model(
     "Compute",
     __base__=_Block,
     __doc__="Compute peaks per class [FLOP/s; ops/s for int8], dense.",
-    **{name: (Ceiling | None, None) for name in COMPUTE_CLASSES},
+    **{name: (Ceiling | None, None) for name in CATALOG_CLASSES},
 )
 Memory = create_model(
     "Memory",
@@ -349,7 +349,7 @@ def _describe(error: dict) -> str:
     loc = [str(p) for p in error["loc"]]
     message = error["msg"].removeprefix("Value error, ")
     if error["type"] == "extra_forbidden":
-        allowed = {"compute": COMPUTE_CLASSES, "memory": MEMORY_LEVELS}.get(
+        allowed = {"compute": CATALOG_CLASSES, "memory": MEMORY_LEVELS}.get(
             loc[-2] if len(loc) > 1 else ""
         )
         hint = f"one of {', '.join(allowed)}" if allowed else "see docs/catalog.md for the keys"
@@ -472,18 +472,36 @@ def catalog_ceilings(catalog: Catalog, display_name: str) -> pd.DataFrame:
             citation = f"catalog entry {entry.key!r}: {c.source}"
             if c.note:
                 citation += f" [{c.note}]"
-            rows.append(
-                {
-                    "device": display_name,
-                    "kind": kind,
-                    "name": name,
-                    "value": c.value,
-                    "source": "datasheet",
-                    "clock_hz": clock,
-                    "citation": citation,
-                    "launches": 0,
-                    "spread": np.nan,
-                    "selected": False,
-                }
-            )
+            for derived, value, how in _classes_of(name, c):
+                rows.append(
+                    {
+                        "device": display_name,
+                        "kind": kind,
+                        "name": derived,
+                        "value": value,
+                        "source": "datasheet",
+                        "clock_hz": clock,
+                        "citation": citation + how,
+                        "launches": 0,
+                        "spread": np.nan,
+                        "selected": False,
+                    }
+                )
     return conform(pd.DataFrame(rows), "ceilings")
+
+
+def _classes_of(name: str, c: Ceiling) -> list[tuple[str, float, str]]:
+    """The ceilings-table classes one catalog value gives: the class itself (its dense rate), its
+    2:4-sparse class from ``sparse``, and for ``tensor_fp16`` the FP32-accumulate class (the
+    ``fp32_accumulate`` rate, or ``value`` where the part runs both at one rate)."""
+    out = [(name, c.value, "")]
+    if name == "tensor_fp16":
+        acc32 = c.fp32_accumulate if c.fp32_accumulate is not None else c.value
+        how = " (fp32_accumulate)" if c.fp32_accumulate is not None else " (value: FP32 accumulate at full rate)"
+        out.append(("tensor_fp16_acc32", acc32, how))
+        if c.sparse is not None:
+            out.append(("tensor_fp16_acc32_sparse", c.sparse * acc32 / c.value, " (sparse x fp32_accumulate / value)"))
+    if c.sparse is not None and f"{name}_sparse" in TENSOR_CLASSES:
+        out.append((f"{name}_sparse", c.sparse, " (sparse)"))
+    return out
+

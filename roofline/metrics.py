@@ -8,11 +8,16 @@ launch, the first recipe whose inputs are all present and finite, and records it
 value (column ``<quantity>_recipe``). Capture asks ncu for the metrics of the first recipe of every
 quantity. docs/metrics.md explains the table in prose.
 
-Conventions (see ../shared/guides/roofline.md sections 4-6):
-- an FMA counts 2 FLOP; FP16 follows NERSC (hadd + hmul + 2 hfma, each H instruction one scalar op)
-  until the scalar-vs-half2 device check settles it; its peak uses the same convention (2 x hfma peak);
-- tensor-core work is counted in ops as ncu reports them (``sm__ops_path_tensor_*``, dense only;
-  sparsity-on is kept apart), Volta only as 512 x tensor-pipe instructions (NERSC);
+Conventions (docs/metrics.md "Counting conventions"; ../shared/guides/roofline.md §4-6), one per
+compute path, applied to work and roof alike whichever source gives the roof (version ``CONVENTION``):
+- an FMA counts 2 FLOP (FP64, FP32; Blackwell's FFMA2 counts 4);
+- FP16 on CUDA cores counts every H instruction as a half2 pair, as the vendors' peaks and ncu's
+  2025 sections do: 2 HADD + 2 HMUL + 4 HFMA, roof 4 x the HFMA peak. A scalar ``__hfma`` is
+  over-counted 2x by this (ncu's counters do not separate it);
+- one tensor-core op is one FLOP; tensor work and roof come from the same counter variant, per
+  datatype, accumulator (where the counters split it) and sparsity (dense and 2:4 sparse are
+  separate classes; a sparse rate is never the roof of dense work); Volta as 512 x tensor-pipe
+  instructions (NERSC);
 - L2 bytes are the L2 tag traffic (``lts__t_bytes`` or 32 B sectors); L1 bytes the L1TEX tag traffic
   where reported, else the LSU writeback path (128 B per active cycle, ncu 2025 sections).
 """
@@ -31,17 +36,31 @@ L1_WRITEBACK_BYTES_PER_CYCLE = 128.0
 VOLTA_TENSOR_FLOP_PER_INST = 512.0
 SMSP_PER_SM = 4.0
 
-# Compute classes in the order the report lists them; "tensor_*" are tensor-core datatypes.
+# Compute classes in the order the report lists them. Tensor-core classes are one datatype and
+# accumulator on one path: dense, or 2:4 structured sparse (``_sparse``), each with its own roof.
+# ``tensor_fp16`` is FP16 inputs with FP16 accumulate, or with either accumulator where the counters
+# do not tell them apart (Volta, Hopper wgmma: the same rate there); ``tensor_fp16_acc32`` is FP16
+# inputs with FP32 accumulate where the counters separate it (half rate on GeForce and the A10G).
+# ``tensor_fp8`` includes Blackwell's combined FP4/FP6/FP8 (kind::f8f6f4) path; ``tensor_fp4`` is
+# block-scaled FP4 (and GeForce Blackwell's FP4/FP6 counters).
 CUDA_CORE_CLASSES = ("fp64", "fp32", "fp16")
-TENSOR_CLASSES = (
+TENSOR_DENSE_CLASSES = (
     "tensor_fp64",
     "tensor_tf32",
     "tensor_fp16",
+    "tensor_fp16_acc32",
     "tensor_bf16",
     "tensor_fp8",
+    "tensor_fp4",
     "tensor_int8",
 )
+# sparse class -> its dense class
+SPARSE_OF: dict[str, str] = {f"{c}_sparse": c for c in TENSOR_DENSE_CLASSES if c != "tensor_fp64"}
+TENSOR_CLASSES = TENSOR_DENSE_CLASSES + tuple(SPARSE_OF)
 COMPUTE_CLASSES = CUDA_CORE_CLASSES + TENSOR_CLASSES
+# The classes a datasheet entry names; the FP32-accumulate and sparse classes are derived from an
+# entry's ``fp32_accumulate`` and ``sparse`` values (roofline/catalog.py).
+CATALOG_CLASSES = CUDA_CORE_CLASSES + tuple(c for c in TENSOR_DENSE_CLASSES if c != "tensor_fp16_acc32")
 MEMORY_LEVELS = ("dram", "l2", "l1", "shared")
 
 
@@ -93,26 +112,47 @@ def _sass_rate(op: str) -> str:
     return f"smsp__sass_thread_inst_executed_op_{op}_pred_on.sum.per_cycle_elapsed"
 
 
-def _flop_recipes(prefix: str, fma_weight: float = 2.0, add_weight: float = 1.0):
+def _flop_recipes(prefix: str, fma_weight: float = 2.0, add_weight: float = 1.0, packed: bool = False):
+    """Recipes of CUDA-core work from executed thread instructions: ``add_weight`` FLOP per ADD and
+    MUL, ``fma_weight`` per FMA. With ``packed``, Blackwell's paired FP32 instructions
+    (FADD2/FMUL2/FFMA2: two lanes of work per thread instruction) come first, counted twice."""
     add, mul, fma = f"{prefix}add", f"{prefix}mul", f"{prefix}fma"
-    count = Recipe(
-        "sass_inst_count",
-        ((add_weight, _sass(add)), (add_weight, _sass(mul)), (fma_weight, _sass(fma))),
-        note=f"executed {prefix.upper()}ADD + {prefix.upper()}MUL + 2 x {prefix.upper()}FMA thread instructions",
-    )
-    rate = Recipe(
-        "sass_rate_x_smsp_cycles",
-        ((add_weight, _sass_rate(add)), (add_weight, _sass_rate(mul)), (fma_weight, _sass_rate(fma))),
-        scale=("@smsp_cycles",),
-        note="per-cycle rates of the same instructions x SMSP elapsed cycles (ncu --set full)",
-    )
-    fma_only = Recipe(
-        "sass_fma_rate_only_x_smsp_cycles",
-        ((fma_weight, _sass_rate(fma)),),
-        scale=("@smsp_cycles",),
-        note="only the FMA rate was collected (ADD/MUL empty): a lower bound of the work",
-    )
-    return (count, rate, fma_only)
+    weights = ((add_weight, add), (add_weight, mul), (fma_weight, fma))
+    what = f"{add_weight:g} x {prefix.upper()}ADD + {add_weight:g} x {prefix.upper()}MUL + {fma_weight:g} x {prefix.upper()}FMA"
+    recipes = []
+    if packed:
+        pairs = weights + tuple((2 * w, f"{op}2") for w, op in weights)
+        recipes += [
+            Recipe(
+                "sass_inst_count_packed",
+                tuple((w, _sass(op)) for w, op in pairs),
+                note=f"{what} thread instructions, and twice that per FADD2/FMUL2/FFMA2 (sm_100 and later)",
+                cc_min=100,
+            ),
+            Recipe(
+                "sass_rate_packed_x_smsp_cycles",
+                tuple((w, _sass_rate(op)) for w, op in pairs),
+                scale=("@smsp_cycles",),
+                note="per-cycle rates of the same instructions, paired FP32 included, x SMSP elapsed cycles",
+                cc_min=100,
+            ),
+        ]
+    recipes += [
+        Recipe("sass_inst_count", tuple((w, _sass(op)) for w, op in weights), note=f"{what} thread instructions"),
+        Recipe(
+            "sass_rate_x_smsp_cycles",
+            tuple((w, _sass_rate(op)) for w, op in weights),
+            scale=("@smsp_cycles",),
+            note="per-cycle rates of the same instructions x SMSP elapsed cycles (ncu --set full)",
+        ),
+        Recipe(
+            "sass_fma_rate_only_x_smsp_cycles",
+            ((fma_weight, _sass_rate(fma)),),
+            scale=("@smsp_cycles",),
+            note="only the FMA rate was collected (ADD/MUL empty): a lower bound of the work",
+        ),
+    ]
+    return tuple(recipes)
 
 
 def _peak_flop_recipe(op: str, per_fma: float) -> tuple[Recipe, ...]:
@@ -126,59 +166,116 @@ def _peak_flop_recipe(op: str, per_fma: float) -> tuple[Recipe, ...]:
     )
 
 
-def _tensor_names(variants: tuple[str, ...], suffix: str) -> tuple[tuple[float, str], ...]:
-    return tuple((1.0, f"sm__ops_path_tensor_{v}.sum{suffix}") for v in variants)
+@dataclass(frozen=True)
+class TensorPath:
+    """One way a tensor class shows in ncu's counters on a range of architectures.
+
+    ``work`` lists the ``sm__ops_path_tensor_<variant>`` counters summed for the class's work (one
+    op is one FLOP: the RTX 5060 WMMA fixture's ops equal 2·M·N·K exactly); ``peak`` is the variant
+    whose ``.sum.peak_sustained`` (per cycle) times the SM clock is the class's roof, times
+    ``peak_coef`` (Hopper's and GeForce Blackwell's aggregate counters peak at the 2:4-sparse rate:
+    their dense roof is half of it).
+    """
+
+    name: str
+    work: tuple[str, ...]
+    peak: str
+    cc_min: int
+    cc_max: int
+    peak_coef: float = 1.0
+    note: str = ""
 
 
-# Tensor-core datatype -> ncu variant groups per architecture (section files of ncu 2025,
-# ../shared/guides/roofline.md §2.4): the aggregates of Hopper and later (also on sm_120), the
-# per-destination variants of Ampere/Ada, Turing's combined counters. (name, variants, cc_min, cc_max)
-TENSOR_VARIANTS: dict[str, tuple[tuple[str, tuple[str, ...], int, int], ...]] = {
-    "tensor_fp64": (("ops_path_fp64", ("src_fp64",), 80, 999),),
-    "tensor_tf32": (
-        ("ops_path_aggregate", ("src_tf32_dst_fp32",), 90, 999),
-        ("ops_path_ampere", ("src_tf32_dst_fp32_sparsity_off",), 80, 89),
-    ),
-    "tensor_fp16": (
-        ("ops_path_aggregate", ("src_fp16",), 90, 999),
-        ("ops_path_ampere", ("src_fp16_dst_fp16_sparsity_off", "src_fp16_dst_fp32_sparsity_off"), 80, 89),
-        ("ops_path_turing", ("src_fp16_dst_fp16", "src_fp16_bf16_tf32_dst_fp32"), 75, 75),
-    ),
-    "tensor_bf16": (
-        ("ops_path_aggregate", ("src_bf16_dst_fp32",), 90, 999),
-        ("ops_path_ampere", ("src_bf16_dst_fp32_sparsity_off",), 80, 89),
-    ),
-    "tensor_fp8": (("ops_path", ("src_fp8_sparsity_off",), 89, 999),),
-    "tensor_int8": (
-        ("ops_path_aggregate", ("src_int8",), 90, 999),
-        ("ops_path_ampere", ("src_int8_sparsity_off",), 80, 89),
-        ("ops_path_turing", ("src_int8",), 75, 75),
-    ),
-}
+def _tensor_paths() -> dict[str, tuple[TensorPath, ...]]:
+    """Class -> paths in order of preference, from the ncu 2025-2026 section files and the fixtures
+    (../shared/guides/roofline.md §2.4): per-instruction splits first, aggregates as the fallback."""
+    paths: dict[str, list[TensorPath]] = {c: [] for c in TENSOR_CLASSES}
+    aggregate = "aggregate counter: dense and 2:4-sparse work not separated; roof = half its (sparse) peak"
+    for s, suffix in (("off", ""), ("on", "_sparse")):
+        def add(cls: str, *path: TensorPath) -> None:
+            paths[cls + suffix].extend(path)
+
+        sp = f"sparsity_{s}"
+        # Blackwell data-center (sm_100-119): tcgen05 (op_utc*) beside mma.sync (op_hmma/op_imma)
+        add("tensor_fp16", TensorPath("blackwell_utc", (f"op_utchmma_src_fp16_dst_fp16_{sp}", f"op_hmma_src_fp16_dst_fp16_{sp}"), f"op_utchmma_src_fp16_dst_fp16_{sp}", 100, 119))
+        add("tensor_fp16_acc32", TensorPath("blackwell_utc", (f"op_utchmma_src_fp16_dst_fp32_{sp}", f"op_hmma_src_fp16_dst_fp32_{sp}"), f"op_utchmma_src_fp16_dst_fp32_{sp}", 100, 119))
+        add("tensor_bf16", TensorPath("blackwell_utc", (f"op_utchmma_src_bf16_dst_fp32_{sp}", f"op_hmma_src_bf16_dst_fp32_{sp}"), f"op_utchmma_src_bf16_dst_fp32_{sp}", 100, 119))
+        add("tensor_tf32", TensorPath("blackwell_utc", (f"op_utchmma_src_tf32_dst_fp32_{sp}", f"op_hmma_src_tf32_dst_fp32_{sp}"), f"op_utchmma_src_tf32_dst_fp32_{sp}", 100, 119))
+        add("tensor_fp8", TensorPath("blackwell_utc", (f"op_utcqmma_src_fp4_fp6_fp8_dst_fp16_{sp}", f"op_utcqmma_src_fp4_fp6_fp8_dst_fp32_{sp}"), f"op_utcqmma_src_fp4_fp6_fp8_dst_fp32_{sp}", 100, 119),
+            TensorPath("blackwell_f8f6f4", (f"src_fp4_fp6_fp8_dst_fp16_{sp}", f"src_fp4_fp6_fp8_dst_fp32_{sp}"), f"src_fp4_fp6_fp8_dst_fp32_{sp}", 100, 119))
+        add("tensor_fp4", TensorPath("blackwell_utc", (f"op_utcomma_src_fp4_dst_fp32_{sp}",), f"op_utcomma_src_fp4_dst_fp32_{sp}", 100, 119))
+        add("tensor_int8", TensorPath("blackwell_utc", (f"op_utcimma_src_int8_{sp}", f"op_imma_src_int8_{sp}"), f"op_utcimma_src_int8_{sp}", 100, 119))
+        # GeForce Blackwell (sm_120-129): mma.sync splits; aggregates without the sparsity split
+        add("tensor_fp16", TensorPath("geforce_blackwell_hmma", (f"op_hmma_src_fp16_dst_fp16_{sp}",), f"op_hmma_src_fp16_dst_fp16_{sp}", 120, 129))
+        add("tensor_fp16_acc32", TensorPath("geforce_blackwell_hmma", (f"op_hmma_src_fp16_dst_fp32_{sp}",), f"op_hmma_src_fp16_dst_fp32_{sp}", 120, 129))
+        add("tensor_bf16", TensorPath("geforce_blackwell_hmma", (f"op_hmma_src_bf16_dst_fp32_{sp}",), f"op_hmma_src_bf16_dst_fp32_{sp}", 120, 129))
+        add("tensor_tf32", TensorPath("geforce_blackwell_hmma", (f"op_hmma_src_tf32_dst_fp32_{sp}",), f"op_hmma_src_tf32_dst_fp32_{sp}", 120, 129))
+        add("tensor_int8", TensorPath("geforce_blackwell_imma", (f"op_imma_src_int8_{sp}",), f"op_imma_src_int8_{sp}", 120, 129))
+        add("tensor_fp8", TensorPath("geforce_blackwell", (f"src_fp8_dst_fp16_{sp}", f"src_fp8_dst_fp32_{sp}"), f"src_fp8_dst_fp16_{sp}", 120, 129))
+        add("tensor_fp4", TensorPath("geforce_blackwell", (f"src_fp4_dst_fp32_{sp}", f"src_fp4_fp6_dst_fp16_{sp}", f"src_fp4_fp6_dst_fp32_{sp}"), f"src_fp4_dst_fp32_{sp}", 120, 129))
+        # Hopper (sm_90-99): wgmma (op_hgmma/op_igmma) beside mma.sync; the wgmma rate is the roof
+        add("tensor_fp16", TensorPath("hopper_gmma", (f"op_hgmma_src_fp16_{sp}", f"op_hmma_src_fp16_dst_fp16_{sp}"), f"op_hgmma_src_fp16_{sp}", 90, 99))
+        add("tensor_fp16_acc32", TensorPath("hopper_gmma", (f"op_hmma_src_fp16_dst_fp32_{sp}",), f"op_hgmma_src_fp16_{sp}", 90, 99, note="wgmma accumulates FP16 and FP32 at one rate"))
+        add("tensor_bf16", TensorPath("hopper_gmma", (f"op_hgmma_src_bf16_dst_fp32_{sp}", f"op_hmma_src_bf16_dst_fp32_{sp}"), f"op_hgmma_src_bf16_dst_fp32_{sp}", 90, 99))
+        add("tensor_tf32", TensorPath("hopper_gmma", (f"op_hgmma_src_tf32_dst_fp32_{sp}", f"op_hmma_src_tf32_dst_fp32_{sp}"), f"op_hgmma_src_tf32_dst_fp32_{sp}", 90, 99))
+        add("tensor_int8", TensorPath("hopper_gmma", (f"op_igmma_src_int8_{sp}", f"op_imma_src_int8_{sp}"), f"op_igmma_src_int8_{sp}", 90, 99))
+        add("tensor_fp8", TensorPath("hopper", (f"src_fp8_{sp}",), f"src_fp8_{sp}", 90, 99))
+        # Ampere and Ada (sm_80-89): per-accumulator, per-sparsity counters
+        add("tensor_fp16", TensorPath("ampere", (f"src_fp16_dst_fp16_{sp}",), f"src_fp16_dst_fp16_{sp}", 80, 89))
+        add("tensor_fp16_acc32", TensorPath("ampere", (f"src_fp16_dst_fp32_{sp}",), f"src_fp16_dst_fp32_{sp}", 80, 89))
+        add("tensor_bf16", TensorPath("ampere", (f"src_bf16_dst_fp32_{sp}",), f"src_bf16_dst_fp32_{sp}", 80, 89))
+        add("tensor_tf32", TensorPath("ampere", (f"src_tf32_dst_fp32_{sp}",), f"src_tf32_dst_fp32_{sp}", 80, 89))
+        add("tensor_int8", TensorPath("ampere", (f"src_int8_{sp}",), f"src_int8_{sp}", 80, 89))
+        add("tensor_fp8", TensorPath("ada", (f"src_fp8_{sp}",), f"src_fp8_{sp}", 89, 89))
+    # Dense-only paths: FP64 DMMA; Turing's combined counters; the aggregates of Hopper and GeForce
+    # Blackwell where the per-instruction splits are absent (the sparse rate halved).
+    paths["tensor_fp64"].append(TensorPath("fp64", ("src_fp64",), "src_fp64", 80, 999))
+    for cls, variant in (("tensor_fp16", "src_fp16"), ("tensor_bf16", "src_bf16_dst_fp32"),
+                         ("tensor_tf32", "src_tf32_dst_fp32"), ("tensor_int8", "src_int8")):
+        paths[cls].append(TensorPath("hopper_aggregate", (variant,), variant, 90, 99, 0.5, aggregate))
+    for cls, variant in (("tensor_fp16", "src_fp16_dst_fp16"), ("tensor_fp16_acc32", "src_fp16_dst_fp32"),
+                         ("tensor_bf16", "src_bf16_dst_fp32"), ("tensor_tf32", "src_tf32_dst_fp32"),
+                         ("tensor_int8", "src_int8")):
+        paths[cls].append(TensorPath("blackwell_aggregate", (variant,), variant, 100, 129, 0.5, aggregate))
+    paths["tensor_fp16"].append(TensorPath("turing", ("src_fp16_dst_fp16",), "src_fp16_dst_fp16", 75, 75))
+    paths["tensor_fp16_acc32"].append(
+        TensorPath("turing", ("src_fp16_bf16_tf32_dst_fp32",), "src_fp16_bf16_tf32_dst_fp32", 75, 75)
+    )
+    paths["tensor_int8"].append(TensorPath("turing", ("src_int8",), "src_int8", 75, 75))
+    return {cls: tuple(p) for cls, p in paths.items()}
+
+
+TENSOR_PATHS: dict[str, tuple[TensorPath, ...]] = _tensor_paths()
+
+
+def _ops(variant: str, suffix: str) -> str:
+    return f"sm__ops_path_tensor_{variant}.sum{suffix}"
 
 
 def _tensor_quantity(cls: str) -> tuple[Quantity, Quantity]:
     work, peak = [], []
-    for name, variants, cc_min, cc_max in TENSOR_VARIANTS[cls]:
-        arch = {"cc_min": cc_min, "cc_max": cc_max}
-        work.append(Recipe(f"{name}_count", _tensor_names(variants, ""), **arch))
+    for path in TENSOR_PATHS[cls]:
+        arch = {"cc_min": path.cc_min, "cc_max": path.cc_max}
+        work.append(Recipe(f"{path.name}_count", tuple((1.0, _ops(v, "")) for v in path.work), note=path.note, **arch))
         work.append(
             Recipe(
-                f"{name}_rate_x_sm_cycles",
-                _tensor_names(variants, ".per_cycle_elapsed"),
+                f"{path.name}_rate_x_sm_cycles",
+                tuple((1.0, _ops(v, ".per_cycle_elapsed")) for v in path.work),
                 scale=("@sm_cycles",),
-                note="sm__ops_path_tensor_* per-cycle rate x SM elapsed cycles",
+                note="sm__ops_path_tensor_* per-cycle rates x SM elapsed cycles" + (f"; {path.note}" if path.note else ""),
                 **arch,
             )
         )
-        peak.append(
-            Recipe(
-                f"{name}_peak_x_sm_clock",
-                _tensor_names(variants[:1], ".peak_sustained"),
-                scale=("@sm_clock_hz",),
-                **arch,
+        if not any(r.name == f"{path.name}_peak_x_sm_clock" for r in peak):
+            peak.append(
+                Recipe(
+                    f"{path.name}_peak_x_sm_clock",
+                    ((path.peak_coef, _ops(path.peak, ".peak_sustained")),),
+                    scale=("@sm_clock_hz",),
+                    note=path.note,
+                    **arch,
+                )
             )
-        )
     if cls == "tensor_fp16":
         work.append(
             Recipe(
@@ -198,10 +295,22 @@ def _tensor_quantity(cls: str) -> tuple[Quantity, Quantity]:
                 cc_max=72,
             )
         )
+    what = TENSOR_DESCRIPTIONS[cls]
     return (
-        Quantity(f"flop_{cls}", "FLOP", tuple(work), f"tensor-core ops, {cls[7:].upper()} inputs, dense"),
-        Quantity(f"peak_flops_{cls}", "FLOP/s", tuple(peak), f"peak tensor {cls[7:].upper()} ops"),
+        Quantity(f"flop_{cls}", "FLOP", tuple(work), f"tensor-core ops (1 op = 1 FLOP), {what}"),
+        Quantity(f"peak_flops_{cls}", "FLOP/s", tuple(peak), f"per-launch peak of tensor-core ops, {what}"),
     )
+
+
+def _tensor_description(cls: str) -> str:
+    base = SPARSE_OF.get(cls, cls)
+    kind = "2:4 structured sparse" if cls in SPARSE_OF else "dense"
+    inputs = {"tensor_fp16_acc32": "FP16 inputs, FP32 accumulate", "tensor_fp16": "FP16 inputs, FP16 accumulate",
+              "tensor_fp8": "FP8 inputs (Blackwell: FP4/FP6/FP8)", "tensor_fp4": "FP4 inputs"}
+    return f"{inputs.get(base, base.removeprefix('tensor_').upper() + ' inputs')}, {kind}"
+
+
+TENSOR_DESCRIPTIONS = {cls: _tensor_description(cls) for cls in TENSOR_CLASSES}
 
 
 QUANTITIES: tuple[Quantity, ...] = (
@@ -276,8 +385,15 @@ QUANTITIES: tuple[Quantity, ...] = (
     ),
     # -- work --
     Quantity("flop_fp64", "FLOP", _flop_recipes("d"), "FP64 FLOP on CUDA cores", needed_for_roofline=True),
-    Quantity("flop_fp32", "FLOP", _flop_recipes("f"), "FP32 FLOP on CUDA cores", needed_for_roofline=True),
-    Quantity("flop_fp16", "FLOP", _flop_recipes("h"), "FP16 FLOP on CUDA cores (NERSC convention)"),
+    Quantity(
+        "flop_fp32", "FLOP", _flop_recipes("f", packed=True), "FP32 FLOP on CUDA cores", needed_for_roofline=True
+    ),
+    Quantity(
+        "flop_fp16",
+        "FLOP",
+        _flop_recipes("h", fma_weight=4.0, add_weight=2.0),
+        "FP16 FLOP on CUDA cores, half2 convention (every H instruction two lanes)",
+    ),
     *(q for cls in TENSOR_CLASSES for q in _tensor_quantity(cls)[:1]),
     Quantity(
         "warp_instructions",
@@ -292,6 +408,11 @@ QUANTITIES: tuple[Quantity, ...] = (
         (
             Recipe("dram_bytes", ((1.0, "dram__bytes.sum"),)),
             Recipe("dram_read_plus_write", ((1.0, "dram__bytes_read.sum"), (1.0, "dram__bytes_write.sum"))),
+            Recipe(
+                "dram_op_read_plus_write",
+                ((1.0, "dram__bytes_op_read.sum"), (1.0, "dram__bytes_op_write.sum")),
+                note="the names of ncu 2025.4 and later",
+            ),
             Recipe("dram_rate_x_duration", ((1.0, "dram__bytes.sum.per_second"),), scale=("@duration_s",)),
         ),
         "DRAM/HBM bytes read and written",
@@ -337,7 +458,7 @@ QUANTITIES: tuple[Quantity, ...] = (
     # -- per-launch peaks (ceilings stage aggregates these robustly per device) --
     Quantity("peak_flops_fp64", "FLOP/s", _peak_flop_recipe("dfma", 2.0)),
     Quantity("peak_flops_fp32", "FLOP/s", _peak_flop_recipe("ffma", 2.0)),
-    Quantity("peak_flops_fp16", "FLOP/s", _peak_flop_recipe("hfma", 2.0)),
+    Quantity("peak_flops_fp16", "FLOP/s", _peak_flop_recipe("hfma", 4.0)),
     *(q for cls in TENSOR_CLASSES for q in _tensor_quantity(cls)[1:]),
     Quantity(
         "peak_dram_bw",
