@@ -8,7 +8,8 @@ of a night); a killed append leaves the store as it was, and readers skip dot-pr
 
 :func:`decide_all` replays every kernel series night by night with the layered rule of
 ../shared/guides/tracking.md §4.3 (robust median/MAD baseline, relative floor, 2-night
-persistence, segments on environment changes); :func:`decide` returns one night's rows.
+persistence, segments on environment changes and on changes of the counting conventions,
+column ``convention``: "" for rows stored before it existed); :func:`decide` returns one night's rows.
 docs/tracking.md states the rule in words and the rates measured on the simulator.
 """
 
@@ -33,7 +34,7 @@ import pandas as pd
 from roofline import __version__
 from roofline.schemas import Column, conform
 
-RULE_VERSION = "track-1"
+RULE_VERSION = "track-2"  # track-2: a change of counting conventions starts a segment
 PART = "part.parquet"
 DECISIONS_DIR = "_decisions"  # "_" prefix: pyarrow's dataset discovery skips it, like ".tmp-"
 _TMP_PREFIX = ".tmp-"
@@ -248,7 +249,7 @@ class DecisionParams:
     shift_min_kernels: int = 5
     settings: tuple[str, ...] = ("clock_control", "cache_control")
     segment_fields: tuple[str, ...] = ("gpu_uuid", "driver_version", "cuda_version",
-                                       "ncu_version", "mig_mode", "ceiling_source")
+                                       "ncu_version", "mig_mode", "ceiling_source", "convention")
     per_kernel: tuple[tuple[str, Mapping], ...] = ()
 
     def __post_init__(self) -> None:
@@ -287,17 +288,18 @@ class DecisionParams:
 
 # ------------------------------------------------------------------------------------- decisions
 DECISION_COLUMNS = [
-    "run_id", "run_date", *SERIES_KEY, "kernel_short", "clock_control", "cache_control", "label",
-    "revised_label", "direction", "metric", "value_s", "baseline_s", "noise_s", "lower_s",
-    "upper_s", "limit_rel", "ratio", "z", "n_baseline", "baseline_runs", "nights_in_violation",
-    "segment", "segment_start", "launches", "time_share", "impact", "performance",
-    "performance_baseline", "perf_ratio", "roof_pct", "roof_pct_baseline", "ai_dram",
-    "ai_dram_baseline", "bound", "bound_side", "bound_flip", "flop_ratio", "dram_bytes_ratio",
-    "peak_flops", "peak_dram_bw", "sm_clock_hz", "environment_shift", "note", "rule_version",
+    "run_id", "run_date", *SERIES_KEY, "kernel_short", "clock_control", "cache_control",
+    "convention", "label", "revised_label", "direction", "metric", "value_s", "baseline_s",
+    "noise_s", "lower_s", "upper_s", "limit_rel", "ratio", "z", "n_baseline", "baseline_runs",
+    "nights_in_violation", "segment", "segment_start", "launches", "time_share", "impact",
+    "performance", "performance_baseline", "perf_ratio", "roof_pct", "roof_pct_baseline",
+    "ai_dram", "ai_dram_baseline", "bound", "bound_side", "bound_flip", "flop_ratio",
+    "dram_bytes_ratio", "peak_flops", "peak_dram_bw", "sm_clock_hz", "environment_shift",
+    "note", "rule_version",
 ]
 _USED = ("run_id", "kernel_short", "bound", "launches", "duration_s", "flop_total", "flop",
          "dram_bytes", "performance", "roof_pct", "ai_dram", "sm_clock_hz", "time_share",
-         "peak_flops", "peak_dram_bw", "ridge_ratio", "clock_control", "cache_control")
+         "peak_flops", "peak_dram_bw", "ridge_ratio", "clock_control", "cache_control", "convention")
 _COMPARED = ("regression", "improvement", "suspicious", "outlier", "unchanged")
 _DIRECTION = {1: "up", -1: "down", 0: ""}
 
@@ -343,6 +345,14 @@ def _rel_sigma(values: list[float], method: str = "level") -> float:
 
 def _join(a: str, b: str) -> str:
     return f"{a}; {b}" if a else b
+
+
+def _segment_note(fields: tuple[str, ...], old: tuple[str, ...], new: tuple[str, ...]) -> str:
+    """What started a segment, in words: "new segment: driver_version: 550 → 560; ..."."""
+    said = [f"counting conventions changed {a or '(before versioning)'} → {b or '(none)'}"
+            if f == "convention" else f"{f}: {a or '?'} → {b or '?'}"
+            for f, a, b in zip(fields, old, new, strict=True) if a != b]
+    return "new segment: " + "; ".join(said)
 
 
 def _ident(row: Mapping, fields: tuple[str, ...]) -> tuple[str, ...]:
@@ -398,7 +408,8 @@ def _night(row: Mapping, run_id: str) -> dict:
 
 def _record(row: Mapping, run_id: str, run_date: str) -> dict:
     rec = dict.fromkeys(DECISION_COLUMNS, math.nan)
-    for name in (*SERIES_KEY, "kernel_short", "clock_control", "cache_control", "bound"):
+    for name in (*SERIES_KEY, "kernel_short", "clock_control", "cache_control", "convention",
+                 "bound"):
         rec[name] = str(row.get(name) or "")
     for name in ("launches", "time_share", "performance", "roof_pct", "ai_dram", "peak_flops",
                  "peak_dram_bw", "sm_clock_hz"):
@@ -545,8 +556,7 @@ def _replay(p: DecisionParams, rows: dict[int, dict], runs: list[tuple[str, str]
             label, note = "new", "first night of this series"
             if ident is not None:
                 label = "environment_change"
-                note = "; ".join(f"{f}: {a or '?'} → {b or '?'}" for f, a, b
-                                 in zip(p.segment_fields, ident, new_ident, strict=True) if a != b)
+                note = _segment_note(p.segment_fields, ident, new_ident)
                 kept = [n["value"] for n in nights if n["label"] != "outlier"]
                 pool = kept[-(p.noise_window if p.noise_method == "diff" else p.window):]
                 rel = _rel_sigma(pool, p.noise_method)

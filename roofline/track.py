@@ -49,7 +49,7 @@ _COLORS = {
     "insufficient_data": "#c7c7c7", "unchanged": "#4c78a8",
 }
 _FINDING_FIELDS = [
-    *SERIES_KEY, "kernel_short", "label", "direction", "metric", "baseline_s", "value_s",
+    *SERIES_KEY, "kernel_short", "convention", "label", "direction", "metric", "baseline_s", "value_s",
     "noise_s", "lower_s", "upper_s", "change_pct", "z", "nights_in_violation", "time_share",
     "impact", "bound", "bound_side", "bound_flip", "roof_pct_baseline", "roof_pct",
     "ai_dram_baseline", "ai_dram", "performance_baseline", "performance", "flop_ratio",
@@ -57,7 +57,7 @@ _FINDING_FIELDS = [
 ]
 _CONTEXT_SHOWN = ["run_id", "run_date", "run_time", "app_commit", "host", "gpu_uuid",
                   "driver_version", "cuda_version", "ncu_version", "clock_control",
-                  "cache_control", "sm_clock_hz", "pipeline_version", "config_hash"]
+                  "cache_control", "sm_clock_hz", "pipeline_version", "convention", "config_hash"]
 
 
 # ---------------------------------------------------------------------------------------- inputs
@@ -419,7 +419,8 @@ def render_trends(decisions: pd.DataFrame, summary: Mapping, bundle: str | None 
 <table class=ctx>{ctx}</table>
 {alert}{shift}
 <table class=counts><tr>{count_row}</tr><tr>{count_val}</tr></table>
-{f"<h3>Environment changes tonight</h3><ul>{notes}</ul>" if notes else ""}
+{f"<h3>New segments tonight (environment or counting conventions changed)</h3><ul>{notes}</ul>"
+   if notes else ""}
 <h2>Findings by impact (Δ time × time share)</h2>
 {_findings_table(found)}
 <h2>Trends of tonight's findings</h2><p>Line: time per launch; dashed: baseline; band: limits;

@@ -9,6 +9,7 @@ from roofline.history import (
     DECISIONS_DIR,
     append_decisions,
     append_run,
+    decide_all,
     read_decisions,
     read_history,
     run_order,
@@ -35,6 +36,34 @@ def test_append_run_writes_one_partition_with_context(tmp_path):
     assert history["pipeline_version"].iat[0] != ""
     assert history["kernel"].tolist() == ["k<0>&", "k<1>&", "k<2>&"]
     assert history["duration_s"].tolist() == pytest.approx([1e-3, 2e-3, 3e-3])
+
+
+def test_append_run_keeps_the_counting_conventions_of_each_night(tmp_path):
+    append_run(tmp_path, "2026-01-02", kernels().assign(convention="2026.11"))
+    append_run(tmp_path, "2026-01-03", kernels().assign(convention="2026.12"))
+    history = read_history(tmp_path)
+    assert history.groupby("run_id")["convention"].unique().map(list).to_dict() == {
+        "2026-01-02": ["2026.11"], "2026-01-03": ["2026.12"]}
+
+
+def test_a_store_written_before_conventions_were_versioned_reads_back(tmp_path):
+    """Nights stored by older versions: no ``convention`` column, or an empty one, read as ""."""
+    for n, run_id in enumerate(["2026-01-01", "2026-01-02", "2026-01-03", "2026-01-04"]):
+        append_run(tmp_path, run_id, kernels())
+        part = tmp_path / f"run={run_id}" / "part.parquet"
+        old = pd.read_parquet(part)
+        old = old.drop(columns="convention") if n % 2 == 0 else old.assign(convention=None)
+        old.to_parquet(part, index=False)
+    assert "convention" not in pd.read_parquet(tmp_path / "run=2026-01-01" / "part.parquet")
+    append_run(tmp_path, "2026-01-05", kernels().assign(convention="2026.12"))
+    history = read_history(tmp_path)
+    assert len(history) == 15
+    assert history["convention"].tolist() == [""] * 12 + ["2026.12"] * 3
+    d = decide_all(history)
+    tonight = d[d["run_id"] == "2026-01-05"]
+    assert set(tonight["label"]) == {"environment_change"} and set(tonight["convention"]) == {"2026.12"}
+    assert set(tonight["note"]) == {"new segment: counting conventions changed (before versioning) → 2026.12"}
+    assert set(d.loc[d["run_id"] == "2026-01-04", "label"]) == {"unchanged"}
 
 
 def test_append_run_twice_replaces_the_night(tmp_path):

@@ -79,7 +79,7 @@ def test_a_step_is_suspicious_then_a_regression():
     row = d.iloc[13]
     assert row["ratio"] == pytest.approx(1.2 * WIGGLE[1], rel=0.02) and row["z"] > 4
     assert row["lower_s"] < row["baseline_s"] < row["upper_s"] and row["noise_s"] > 0
-    assert row["nights_in_violation"] == 2 and row["rule_version"] == "track-1"
+    assert row["nights_in_violation"] == 2 and row["rule_version"] == "track-2"
     assert d["revised_label"].iat[12] == "regression"  # the suspicious night was the onset
 
 
@@ -126,6 +126,41 @@ def test_ncu_builds_of_one_minor_version_share_a_segment():
     versions = ["2024.1.0.0"] * 8 + ["2024.1.1.0"] * 2 + ["2024.2.0.0"]
     d = decide_all(series(steady(11), ncu_version=versions))
     assert d["label"].tolist()[8:] == ["unchanged", "unchanged", "environment_change"]
+
+
+def counted(factor: float, convention, nights: int = 16, at: int = 12) -> pd.DataFrame:
+    """A steady compute-bound kernel whose counted FLOP (so FLOP/s, % of roof, AI) move by
+    ``factor`` from night ``at`` on with the time per launch unchanged: what a change of counting
+    conventions does."""
+    times = steady(nights)
+    work = [1e9] * at + [factor * 1e9] * (nights - at)
+    return series(times, flop=work, flop_total=work, performance=[w / t for w, t in zip(work, times)],
+                  roof_pct=[40 * w / 1e9 for w in work], ai_dram=[w / 1e8 for w in work],
+                  bound="compute:fp16", convention=convention)
+
+
+@pytest.mark.parametrize("factor, verdict", [(2.0, "improvement"), (0.5, "regression")])
+def test_a_change_of_counting_conventions_starts_a_segment_instead_of_a_verdict(factor, verdict):
+    changed = decide_all(counted(factor, ["2026.11"] * 12 + ["2026.12"] * 4))
+    assert changed["label"].tolist()[12:] == ["environment_change", "insufficient_data",
+                                              "insufficient_data", "unchanged"]
+    assert changed["note"].iat[12] == "new segment: counting conventions changed 2026.11 → 2026.12"
+    assert changed["segment"].tolist()[11:13] == [0, 1] and changed["segment_start"].iat[15] == night(12)
+    assert changed["convention"].tolist()[11:13] == ["2026.11", "2026.12"]
+    assert changed["roof_pct"].iat[12] / changed["roof_pct"].iat[11] == pytest.approx(factor)
+    assert not {"regression", "improvement"} & (set(changed["label"]) | set(changed["revised_label"]))
+    # The same jump under one convention is judged (so the test above can fail): the night of the
+    # jump is workload_changed, the next one a verdict on the time per unit of work.
+    same = decide_all(counted(factor, "2026.12"))
+    assert same["label"].tolist()[12:14] == ["workload_changed", verdict]
+    assert same["ratio"].iat[13] == pytest.approx(factor ** -1 * WIGGLE[3] / WIGGLE[0], rel=0.03)
+
+
+def test_rows_before_conventions_were_versioned_start_one_segment_on_the_first_versioned_night():
+    d = decide_all(counted(1.0, [""] * 12 + ["2026.12"] * 4))
+    assert d["label"].tolist()[11:13] == ["unchanged", "environment_change"]
+    assert d["note"].iat[12] == "new segment: counting conventions changed (before versioning) → 2026.12"
+    assert labels(counted(1.0, "")) == labels(counted(1.0, "2026.12"))  # constant: no break
 
 
 def test_a_missing_kernel_is_reported_for_a_window_then_dropped():
@@ -296,6 +331,26 @@ def test_every_chart_compiles_with_vega():
     layers = roofline["layer"]
     assert any(layer["mark"].get("shape") == "triangle" for layer in layers)
     assert roofline["layer"][0]["encoding"]["y"]["scale"]["type"] == "log"
+
+
+def test_a_convention_change_tonight_is_a_segment_break_in_the_json_and_on_the_page(tmp_path):
+    history = counted(0.5, ["2026.11"] * 12 + ["2026.12"] * 4, nights=13)
+    for run_id, kernels in history.groupby("run_id"):
+        if run_id != night(12):
+            append_run(tmp_path, run_id, kernels)
+    decisions, summary = track.track(history[history["run_id"] == night(12)], tmp_path, night(12),
+                                     {"app_commit": "abc"}, DecisionParams())
+    words = "new segment: counting conventions changed 2026.11 → 2026.12"
+    assert summary["counts"]["regression"] == 0 and summary["alert"] is False
+    assert summary["counts"]["environment_change"] == 1 and summary["environment_changes"] == [words]
+    assert summary["context"]["convention"] == "2026.12"
+    assert [(f["label"], f["convention"]) for f in summary["findings"]] == [("environment_change", "2026.12")]
+    page = track.render_trends(decisions, summary, bundle="")
+    assert f"<li>{words}</li>" in page and "counting conventions changed)</h3>" in page
+    assert "datum.label == 'environment_change'" in page  # the dotted segment rule of every break
+    trend = track.trend_data(decisions)
+    assert trend.loc[trend["run_id"] == night(12), "label"].tolist() == ["environment_change"]
+    assert trend.loc[trend["run_id"] == night(12), "note"].tolist() == [words]
 
 
 def test_summary_has_no_nan_and_findings_skip_quiet_rows():
