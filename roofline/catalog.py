@@ -175,9 +175,7 @@ class GpuEntry(Strict):
         problems = []
         lo, hi = CLOCK_RANGE
         if not lo <= self.boost_clock_hz <= hi:
-            problems.append(
-                f"boost_clock_hz {self.boost_clock_hz:g} is not in Hz (expected {lo:g}..{hi:g})"
-            )
+            problems.append(f"boost_clock_hz {self.boost_clock_hz:g} is not in Hz (expected {lo:g}..{hi:g})")
         for kind, block, (lo, hi), unit in (
             ("compute", self.compute, COMPUTE_RANGE, "FLOP/s"),
             ("memory", self.memory, MEMORY_RANGE, "B/s"),
@@ -197,13 +195,9 @@ class GpuEntry(Strict):
                     problems.append(f"{kind}.{name}.clock_hz = {c.clock_hz:g} is not in Hz")
                 tensor = name in TENSOR_CLASSES
                 if not tensor and (c.sparse is not None or c.fp32_accumulate is not None):
-                    problems.append(
-                        f"{kind}.{name}: sparse / fp32_accumulate apply to tensor_* classes only"
-                    )
+                    problems.append(f"{kind}.{name}: sparse / fp32_accumulate apply to tensor_* classes only")
                 if c.sparse is not None and c.sparse < c.value:
-                    problems.append(
-                        f"{kind}.{name}: sparse {c.sparse:g} is below the dense value; swapped?"
-                    )
+                    problems.append(f"{kind}.{name}: sparse {c.sparse:g} is below the dense value; swapped?")
                 if c.fp32_accumulate is not None and c.fp32_accumulate > c.value:
                     problems.append(
                         f"{kind}.{name}: value must be the highest (FP16-accumulate) rate, "
@@ -263,9 +257,7 @@ class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=deep)
             if key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"duplicate key {key!r}", key_node.start_mark
-                )
+                raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
 
@@ -305,11 +297,7 @@ def _merge_entry(base: dict, patch: Mapping, key: str, where: str) -> dict:
     """``patch`` over ``base``; a ceiling that gets a new value is replaced whole."""
     merged = dict(base)
     for field, value in patch.items():
-        if (
-            field in ("compute", "memory")
-            and isinstance(value, Mapping)
-            and isinstance(base.get(field), Mapping)
-        ):
+        if field in ("compute", "memory") and isinstance(value, Mapping) and isinstance(base.get(field), Mapping):
             block = dict(base[field])
             for name, ceiling in value.items():
                 if isinstance(ceiling, Mapping) and "value" in ceiling:
@@ -349,9 +337,7 @@ def _describe(error: dict) -> str:
     loc = [str(p) for p in error["loc"]]
     message = error["msg"].removeprefix("Value error, ")
     if error["type"] == "extra_forbidden":
-        allowed = {"compute": CATALOG_CLASSES, "memory": MEMORY_LEVELS}.get(
-            loc[-2] if len(loc) > 1 else ""
-        )
+        allowed = {"compute": CATALOG_CLASSES, "memory": MEMORY_LEVELS}.get(loc[-2] if len(loc) > 1 else "")
         hint = f"one of {', '.join(allowed)}" if allowed else "see docs/catalog.md for the keys"
         message = f"unknown key {loc[-1]!r} ({hint})"
     elif error["type"] == "string_too_short":
@@ -389,9 +375,7 @@ def load_catalog(path: str | os.PathLike = CATALOG_PATH, overrides: dict | None 
     try:
         raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)  # _Loader is a SafeLoader
     except FileNotFoundError:
-        raise ValueError(
-            f"{path}: GPU catalog not found; point ceilings.catalog at config/gpus.yaml"
-        ) from None
+        raise ValueError(f"{path}: GPU catalog not found; point ceilings.catalog at config/gpus.yaml") from None
     except yaml.YAMLError as exc:
         raise ValueError(f"{path}: not valid YAML ({exc}); fix the line it names") from None
     if not isinstance(raw, Mapping) or not isinstance(raw.get("gpus"), Mapping):
@@ -464,11 +448,7 @@ def catalog_ceilings(catalog: Catalog, display_name: str) -> pd.DataFrame:
     rows = []
     for kind, block in (("compute", entry.compute), ("memory", entry.memory)):
         for name, c in block.items():
-            clock = (
-                c.clock_hz
-                if c.clock_hz is not None
-                else (entry.boost_clock_hz if kind == "compute" else np.nan)
-            )
+            clock = c.clock_hz if c.clock_hz is not None else (entry.boost_clock_hz if kind == "compute" else np.nan)
             citation = f"catalog entry {entry.key!r}: {c.source}"
             if c.note:
                 citation += f" [{c.note}]"
@@ -504,4 +484,3 @@ def _classes_of(name: str, c: Ceiling) -> list[tuple[str, float, str]]:
     if c.sparse is not None and f"{name}_sparse" in TENSOR_CLASSES:
         out.append((f"{name}_sparse", c.sparse, " (sparse)"))
     return out
-

@@ -1,4 +1,5 @@
-"""Ceilings stage: counters of one app -> the ceilings table (every source, the selected one flagged).
+"""Ceilings stage: counters of every app -> one ceilings table per device (every source, the
+selected one flagged), so that every app on a device is judged against the same roof.
 
 Three sources, recorded in every row: ``report`` (ncu's per-unit ``peak_sustained`` x the unit's
 clock measured in each launch, aggregated robustly per device), ``datasheet`` (config/gpus.yaml)
@@ -18,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from roofline.metrics import COMPUTE_CLASSES
-from roofline.schemas import conform, read_table, write_table
+from roofline.schemas import conform, write_table
 
 log = logging.getLogger("roofline.ceilings")
 
@@ -37,7 +38,8 @@ _UNITS = {"compute": ("FLOP/s", 1e12, "T"), "memory": ("B/s", 1e9, "G")}
 
 
 def report_ceilings(counters: pd.DataFrame) -> pd.DataFrame:
-    """Per device and ceiling: the median of the per-launch peaks, long launches preferred.
+    """Per device and ceiling: the median of the per-launch peaks over all apps' launches on that
+    device, long launches preferred.
 
     Very short launches show odd clock readings, so launches under 20 us are used only when a
     device has no longer one. ``spread`` is max/min of the values used; ``citation`` lists them.
@@ -224,9 +226,24 @@ def ridge_points(ceilings: pd.DataFrame) -> pd.DataFrame:
     ]
 
 
+def narrow_counters(paths: list[str]) -> pd.DataFrame:
+    """The columns the ceilings read, from every app's counters table (one app's ~100 columns
+    would be most of the memory at a thousand apps)."""
+    from roofline.schemas import TABLES, read_columns
+
+    declared = {c.name for c in TABLES["counters"]}
+    wanted = ["app", "device", "launch", "duration_s", "source_format"]
+    for column, clock in _PEAK_COLUMNS.values():
+        wanted += [column, f"{column}_recipe", clock]
+    wanted = [c for c in dict.fromkeys(wanted) if c in declared]
+    frames = [read_columns(path, "counters", wanted) for path in paths]
+    frames = [f for f in frames if len(f)]
+    return pd.concat(frames, ignore_index=True) if frames else conform(pd.DataFrame(), "counters")[wanted]
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Build the ceilings table of one app.")
-    parser.add_argument("--counters", required=True)
+    parser = argparse.ArgumentParser(description="Build the ceilings table of every device of the apps.")
+    parser.add_argument("--counters", required=True, nargs="+", help="every app's counters table")
     parser.add_argument("--catalog", required=True)
     parser.add_argument("--policy", default="report,datasheet")
     parser.add_argument("--device-policy", default="{}", help="JSON: device -> list of sources")
@@ -239,8 +256,7 @@ def main(argv: list[str] | None = None) -> int:
     import json
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    counters = read_table(args.counters, "counters")
-    app = counters["app"].iat[0] if len(counters) else Path(args.counters).stem
+    counters = narrow_counters(args.counters)
     ceilings = build_ceilings(
         counters,
         args.catalog,
@@ -258,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
     for message in messages:
         log.warning("%s", message)
     diagnostics = pd.DataFrame(
-        {"app": app, "stage": "ceilings", "severity": "warning", "source_file": args.counters, "message": messages}
+        {"app": "", "stage": "ceilings", "severity": "warning", "source_file": "", "message": messages}
     )
     write_table(ceilings, "ceilings", args.output)
     write_table(diagnostics, "diagnostics", args.diagnostics)

@@ -27,7 +27,8 @@ import sys
 import numpy as np
 import pandas as pd
 
-from roofline.metrics import COMPUTE_CLASSES, MEMORY_LEVELS
+from roofline import metrics
+from roofline.metrics import COMPUTE_CLASSES, MEMORY_LEVELS, TENSOR_CLASSES
 from roofline.schemas import KERNELS, conform, read_table, write_table
 
 log = logging.getLogger("roofline.classify")
@@ -73,73 +74,71 @@ def classify_frame(
     n = len(frame)
     merged = frame.merge(wide_ceilings(ceilings), on="device", how="left") if n else frame.copy()
     out = merged.copy()
+    rows = np.arange(n)
     with np.errstate(divide="ignore", invalid="ignore"):
         work = _matrix(merged, [f"flop_{c}" for c in COMPUTE_CLASSES])
         peaks = _matrix(merged, [f"peak_{c}" for c in COMPUTE_CLASSES])
-        class_time = np.where(work > 0, work / peaks, np.nan)
+        judged = work.copy()
+        register_moves = _hfma2_mma_suspect(work, _col(merged, "tensor_pipe_active_pct"))
+        judged[register_moves, _FP16] = np.nan  # counted, but not a path the kernel computes on
+        class_time = np.where(judged > 0, judged / peaks, np.nan)
         for i, cls in enumerate(COMPUTE_CLASSES):
             out[f"time_bound_{cls}"] = class_time[:, i]
         flop_total = np.nansum(np.where(work > 0, work, 0.0), axis=1)
+        flop_known = np.isfinite(work).any(axis=1)
         has_flop = flop_total > 0
-        any_class_time = np.isfinite(class_time).any(axis=1)
-        dominant = np.where(
-            any_class_time, np.nanargmax(np.where(np.isfinite(class_time), class_time, -1.0), axis=1), -1
-        )
-        rows = np.arange(n)
-        compute_time = np.where(dominant >= 0, class_time[rows, np.maximum(dominant, 0)], np.nan)
-        flop = np.where(dominant >= 0, work[rows, np.maximum(dominant, 0)], np.nan)
-        peak_flops = np.where(dominant >= 0, peaks[rows, np.maximum(dominant, 0)], np.nan)
-        classes = np.array(COMPUTE_CLASSES, dtype=object)
-        compute_class = np.where(dominant >= 0, classes[np.maximum(dominant, 0)], "")
+        dominant = _argmax(class_time)
+        pick = np.maximum(dominant, 0)
+        compute_time = np.where(dominant >= 0, class_time[rows, pick], np.nan)
+        flop = np.where(dominant >= 0, work[rows, pick], np.nan)
+        roof_flops = np.where(dominant >= 0, peaks[rows, pick], np.nan)
+        compute_class = np.where(dominant >= 0, np.array(COMPUTE_CLASSES, dtype=object)[pick], "")
+        launch_peaks = _matrix(merged, [f"peak_flops_{c}" for c in COMPUTE_CLASSES])
+        out["launch_peak_flops"] = np.where(dominant >= 0, launch_peaks[rows, pick], np.nan)
 
         level_bytes = _matrix(merged, [f"{lv}_bytes" for lv in MEMORY_LEVELS])
         level_bw = _matrix(merged, [f"bw_{lv}" for lv in MEMORY_LEVELS])
         level_time = level_bytes / level_bw
         for i, level in enumerate(MEMORY_LEVELS):
             out[f"ai_{level}"] = np.where(level_bytes[:, i] > 0, flop / level_bytes[:, i], np.nan)
-            out[f"peak_{level}_bw_used"] = level_bw[:, i]
+            out[f"roof_{level}_bw"] = level_bw[:, i]
             out[f"time_bound_{level}"] = level_time[:, i]
-            out[f"attainable_{level}"] = np.fmin(peak_flops, level_bw[:, i] * out[f"ai_{level}"].to_numpy())
-        any_level = np.isfinite(level_time).any(axis=1)
-        busiest = np.where(any_level, np.nanargmax(np.where(np.isfinite(level_time), level_time, -1.0), axis=1), -1)
+            out[f"attainable_{level}"] = np.fmin(roof_flops, level_bw[:, i] * out[f"ai_{level}"].to_numpy())
+        busiest = _argmax(level_time)
         memory_time = np.where(busiest >= 0, level_time[rows, np.maximum(busiest, 0)], np.nan)
-        levels = np.array(MEMORY_LEVELS, dtype=object)
-        busiest_level = np.where(busiest >= 0, levels[np.maximum(busiest, 0)], "")
+        busiest_level = np.where(busiest >= 0, np.array(MEMORY_LEVELS, dtype=object)[np.maximum(busiest, 0)], "")
 
-        compute_wins = np.isfinite(compute_time) & ~(memory_time > compute_time * (1 + TIE_RTOL))
-        bound_time = np.where(compute_wins, compute_time, memory_time)
-        bound = np.where(
-            ~has_flop,
-            "none",
-            np.where(
-                compute_wins,
-                "compute:" + compute_class.astype(str),
-                np.where(busiest >= 0, "memory:" + busiest_level.astype(str), "unknown"),
-            ),
-        )
-        bound_time = np.where(has_flop, bound_time, memory_time)
+        invisible_tensor = _invisible_tensor_work(merged, work)
+        # A verdict needs evidence on both sides: a missing counter never decides it.
+        judged_both = has_flop & np.isfinite(compute_time) & np.isfinite(memory_time) & ~invisible_tensor
+        compute_wins = judged_both & ~(memory_time > compute_time * (1 + TIE_RTOL))
+        flop_free = flop_known & ~has_flop & ~invisible_tensor
+        bound = np.full(n, "unknown", dtype=object)
+        bound[flop_free] = "none"
+        bound[compute_wins] = "compute:" + compute_class[compute_wins].astype(str)
+        memory_wins = judged_both & ~compute_wins
+        bound[memory_wins] = "memory:" + busiest_level[memory_wins].astype(str)
+        bound_time = np.where(compute_wins, compute_time, np.where(memory_wins | flop_free, memory_time, np.nan))
         duration = _col(merged, "duration_s")
         roof_fraction = bound_time / duration
-        attainable = np.where(has_flop, flop / bound_time, np.nan)
+        attainable = np.where(judged_both, flop / bound_time, np.nan)
         performance = flop / duration
 
     out["compute_class"] = compute_class
     out["flop"] = flop
-    out["flop_total"] = np.where(np.isfinite(work).any(axis=1), flop_total, np.nan)
+    out["flop_total"] = np.where(flop_known, flop_total, np.nan)
     out["performance"] = performance
     out["bound"] = bound
     out["binding_level"] = busiest_level
     out["roof_pct"] = 100.0 * roof_fraction
     out["headroom"] = 1.0 / roof_fraction
     out["attainable"] = attainable
-    out["bound_time_s"] = bound_time
     out["predicted_duration_s"] = bound_time
-    out["peak_flops"] = peak_flops
-    out["peak_dram_bw"] = _col(merged, "bw_dram")
+    out["roof_flops"] = roof_flops
     with np.errstate(divide="ignore", invalid="ignore"):
         binding_bw = np.where(busiest >= 0, level_bw[rows, np.maximum(busiest, 0)], np.nan)
         binding_ai = np.where(busiest >= 0, flop / level_bytes[rows, np.maximum(busiest, 0)], np.nan)
-        out["ridge_ratio"] = binding_ai / (peak_flops / binding_bw)
+        out["ridge_ratio"] = binding_ai / (roof_flops / binding_bw)
         out["traffic_excess"] = _col(merged, "dram_bytes") / _col(merged, "algorithmic_bytes")
         out["ai_algorithmic"] = _col(merged, "algorithmic_flop") / _col(merged, "algorithmic_bytes")
         # Instruction roofline (Ding & Williams): warp instructions per 32 B sector at the busiest level.
@@ -147,7 +146,7 @@ def classify_frame(
         out["warp_ips"] = warp_instructions / duration
         busiest_bytes = np.where(busiest >= 0, level_bytes[rows, np.maximum(busiest, 0)], np.nan)
         out["instruction_intensity"] = np.where(busiest_bytes > 0, warp_instructions / (busiest_bytes / 32.0), np.nan)
-    source_name = np.where(compute_wins & has_flop, compute_class, busiest_level)
+    source_name = np.where(compute_wins, compute_class, busiest_level)
     ceiling_source = np.full(n, "", dtype=object)
     for name in pd.unique(source_name):
         if name and f"src_{name}" in merged.columns:  # one vectorised pick per ceiling name
@@ -157,27 +156,107 @@ def classify_frame(
     out["ceiling_source"] = ceiling_source.tolist()
     above = roof_fraction > 1 + above_roof_tolerance
     out["above_roof"] = above
-    out["note"] = _notes(merged, ceiling_source, above, roof_fraction, low_roof_fraction, work, peaks, has_flop)
+    evidence = {
+        "work": work,
+        "judged": judged,
+        "peaks": peaks,
+        "level_bytes": level_bytes,
+        "level_bw": level_bw,
+        "flop_known": flop_known,
+        "has_flop": has_flop,
+        "register_moves": register_moves,
+        "invisible_tensor": invisible_tensor,
+        "compute_time": compute_time,
+        "memory_time": memory_time,
+    }
+    out["note"] = _notes(merged, ceiling_source, above, roof_fraction, low_roof_fraction, evidence)
     drop = [c for c in out.columns if c.startswith(("peak_", "bw_", "src_")) and c not in frame.columns]
-    keep = {"peak_flops", "peak_dram_bw", *(f"peak_{lv}_bw_used" for lv in MEMORY_LEVELS)}
-    return out.drop(columns=[c for c in drop if c not in keep])
+    return out.drop(columns=drop)
 
 
-def _notes(merged, ceiling_source, above, fraction, low, work, peaks, has_flop) -> list[str]:
+_FP16 = COMPUTE_CLASSES.index("fp16")
+_FP32 = COMPUTE_CLASSES.index("fp32")
+_TENSOR = [COMPUTE_CLASSES.index(c) for c in TENSOR_CLASSES]
+# The compiler's HFMA2.MMA register moves are counted by ncu as HFMA (about 20 % of the FP32 FLOP in
+# the SiLU reports, half2 convention). They run on the tensor pipe: a busy tensor pipe whose op
+# counters say zero, beside FP16 FMA work, gives them away; without pipe counters, FP16 work below
+# this share of the FP32 work is taken for them.
+REGISTER_MOVE_SHARE = 0.25
+
+
+def _argmax(times: np.ndarray) -> np.ndarray:
+    """Per row the column of the largest finite value, -1 where a row has none."""
+    if not times.size:
+        return np.full(len(times), -1)
+    finite = np.isfinite(times)
+    return np.where(finite.any(axis=1), np.argmax(np.where(finite, times, -1.0), axis=1), -1)
+
+
+def _hfma2_mma_suspect(work: np.ndarray, tensor_pipe_pct: np.ndarray) -> np.ndarray:
+    """Rows whose FP16 work beside FP32 work is likely HFMA2.MMA register moves."""
+    if not len(work):
+        return np.zeros(0, dtype=bool)
+    fp16, fp32, tensor = work[:, _FP16], work[:, _FP32], work[:, _TENSOR]
+    with np.errstate(invalid="ignore"):
+        pipe_without_ops = (
+            (tensor_pipe_pct > 0) & np.isfinite(tensor).any(axis=1) & ~(np.nan_to_num(tensor) > 0).any(axis=1)
+        )
+        small = fp16 < REGISTER_MOVE_SHARE * fp32
+        return (fp16 > 0) & (fp32 > 0) & (pipe_without_ops | small)
+
+
+def _invisible_tensor_work(merged: pd.DataFrame, work: np.ndarray) -> np.ndarray:
+    """Rows whose tensor pipe was busy while no tensor op counter shows work."""
+    busy = _col(merged, "tensor_pipe_active_pct") > 0
+    if not len(work):
+        return busy
+    # counters present and zero are evidence (HFMA2.MMA moves also keep the pipe a little busy)
+    return busy & ~np.isfinite(work[:, _TENSOR]).any(axis=1)
+
+
+_TENSOR_FLAGS = (
+    "--section SpeedOfLight_HierarchicalTensorRooflineChart (or --set roofline: the sm__ops_path_tensor_* counters)"
+)
+
+
+def _notes(merged, ceiling_source, above, fraction, low, evidence) -> list[str]:
     """The ``note`` text of every row; the conditions are vectorised, text is built only where needed."""
     n = len(fraction)
+    e = evidence
     with np.errstate(invalid="ignore"):
         far_below = ~above & np.isfinite(fraction) & (fraction < low)
-    missing_ceiling = (work > 0) & ~np.isfinite(peaks)
+        missing_ceiling = (e["judged"] > 0) & ~np.isfinite(e["peaks"])
+        # a level with bytes but no roof, or with a roof but no bytes, is not used for the verdict
+        unused_level = np.isfinite(e["level_bytes"]) != np.isfinite(e["level_bw"])
     no_ceiling = missing_ceiling.any(axis=1) if n else np.zeros(0, dtype=bool)
-    no_flop_counters = np.zeros(n, dtype=bool)
-    if "missing" in merged.columns:
-        missing = merged["missing"].to_numpy(dtype=object)
-        for i in np.flatnonzero(~has_flop):
-            no_flop_counters[i] = str(missing[i]).find("flop") >= 0
+    no_flop = ~e["flop_known"]
+    no_memory = e["has_flop"] & ~np.isfinite(e["memory_time"])
+    no_compute = e["has_flop"] & ~np.isfinite(e["compute_time"])
+    no_dram = e["has_flop"] & ~np.isfinite(e["level_bytes"][:, 0]) & np.isfinite(e["memory_time"]) if n else no_flop
     notes = [""] * n
-    for i in np.flatnonzero(above | far_below | no_ceiling | no_flop_counters):
+    flagged = above | far_below | no_ceiling | no_flop | no_memory | no_compute | no_dram
+    flagged |= e["register_moves"] | e["invisible_tensor"]
+    for i in np.flatnonzero(flagged):
         parts = []
+        if e["invisible_tensor"][i]:
+            parts.append(
+                f"tensor work not counted: the tensor pipe was {_col(merged, 'tensor_pipe_active_pct')[i]:.0f} % "
+                f"busy but the input has no tensor op counters; no verdict. Collect them with {_TENSOR_FLAGS}"
+            )
+        elif no_flop[i]:
+            parts.append(f"no FLOP counters in the input: no verdict; collect them with {metrics.NCU_ROOFLINE_FLAGS}")
+        if no_memory[i] and not e["invisible_tensor"][i]:
+            levels = [lv for j, lv in enumerate(MEMORY_LEVELS) if unused_level[i, j] or j == 0]
+            parts.append(
+                "no memory level with both bytes and a roof (" + ", ".join(levels) + "): no verdict; collect "
+                f"the bytes with {metrics.metric_hint('dram_bytes')}"
+            )
+        elif no_dram[i]:
+            parts.append(
+                "no DRAM bytes: judged on the other levels only; collect them with " + metrics.metric_hint("dram_bytes")
+            )
+        if no_compute[i] and not e["invisible_tensor"][i]:
+            parts.append("no compute ceiling for the work it did: no verdict")
         if above[i]:
             parts.append(
                 f"above the roof ({100 * fraction[i]:.0f} %): check the ceiling source "
@@ -188,11 +267,15 @@ def _notes(merged, ceiling_source, above, fraction, low, work, peaks, has_flop) 
                 f"latency/parallelism? at {100 * fraction[i]:.1f} % of the binding roof: capacity is unused; "
                 "check occupancy, launch size, stalls and the other levels (the roofline does not say why)"
             )
-        if no_ceiling[i]:
+        if no_ceiling[i] and not no_compute[i]:
             classes = [COMPUTE_CLASSES[j] for j in np.flatnonzero(missing_ceiling[i])]
             parts.append(f"no ceiling for {', '.join(classes)}: that work is not judged")
-        if no_flop_counters[i]:
-            parts.append("no FLOP counters in the input: classified by the memory roof only")
+        if e["register_moves"][i]:
+            share = e["work"][i, _FP16] / e["work"][i, _FP32]
+            parts.append(
+                f"FP16 work is {100 * share:.1f} % of the FP32 work: likely the compiler's HFMA2.MMA register "
+                "moves, which ncu counts as HFMA; not judged as FP16 (the counters cannot tell them from HFMA2)"
+            )
         notes[i] = "; ".join(parts)
     return notes
 
@@ -222,27 +305,57 @@ def classify_launches(counters: pd.DataFrame, ceilings: pd.DataFrame, **options)
 
 
 def aggregate_kernels(counters: pd.DataFrame, ceilings: pd.DataFrame, **options) -> pd.DataFrame:
-    """Per kernel (function x launch configuration in one app): sums, shares, verdict, priority."""
+    """Per kernel (function x launch configuration in one app): sums, shares, verdict, priority.
+
+    Work, bytes and time are summed over the same launches: those that have every quantity some
+    launch of the kernel has (a launch lacking one is left out rather than counted as zero);
+    ``launches_used`` says how many, and the note names what the others lacked.
+    """
     if counters.empty:
         return conform(pd.DataFrame(), "kernels")
-    sums = [f"flop_{c}" for c in COMPUTE_CLASSES] + ["flop_tensor"] + [f"{lv}_bytes" for lv in MEMORY_LEVELS]
-    sums += ["duration_s", "algorithmic_flop", "algorithmic_bytes", "warp_instructions"]
+    quantities = [f"flop_{c}" for c in COMPUTE_CLASSES] + [f"{lv}_bytes" for lv in MEMORY_LEVELS]
+    quantities += ["duration_s", "tensor_pipe_active_pct"]
+    sums = [*quantities, "flop_tensor", "algorithmic_flop", "algorithmic_bytes", "warp_instructions"]
     frame = counters.copy()
     for key in KERNEL_KEYS:
         frame[key] = frame[key].astype("string").fillna("")
-    grouped = frame.groupby(KERNEL_KEYS, sort=False, dropna=False)
+    group = frame.groupby(KERNEL_KEYS, sort=False, dropna=False).ngroup().to_numpy()
+    present = frame[quantities].notna().to_numpy()
+    somewhere = np.zeros((group.max() + 1, len(quantities)), dtype=bool)
+    np.logical_or.at(somewhere, group, present)
+    lacking = somewhere[group] & ~present
+    frame["_complete"] = ~lacking.any(axis=1)
+    frame["_lacks"] = [";".join(q for q, miss in zip(quantities, row) if miss) for row in lacking]
+    frame["_time_all"] = frame["duration_s"]
+    used = frame.where(frame["_complete"], other=np.nan)[sums]
+    used[KERNEL_KEYS] = frame[KERNEL_KEYS]
+    grouped = used.groupby(KERNEL_KEYS, sort=False, dropna=False)
     totals = grouped[sums].sum(min_count=1).reset_index()
-    totals["launches"] = grouped.size().to_numpy()
-    totals["kernel_short"] = grouped["kernel_short"].first().to_numpy()
+    totals["tensor_pipe_active_pct"] = grouped["tensor_pipe_active_pct"].max().to_numpy()
+    everything = frame.groupby(KERNEL_KEYS, sort=False, dropna=False)
+    totals["launches"] = everything.size().to_numpy()
+    totals["launches_used"] = everything["_complete"].sum().to_numpy()
+    totals["kernel_short"] = everything["kernel_short"].first().to_numpy()
+    totals["missing"] = everything["missing"].first().to_numpy()
     if "convention" in frame.columns:
-        totals["convention"] = grouped["convention"].first().to_numpy()
-    totals["missing"] = grouped["missing"].first().to_numpy()
+        totals["convention"] = everything["convention"].first().to_numpy()
+    time_all = everything["_time_all"].sum(min_count=1).to_numpy()
+    lacks = everything["_lacks"].agg(lambda texts: ";".join(sorted({q for t in texts for q in t.split(";") if q})))
     classified = classify_frame(totals, ceilings, **options)
-    app_time = classified.groupby("app")["duration_s"].transform("sum")
-    classified["time_share"] = classified["duration_s"] / app_time
+    app_time = pd.Series(time_all, index=classified.index).groupby(classified["app"]).transform("sum")
+    classified["time_share"] = time_all / app_time
+    partial = (classified["launches_used"] < classified["launches"]).to_numpy()
+    notes = classified["note"].to_numpy(dtype=object)
+    for i in np.flatnonzero(partial):
+        used_n, all_n = int(classified["launches_used"].iat[i]), int(classified["launches"].iat[i])
+        text = f"totals over {used_n} of {all_n} launches: the others lack {lacks.iat[i].replace(';', ', ')}"
+        notes[i] = f"{text}; {notes[i]}" if notes[i] else text
+    classified["note"] = notes
     roof = (classified["roof_pct"] / 100).clip(upper=1.0)
     classified["priority"] = classified["time_share"] * (1 - roof)
-    classified = classified.sort_values("priority", ascending=False, na_position="last")
+    # kernels without a verdict sort by their time share, first among equals: unjudged time is news
+    classified["_rank"] = classified["priority"].fillna(classified["time_share"])
+    classified = classified.sort_values("_rank", ascending=False, na_position="last")
     columns = [c.name for c in KERNELS]
     return conform(classified[[c for c in classified.columns if c in columns]], "kernels")
 

@@ -42,47 +42,65 @@ def app_name(path: str | Path, taken: set[str]) -> str:
 
 def analyse(path: str | Path, app: str, catalog: str | Path, policy: list[str]) -> tuple[pd.DataFrame, ...]:
     """Run parse -> ceilings -> classify on one input; returns (kernels, ceilings, diagnostics)."""
+    kernels, ceilings, diagnostics, errors = analyse_all([str(path)], catalog, policy, names=[app])
+    if errors:
+        raise ValueError(errors[0].split(": ", 2)[-1])
+    return kernels, ceilings, diagnostics
+
+
+def analyse_all(
+    paths: Sequence[str], catalog: str | Path, policy: list[str], names: Sequence[str] | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, list[str]]:
+    """Analyse every file against one ceilings table per device (as the workflow does); a failing
+    file becomes an error row and a message, the rest go on."""
     from roofline.ceilings import build_ceilings
     from roofline.classify import aggregate_kernels
     from roofline.config import input_kind
     from roofline.parse import diagnostics_for, parse_input
 
-    counters = parse_input(path, app, input_kind(str(path)))
-    if counters.empty:
-        raise ValueError("no kernel launches in the file")
-    ceilings = build_ceilings(counters, catalog, policy)
-    kernels = aggregate_kernels(counters, ceilings)
-    return kernels, ceilings, conform(diagnostics_for(counters, app), "diagnostics")
-
-
-def analyse_all(
-    paths: Sequence[str], catalog: str | Path, policy: list[str]
-) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, list[str]]:
-    """Analyse every file; a failing file becomes an error row and a message, the rest go on."""
-    kernels, ceilings, diagnostics, errors, taken = [], [], [], [], set()
-    for path in paths:
-        app = app_name(path, taken)
+    counters, diagnostics, errors, taken = [], [], [], set()
+    for i, path in enumerate(paths):
+        app = names[i] if names else app_name(path, taken)
         taken.add(app)
         try:
-            k, c, d = analyse(path, app, catalog, policy)
+            frame = parse_input(path, app, input_kind(str(path)))
+            if frame.empty:
+                raise ValueError("no kernel launches in the file")
         except Exception as exc:  # one bad input must not stop the others
             kind = "" if isinstance(exc, (ValueError, OSError)) else f"{type(exc).__name__}: "
             message = f"{kind}{exc}".strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             message = message.removeprefix(f"{path}: ")
             errors.append(f"roofline: {path}: {message}")
-            diagnostics.append(conform(pd.DataFrame([{
-                "app": app, "stage": "cli", "severity": "error", "source_file": str(path), "message": message,
-            }]), "diagnostics"))
+            diagnostics.append(
+                conform(
+                    pd.DataFrame(
+                        [
+                            {
+                                "app": app,
+                                "stage": "cli",
+                                "severity": "error",
+                                "source_file": str(path),
+                                "message": message,
+                            }
+                        ]
+                    ),
+                    "diagnostics",
+                )
+            )
             continue
-        kernels.append(k)
-        ceilings.append(c)
-        diagnostics.append(d)
+        counters.append(frame)
+        diagnostics.append(conform(diagnostics_for(frame, app), "diagnostics"))
 
     def cat(frames: list[pd.DataFrame], table: str) -> pd.DataFrame:
         frames = [f for f in frames if len(f)]
         return conform(pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(), table)
 
-    return cat(kernels, "kernels"), cat(ceilings, "ceilings"), cat(diagnostics, "diagnostics"), errors
+    if not counters:
+        return cat([], "kernels"), cat([], "ceilings"), cat(diagnostics, "diagnostics"), errors
+    everything = cat(counters, "counters")
+    ceilings = build_ceilings(everything, catalog, policy)
+    kernels = aggregate_kernels(everything, ceilings)
+    return kernels, ceilings, cat(diagnostics, "diagnostics"), errors
 
 
 def show_table(kernels: pd.DataFrame) -> str:
@@ -94,20 +112,27 @@ def show_table(kernels: pd.DataFrame) -> str:
     for r in k.to_dict("records"):
         level = r["binding_level"] if r["binding_level"] in MEMORY_LEVELS else "dram"
         measured = np.isfinite(r["performance"])
-        rows.append([
-            r["kernel_short"], r["app"], r["device"], r["bound"],
-            f"{r['roof_pct']:.1f} %" if np.isfinite(r["roof_pct"]) else "-",
-            f"{100 * r['time_share']:.1f} %" if np.isfinite(r["time_share"]) else "-",
-            f"{r[f'ai_{level}']:.3g} ({level})" if np.isfinite(r[f"ai_{level}"]) else "-",
-            si(r["performance"], "FLOP/s") if measured else
-            (f"{si(r['attainable'], 'FLOP/s')} predicted" if np.isfinite(r["attainable"]) else "-"),
-        ])
+        rows.append(
+            [
+                r["kernel_short"],
+                r["app"],
+                r["device"],
+                r["bound"],
+                f"{r['roof_pct']:.1f} %" if np.isfinite(r["roof_pct"]) else "-",
+                f"{100 * r['time_share']:.1f} %" if np.isfinite(r["time_share"]) else "-",
+                f"{r[f'ai_{level}']:.3g} ({level})" if np.isfinite(r[f"ai_{level}"]) else "-",
+                si(r["performance"], "FLOP/s")
+                if measured
+                else (f"{si(r['attainable'], 'FLOP/s')} predicted" if np.isfinite(r["attainable"]) else "-"),
+            ]
+        )
     widths = [max(len(h), *(len(str(row[i])) for row in rows)) for i, h in enumerate(SHOW_COLUMNS)]
     widths[0] = min(widths[0], 60)
 
     def line(cells: list[str]) -> str:
-        text = [str(c)[: widths[0] - 1] + "…" if i == 0 and len(str(c)) > widths[0] else str(c)
-                for i, c in enumerate(cells)]
+        text = [
+            str(c)[: widths[0] - 1] + "…" if i == 0 and len(str(c)) > widths[0] else str(c) for i, c in enumerate(cells)
+        ]
         return "  ".join(t.ljust(w) if i < 4 else t.rjust(w) for i, (t, w) in enumerate(zip(text, widths))).rstrip()
 
     return "\n".join([line(SHOW_COLUMNS), line(["-" * w for w in widths]), *(line(r) for r in rows)])

@@ -118,7 +118,8 @@ def _flop_recipes(prefix: str, fma_weight: float = 2.0, add_weight: float = 1.0,
     (FADD2/FMUL2/FFMA2: two lanes of work per thread instruction) come first, counted twice."""
     add, mul, fma = f"{prefix}add", f"{prefix}mul", f"{prefix}fma"
     weights = ((add_weight, add), (add_weight, mul), (fma_weight, fma))
-    what = f"{add_weight:g} x {prefix.upper()}ADD + {add_weight:g} x {prefix.upper()}MUL + {fma_weight:g} x {prefix.upper()}FMA"
+    op = prefix.upper()
+    what = f"{add_weight:g} x {op}ADD + {add_weight:g} x {op}MUL + {fma_weight:g} x {op}FMA"
     recipes = []
     if packed:
         pairs = weights + tuple((2 * w, f"{op}2") for w, op in weights)
@@ -192,33 +193,198 @@ def _tensor_paths() -> dict[str, tuple[TensorPath, ...]]:
     paths: dict[str, list[TensorPath]] = {c: [] for c in TENSOR_CLASSES}
     aggregate = "aggregate counter: dense and 2:4-sparse work not separated; roof = half its (sparse) peak"
     for s, suffix in (("off", ""), ("on", "_sparse")):
-        def add(cls: str, *path: TensorPath) -> None:
+
+        def add(cls: str, *path: TensorPath, suffix: str = suffix) -> None:
             paths[cls + suffix].extend(path)
 
         sp = f"sparsity_{s}"
         # Blackwell data-center (sm_100-119): tcgen05 (op_utc*) beside mma.sync (op_hmma/op_imma)
-        add("tensor_fp16", TensorPath("blackwell_utc", (f"op_utchmma_src_fp16_dst_fp16_{sp}", f"op_hmma_src_fp16_dst_fp16_{sp}"), f"op_utchmma_src_fp16_dst_fp16_{sp}", 100, 119))
-        add("tensor_fp16_acc32", TensorPath("blackwell_utc", (f"op_utchmma_src_fp16_dst_fp32_{sp}", f"op_hmma_src_fp16_dst_fp32_{sp}"), f"op_utchmma_src_fp16_dst_fp32_{sp}", 100, 119))
-        add("tensor_bf16", TensorPath("blackwell_utc", (f"op_utchmma_src_bf16_dst_fp32_{sp}", f"op_hmma_src_bf16_dst_fp32_{sp}"), f"op_utchmma_src_bf16_dst_fp32_{sp}", 100, 119))
-        add("tensor_tf32", TensorPath("blackwell_utc", (f"op_utchmma_src_tf32_dst_fp32_{sp}", f"op_hmma_src_tf32_dst_fp32_{sp}"), f"op_utchmma_src_tf32_dst_fp32_{sp}", 100, 119))
-        add("tensor_fp8", TensorPath("blackwell_utc", (f"op_utcqmma_src_fp4_fp6_fp8_dst_fp16_{sp}", f"op_utcqmma_src_fp4_fp6_fp8_dst_fp32_{sp}"), f"op_utcqmma_src_fp4_fp6_fp8_dst_fp32_{sp}", 100, 119),
-            TensorPath("blackwell_f8f6f4", (f"src_fp4_fp6_fp8_dst_fp16_{sp}", f"src_fp4_fp6_fp8_dst_fp32_{sp}"), f"src_fp4_fp6_fp8_dst_fp32_{sp}", 100, 119))
-        add("tensor_fp4", TensorPath("blackwell_utc", (f"op_utcomma_src_fp4_dst_fp32_{sp}",), f"op_utcomma_src_fp4_dst_fp32_{sp}", 100, 119))
-        add("tensor_int8", TensorPath("blackwell_utc", (f"op_utcimma_src_int8_{sp}", f"op_imma_src_int8_{sp}"), f"op_utcimma_src_int8_{sp}", 100, 119))
+        add(
+            "tensor_fp16",
+            TensorPath(
+                "blackwell_utc",
+                (f"op_utchmma_src_fp16_dst_fp16_{sp}", f"op_hmma_src_fp16_dst_fp16_{sp}"),
+                f"op_utchmma_src_fp16_dst_fp16_{sp}",
+                100,
+                119,
+            ),
+        )
+        add(
+            "tensor_fp16_acc32",
+            TensorPath(
+                "blackwell_utc",
+                (f"op_utchmma_src_fp16_dst_fp32_{sp}", f"op_hmma_src_fp16_dst_fp32_{sp}"),
+                f"op_utchmma_src_fp16_dst_fp32_{sp}",
+                100,
+                119,
+            ),
+        )
+        add(
+            "tensor_bf16",
+            TensorPath(
+                "blackwell_utc",
+                (f"op_utchmma_src_bf16_dst_fp32_{sp}", f"op_hmma_src_bf16_dst_fp32_{sp}"),
+                f"op_utchmma_src_bf16_dst_fp32_{sp}",
+                100,
+                119,
+            ),
+        )
+        add(
+            "tensor_tf32",
+            TensorPath(
+                "blackwell_utc",
+                (f"op_utchmma_src_tf32_dst_fp32_{sp}", f"op_hmma_src_tf32_dst_fp32_{sp}"),
+                f"op_utchmma_src_tf32_dst_fp32_{sp}",
+                100,
+                119,
+            ),
+        )
+        add(
+            "tensor_fp8",
+            TensorPath(
+                "blackwell_utc",
+                (f"op_utcqmma_src_fp4_fp6_fp8_dst_fp16_{sp}", f"op_utcqmma_src_fp4_fp6_fp8_dst_fp32_{sp}"),
+                f"op_utcqmma_src_fp4_fp6_fp8_dst_fp32_{sp}",
+                100,
+                119,
+            ),
+            TensorPath(
+                "blackwell_f8f6f4",
+                (f"src_fp4_fp6_fp8_dst_fp16_{sp}", f"src_fp4_fp6_fp8_dst_fp32_{sp}"),
+                f"src_fp4_fp6_fp8_dst_fp32_{sp}",
+                100,
+                119,
+            ),
+        )
+        add(
+            "tensor_fp4",
+            TensorPath(
+                "blackwell_utc", (f"op_utcomma_src_fp4_dst_fp32_{sp}",), f"op_utcomma_src_fp4_dst_fp32_{sp}", 100, 119
+            ),
+        )
+        add(
+            "tensor_int8",
+            TensorPath(
+                "blackwell_utc",
+                (f"op_utcimma_src_int8_{sp}", f"op_imma_src_int8_{sp}"),
+                f"op_utcimma_src_int8_{sp}",
+                100,
+                119,
+            ),
+        )
         # GeForce Blackwell (sm_120-129): mma.sync splits; aggregates without the sparsity split
-        add("tensor_fp16", TensorPath("geforce_blackwell_hmma", (f"op_hmma_src_fp16_dst_fp16_{sp}",), f"op_hmma_src_fp16_dst_fp16_{sp}", 120, 129))
-        add("tensor_fp16_acc32", TensorPath("geforce_blackwell_hmma", (f"op_hmma_src_fp16_dst_fp32_{sp}",), f"op_hmma_src_fp16_dst_fp32_{sp}", 120, 129))
-        add("tensor_bf16", TensorPath("geforce_blackwell_hmma", (f"op_hmma_src_bf16_dst_fp32_{sp}",), f"op_hmma_src_bf16_dst_fp32_{sp}", 120, 129))
-        add("tensor_tf32", TensorPath("geforce_blackwell_hmma", (f"op_hmma_src_tf32_dst_fp32_{sp}",), f"op_hmma_src_tf32_dst_fp32_{sp}", 120, 129))
-        add("tensor_int8", TensorPath("geforce_blackwell_imma", (f"op_imma_src_int8_{sp}",), f"op_imma_src_int8_{sp}", 120, 129))
-        add("tensor_fp8", TensorPath("geforce_blackwell", (f"src_fp8_dst_fp16_{sp}", f"src_fp8_dst_fp32_{sp}"), f"src_fp8_dst_fp16_{sp}", 120, 129))
-        add("tensor_fp4", TensorPath("geforce_blackwell", (f"src_fp4_dst_fp32_{sp}", f"src_fp4_fp6_dst_fp16_{sp}", f"src_fp4_fp6_dst_fp32_{sp}"), f"src_fp4_dst_fp32_{sp}", 120, 129))
+        add(
+            "tensor_fp16",
+            TensorPath(
+                "geforce_blackwell_hmma",
+                (f"op_hmma_src_fp16_dst_fp16_{sp}",),
+                f"op_hmma_src_fp16_dst_fp16_{sp}",
+                120,
+                129,
+            ),
+        )
+        add(
+            "tensor_fp16_acc32",
+            TensorPath(
+                "geforce_blackwell_hmma",
+                (f"op_hmma_src_fp16_dst_fp32_{sp}",),
+                f"op_hmma_src_fp16_dst_fp32_{sp}",
+                120,
+                129,
+            ),
+        )
+        add(
+            "tensor_bf16",
+            TensorPath(
+                "geforce_blackwell_hmma",
+                (f"op_hmma_src_bf16_dst_fp32_{sp}",),
+                f"op_hmma_src_bf16_dst_fp32_{sp}",
+                120,
+                129,
+            ),
+        )
+        add(
+            "tensor_tf32",
+            TensorPath(
+                "geforce_blackwell_hmma",
+                (f"op_hmma_src_tf32_dst_fp32_{sp}",),
+                f"op_hmma_src_tf32_dst_fp32_{sp}",
+                120,
+                129,
+            ),
+        )
+        add(
+            "tensor_int8",
+            TensorPath("geforce_blackwell_imma", (f"op_imma_src_int8_{sp}",), f"op_imma_src_int8_{sp}", 120, 129),
+        )
+        add(
+            "tensor_fp8",
+            TensorPath(
+                "geforce_blackwell",
+                (f"src_fp8_dst_fp16_{sp}", f"src_fp8_dst_fp32_{sp}"),
+                f"src_fp8_dst_fp16_{sp}",
+                120,
+                129,
+            ),
+        )
+        add(
+            "tensor_fp4",
+            TensorPath(
+                "geforce_blackwell",
+                (f"src_fp4_dst_fp32_{sp}", f"src_fp4_fp6_dst_fp16_{sp}", f"src_fp4_fp6_dst_fp32_{sp}"),
+                f"src_fp4_dst_fp32_{sp}",
+                120,
+                129,
+            ),
+        )
         # Hopper (sm_90-99): wgmma (op_hgmma/op_igmma) beside mma.sync; the wgmma rate is the roof
-        add("tensor_fp16", TensorPath("hopper_gmma", (f"op_hgmma_src_fp16_{sp}", f"op_hmma_src_fp16_dst_fp16_{sp}"), f"op_hgmma_src_fp16_{sp}", 90, 99))
-        add("tensor_fp16_acc32", TensorPath("hopper_gmma", (f"op_hmma_src_fp16_dst_fp32_{sp}",), f"op_hgmma_src_fp16_{sp}", 90, 99, note="wgmma accumulates FP16 and FP32 at one rate"))
-        add("tensor_bf16", TensorPath("hopper_gmma", (f"op_hgmma_src_bf16_dst_fp32_{sp}", f"op_hmma_src_bf16_dst_fp32_{sp}"), f"op_hgmma_src_bf16_dst_fp32_{sp}", 90, 99))
-        add("tensor_tf32", TensorPath("hopper_gmma", (f"op_hgmma_src_tf32_dst_fp32_{sp}", f"op_hmma_src_tf32_dst_fp32_{sp}"), f"op_hgmma_src_tf32_dst_fp32_{sp}", 90, 99))
-        add("tensor_int8", TensorPath("hopper_gmma", (f"op_igmma_src_int8_{sp}", f"op_imma_src_int8_{sp}"), f"op_igmma_src_int8_{sp}", 90, 99))
+        add(
+            "tensor_fp16",
+            TensorPath(
+                "hopper_gmma",
+                (f"op_hgmma_src_fp16_{sp}", f"op_hmma_src_fp16_dst_fp16_{sp}"),
+                f"op_hgmma_src_fp16_{sp}",
+                90,
+                99,
+            ),
+        )
+        add(
+            "tensor_fp16_acc32",
+            TensorPath(
+                "hopper_gmma",
+                (f"op_hmma_src_fp16_dst_fp32_{sp}",),
+                f"op_hgmma_src_fp16_{sp}",
+                90,
+                99,
+                note="wgmma accumulates FP16 and FP32 at one rate",
+            ),
+        )
+        add(
+            "tensor_bf16",
+            TensorPath(
+                "hopper_gmma",
+                (f"op_hgmma_src_bf16_dst_fp32_{sp}", f"op_hmma_src_bf16_dst_fp32_{sp}"),
+                f"op_hgmma_src_bf16_dst_fp32_{sp}",
+                90,
+                99,
+            ),
+        )
+        add(
+            "tensor_tf32",
+            TensorPath(
+                "hopper_gmma",
+                (f"op_hgmma_src_tf32_dst_fp32_{sp}", f"op_hmma_src_tf32_dst_fp32_{sp}"),
+                f"op_hgmma_src_tf32_dst_fp32_{sp}",
+                90,
+                99,
+            ),
+        )
+        add(
+            "tensor_int8",
+            TensorPath(
+                "hopper_gmma", (f"op_igmma_src_int8_{sp}", f"op_imma_src_int8_{sp}"), f"op_igmma_src_int8_{sp}", 90, 99
+            ),
+        )
         add("tensor_fp8", TensorPath("hopper", (f"src_fp8_{sp}",), f"src_fp8_{sp}", 90, 99))
         # Ampere and Ada (sm_80-89): per-accumulator, per-sparsity counters
         add("tensor_fp16", TensorPath("ampere", (f"src_fp16_dst_fp16_{sp}",), f"src_fp16_dst_fp16_{sp}", 80, 89))
@@ -230,12 +396,20 @@ def _tensor_paths() -> dict[str, tuple[TensorPath, ...]]:
     # Dense-only paths: FP64 DMMA; Turing's combined counters; the aggregates of Hopper and GeForce
     # Blackwell where the per-instruction splits are absent (the sparse rate halved).
     paths["tensor_fp64"].append(TensorPath("fp64", ("src_fp64",), "src_fp64", 80, 999))
-    for cls, variant in (("tensor_fp16", "src_fp16"), ("tensor_bf16", "src_bf16_dst_fp32"),
-                         ("tensor_tf32", "src_tf32_dst_fp32"), ("tensor_int8", "src_int8")):
+    for cls, variant in (
+        ("tensor_fp16", "src_fp16"),
+        ("tensor_bf16", "src_bf16_dst_fp32"),
+        ("tensor_tf32", "src_tf32_dst_fp32"),
+        ("tensor_int8", "src_int8"),
+    ):
         paths[cls].append(TensorPath("hopper_aggregate", (variant,), variant, 90, 99, 0.5, aggregate))
-    for cls, variant in (("tensor_fp16", "src_fp16_dst_fp16"), ("tensor_fp16_acc32", "src_fp16_dst_fp32"),
-                         ("tensor_bf16", "src_bf16_dst_fp32"), ("tensor_tf32", "src_tf32_dst_fp32"),
-                         ("tensor_int8", "src_int8")):
+    for cls, variant in (
+        ("tensor_fp16", "src_fp16_dst_fp16"),
+        ("tensor_fp16_acc32", "src_fp16_dst_fp32"),
+        ("tensor_bf16", "src_bf16_dst_fp32"),
+        ("tensor_tf32", "src_tf32_dst_fp32"),
+        ("tensor_int8", "src_int8"),
+    ):
         paths[cls].append(TensorPath("blackwell_aggregate", (variant,), variant, 100, 129, 0.5, aggregate))
     paths["tensor_fp16"].append(TensorPath("turing", ("src_fp16_dst_fp16",), "src_fp16_dst_fp16", 75, 75))
     paths["tensor_fp16_acc32"].append(
@@ -262,7 +436,8 @@ def _tensor_quantity(cls: str) -> tuple[Quantity, Quantity]:
                 f"{path.name}_rate_x_sm_cycles",
                 tuple((1.0, _ops(v, ".per_cycle_elapsed")) for v in path.work),
                 scale=("@sm_cycles",),
-                note="sm__ops_path_tensor_* per-cycle rates x SM elapsed cycles" + (f"; {path.note}" if path.note else ""),
+                note="sm__ops_path_tensor_* per-cycle rates x SM elapsed cycles"
+                + (f"; {path.note}" if path.note else ""),
                 **arch,
             )
         )
@@ -305,8 +480,12 @@ def _tensor_quantity(cls: str) -> tuple[Quantity, Quantity]:
 def _tensor_description(cls: str) -> str:
     base = SPARSE_OF.get(cls, cls)
     kind = "2:4 structured sparse" if cls in SPARSE_OF else "dense"
-    inputs = {"tensor_fp16_acc32": "FP16 inputs, FP32 accumulate", "tensor_fp16": "FP16 inputs, FP16 accumulate",
-              "tensor_fp8": "FP8 inputs (Blackwell: FP4/FP6/FP8)", "tensor_fp4": "FP4 inputs"}
+    inputs = {
+        "tensor_fp16_acc32": "FP16 inputs, FP32 accumulate",
+        "tensor_fp16": "FP16 inputs, FP16 accumulate",
+        "tensor_fp8": "FP8 inputs (Blackwell: FP4/FP6/FP8)",
+        "tensor_fp4": "FP4 inputs",
+    }
     return f"{inputs.get(base, base.removeprefix('tensor_').upper() + ' inputs')}, {kind}"
 
 
@@ -385,9 +564,7 @@ QUANTITIES: tuple[Quantity, ...] = (
     ),
     # -- work --
     Quantity("flop_fp64", "FLOP", _flop_recipes("d"), "FP64 FLOP on CUDA cores", needed_for_roofline=True),
-    Quantity(
-        "flop_fp32", "FLOP", _flop_recipes("f", packed=True), "FP32 FLOP on CUDA cores", needed_for_roofline=True
-    ),
+    Quantity("flop_fp32", "FLOP", _flop_recipes("f", packed=True), "FP32 FLOP on CUDA cores", needed_for_roofline=True),
     Quantity(
         "flop_fp16",
         "FLOP",
@@ -395,6 +572,27 @@ QUANTITIES: tuple[Quantity, ...] = (
         "FP16 FLOP on CUDA cores, half2 convention (every H instruction two lanes)",
     ),
     *(q for cls in TENSOR_CLASSES for q in _tensor_quantity(cls)[:1]),
+    Quantity(
+        "tensor_pipe_active_pct",
+        "%",
+        (
+            Recipe(
+                "pipe_tensor_cycles_active", ((1.0, "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed"),)
+            ),
+            Recipe(
+                "pipe_tensor_cycles_active_v2",
+                ((1.0, "sm__pipe_tensor_cycles_active_v2.avg.pct_of_peak_sustained_elapsed"),),
+            ),
+            Recipe(
+                "pipe_tensor_hmma_plus_imma_issue",
+                (
+                    (1.0, "sm__inst_executed_pipe_tensor_op_hmma.avg.pct_of_peak_sustained_active"),
+                    (1.0, "sm__inst_executed_pipe_tensor_op_imma.avg.pct_of_peak_sustained_active"),
+                ),
+            ),
+        ),
+        "tensor pipe busy, % of peak: tells tensor work the op counters do not show",
+    ),
     Quantity(
         "warp_instructions",
         "inst",

@@ -28,7 +28,7 @@ from roofline import metrics
 from roofline.derive import REFUSED, derive_counters
 from roofline.ncu_rep import InputError, read_ncu_rep, report_provenance
 from roofline.schemas import conform, write_table
-from roofline.units import UnitError
+from roofline.units import UnitError, UnitWarning
 from roofline.what_if import is_what_if_csv, read_what_if, read_what_if_csv
 
 log = logging.getLogger("roofline.parse")
@@ -230,7 +230,7 @@ def _reportable(caught: warnings.WarningMessage) -> bool:
     """Warnings the readers raise about the input itself (repairs), not library chatter."""
     from roofline.ncu_csv import NcuCsvWarning
 
-    return issubclass(caught.category, NcuCsvWarning)
+    return issubclass(caught.category, NcuCsvWarning | UnitWarning)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -125,7 +125,9 @@ def check(path: str | Path, regressions: str | Path | None = None) -> int:
 def write_status(diagnostics_paths: Iterable[str | Path], output: str | Path) -> dict:
     """Read the diagnostics tables, write the status JSON atomically; return it."""
     paths = [Path(p) for p in diagnostics_paths]
-    status = build_status((read_table(p, "diagnostics") for p in paths), (app_of(p) for p in paths))
+    # every app has a parse table; the devices' ceilings table names no app of its own
+    apps = (app_of(p) for p in paths if p.name.endswith(".parse.parquet"))
+    status = build_status((read_table(p, "diagnostics") for p in paths), apps)
     with atomic_output(output) as tmp:
         tmp.write_text(json.dumps(status, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return status

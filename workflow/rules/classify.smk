@@ -1,7 +1,7 @@
 rule classify:
     input:
         counters="data/counters/{app}.parquet",
-        ceilings="data/ceilings/{app}.parquet",
+        ceilings=DEVICE_CEILINGS,
         code=pkg_code("classify.py"),
     output:
         classified="data/classified/{app}.parquet",

@@ -70,6 +70,7 @@ def repo_file(path):
 
 
 MEASURED_TABLE = "data/ceilings/measured.parquet"
+DEVICE_CEILINGS = "data/ceilings/devices.parquet"
 
 
 def measured_table():
@@ -96,6 +97,12 @@ def run_id():
 
 def all_kernel_tables():
     return expand("data/kernels/{app}.parquet", app=sorted(APPS))
+
+
+def diagnostics_tables():
+    """Every diagnostics table: one per app from parse, one for the devices' ceilings."""
+    return [*expand("data/diagnostics/{app}.parse.parquet", app=sorted(APPS)),
+            "data/diagnostics/devices.ceilings.parquet"]
 
 
 def final_outputs():

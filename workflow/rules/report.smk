@@ -1,12 +1,8 @@
 rule report:
     input:
         kernels=all_kernel_tables(),
-        ceilings=expand("data/ceilings/{app}.parquet", app=sorted(APPS)),
-        diagnostics=expand(
-            "data/diagnostics/{app}.{stage}.parquet",
-            app=sorted(APPS),
-            stage=["parse", "ceilings"],
-        ),
+        ceilings=DEVICE_CEILINGS,
+        diagnostics=diagnostics_tables(),
         code=pkg_code("report.py", "chart.py", "assets/report.css", "assets/report.js"),
     output:
         summary=report("reports/summary.html", category="Roofline", caption="../report/summary.rst"),

@@ -2,11 +2,7 @@
 # (`python -m roofline.status --check reports/status.json` exits 1 when any input failed).
 rule status:
     input:
-        diagnostics=expand(
-            "data/diagnostics/{app}.{stage}.parquet",
-            app=sorted(APPS),
-            stage=["parse", "ceilings"],
-        ),
+        diagnostics=diagnostics_tables(),
         code=pkg_code("status.py"),
     output:
         status="reports/status.json",

@@ -6,7 +6,7 @@ rule track_history:
     input:
         kernels=all_kernel_tables(),
         counters=expand("data/counters/{app}.parquet", app=sorted(APPS)),
-        code=pkg_code("history.py", "track.py"),
+        code=pkg_code("history.py", "decide.py", "track.py"),
     output:
         trends="reports/trends.html",
         regressions="reports/regressions.json",
