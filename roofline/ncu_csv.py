@@ -24,8 +24,11 @@ Lines before the header (program output, ``==PROF==`` lines) and ``==``-prefixed
 the rows are skipped; rule rows (empty metric name) are dropped; rows shorter than the header are
 padded.
 Bytes that are not UTF-8 are replaced by U+FFFD with a :class:`NcuCsvWarning`; files with a UTF-8 or
-UTF-16 byte-order mark are decoded accordingly. Everything else that is wrong raises
-:class:`NcuCsvError` naming the file, the line or metric, and the fix.
+UTF-16 byte-order mark are decoded accordingly. A kept metric whose unit the converter does not
+know is left out with a :class:`roofline.units.UnitWarning` when no recipe reads it (it is not in
+:func:`roofline.metrics.all_input_metrics`: a tensor path or device attribute no recipe names), and
+refused when one does. Everything else that is wrong raises :class:`NcuCsvError` naming the file,
+the line or metric, and the fix.
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from roofline.metrics import all_input_metrics
-from roofline.units import UnitError, si_factor
+from roofline.units import UnitError, si_factor, unknown_unit_warning
 
 IDENTITY_COLUMNS = (
     "kernel",
@@ -158,7 +161,13 @@ def read_ncu_csv(path: str | Path) -> pd.DataFrame:
     ------
     NcuCsvError
         Empty, binary or non-ncu files, a wrong delimiter, a wide export without its units row,
-        unknown/binary/bit units, values that are not numbers, duplicate rows that disagree.
+        unknown/binary/bit units on metrics the recipes read, values that are not numbers, duplicate
+        rows that disagree.
+
+    Warns
+    -----
+    UnitWarning
+        Metrics no recipe reads left out for a unit the converter does not know.
     """
     path = Path(path)
     source, encoding, header, first_line = _sniff(path)
@@ -437,14 +446,6 @@ def _first_rows(codes: np.ndarray, n: int) -> np.ndarray:
     return first
 
 
-def _factor(unit: str, metric: str, where: _Where, row: Callable[[], int]) -> float:
-    """``si_factor`` with the file and line (computed only on error) in the message."""
-    try:
-        return si_factor(unit, metric)
-    except UnitError as err:
-        raise where.error(f"{err}", row()) from err
-
-
 def _read_wide(source, encoding: str, header: list[str], where: _Where) -> pd.DataFrame:
     metrics = [c for c in header if "__" in c and (is_kept_metric(c) or c in _DIMS)]
     ident = [c for c in _IDENT_SOURCE if c in header]
@@ -478,6 +479,7 @@ def _read_wide(source, encoding: str, header: list[str], where: _Where) -> pd.Da
     matrix = np.empty((len(names), len(rows)))
     kept = np.ones(len(names), dtype=bool)
     per_row: dict[str, np.ndarray] = {}  # values of every row, to judge repeated launch IDs
+    unknown: dict[str, str] = {}  # metric -> a unit si_factor does not know
     for metric in metrics:
         if metric == _DISPLAY_NAME:
             continue
@@ -495,7 +497,14 @@ def _read_wide(source, encoding: str, header: list[str], where: _Where) -> pd.Da
                 f"metric {metric!r} has the value {texts[value_codes[row]]!r}, not a number: fix or re-export the file",
                 row,
             )
-        values = values * _factor(texts[value_codes[0]].strip(), metric, where, lambda: 0)
+        unit = texts[value_codes[0]].strip()
+        try:
+            values = values * si_factor(unit, metric)
+        except UnitError as err:
+            if metric in _KEPT:
+                raise where.error(f"{err}", 0) from err
+            kept[slot[metric]], unknown[metric] = False, unit  # no recipe reads it: left out
+            continue
         matrix[slot[metric]] = values[value_codes[rows]]
         if repeated:
             per_row[metric] = values[value_codes[index]]
@@ -510,6 +519,7 @@ def _read_wide(source, encoding: str, header: list[str], where: _Where) -> pd.Da
             )
     if not kept.all():
         names, matrix = [m for m, k in zip(names, kept, strict=True) if k], matrix[kept]
+    unknown_unit_warning(str(where.path), unknown, stacklevel=3)
     texts = {c: _text_codes(table, c) for c in ident if c != "ID"}
     ident_text = {c: (value_codes[rows], uniques) for c, (value_codes, uniques) in texts.items()}
     display_names = None
@@ -602,13 +612,17 @@ def _read_long(source, encoding: str, header: list[str], where: _Where) -> pd.Da
             f"{value_text[int(pos)].as_py()!r}, not a number: fix or re-export the file",
             index[pos],
         )
-    factors, refused = np.empty(len(pairs)), []
+    factors, refused, unknown = np.empty(len(pairs)), [], {}
     for i, pair in enumerate(pairs):
         metric, text = metric_names[pair // len(unit_u)], str(unit_u[pair % len(unit_u)]).strip()
         try:
             factors[i] = si_factor(text, metric)
         except UnitError as err:
-            refused.append((index[sel[np.argmax(pair_codes == i)]], str(err)))
+            if metric in _KEPT:
+                refused.append((index[sel[np.argmax(pair_codes == i)]], str(err)))
+            else:  # no recipe reads it: the whole metric is left out below
+                factors[i] = np.nan
+                unknown.setdefault(metric, text)
     if refused:  # the first in the file, whatever the order of the pairs
         row, message = min(refused)
         raise where.error(message, row)
@@ -625,6 +639,11 @@ def _read_long(source, encoding: str, header: list[str], where: _Where) -> pd.Da
         if not found.all():
             places, firsts = places[found], firsts[found]
         matrix.ravel()[places] = firsts
+
+    if unknown:
+        keep = [i for i, m in enumerate(metric_names) if m not in unknown]
+        metric_names, matrix = [metric_names[i] for i in keep], matrix[keep]
+        unknown_unit_warning(str(where.path), unknown, stacklevel=3)
 
     ident = {}
     for column, (column_codes, uniques) in identity.items():

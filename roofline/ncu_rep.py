@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from roofline import metrics
-from roofline.units import si_factor
+from roofline.units import UnitError, si_factor, unknown_unit_warning
 
 
 class InputError(ValueError):
@@ -140,7 +140,12 @@ def read_ncu_rep(path: str | Path) -> pd.DataFrame:
         If the file is not a readable Nsight Compute report, is truncated or damaged (see
         :func:`report_structure_problem`, or a launch without any metric), or holds no kernel launch.
     UnitError
-        If a metric read has a unit :func:`roofline.units.si_factor` does not know.
+        If a metric a recipe reads has a unit :func:`roofline.units.si_factor` does not know.
+
+    Warns
+    -----
+    UnitWarning
+        Tensor-path metrics no recipe reads, left out for such a unit.
     """
     import ncu_report  # imported here: the rest of the package works without it
 
@@ -163,8 +168,10 @@ def read_ncu_rep(path: str | Path) -> pd.DataFrame:
     demangled, mangled = ncu_report.IAction.NameBase_DEMANGLED, ncu_report.IAction.NameBase_MANGLED
     # A metric's SI factor depends on its unit alone (si_factor names the metric only in its error),
     # so it is worked out once per distinct unit, not once per metric and launch. A unit si_factor
-    # refuses is never stored: the first metric that has it raises, with its name, as without the cache.
+    # refuses is never stored: the first metric a recipe reads that has it raises, with its name, as
+    # without the cache; other metrics with it are left out (one UnitWarning for the report).
     factors: dict[str, float] = {}
+    unknown: dict[str, str] = {}  # metric -> a unit si_factor does not know
     identities, launch_values = [], []
     for range_index in range(context.num_ranges()):
         profiled_range = context.range_by_idx(range_index)
@@ -199,11 +206,18 @@ def read_ncu_rep(path: str | Path) -> pd.DataFrame:
                 unit = metric.unit()
                 factor = factors.get(unit)
                 if factor is None:
-                    factor = factors[unit] = si_factor(unit, name)
+                    try:
+                        factor = factors[unit] = si_factor(unit, name)
+                    except UnitError:
+                        if name in _NEEDED_METRICS:
+                            raise
+                        unknown.setdefault(name, unit)  # no recipe reads it: left out
+                        continue
                 values[name] = value * factor
             launch_values.append(values)
     if not identities:
         raise _not_a_report(path, context.num_ranges())
+    unknown_unit_warning(str(path), unknown)
     return _launch_frame(identities, launch_values)
 
 

@@ -4,59 +4,79 @@ ncu prints units per value (``Kbyte``, ``Mbyte/s``, ``usecond``, ``msecond``, ``
 ``Ghz``...). Every number leaves parse in bytes, seconds, hertz, FLOP or plain counts; nothing
 downstream sees a unit string. Prefixes are decimal (1 Kbyte = 1000 B), as ncu documents.
 Binary prefixes (KiB, Mibyte) and bits are refused: they would silently be 2.4-7 % or 8x off.
+Composite units are converted term by term (``Kbyte/block`` -> bytes per block, ``sector/ns`` ->
+sectors per second). The readers refuse an unknown unit only on a metric the recipes read
+(:func:`roofline.metrics.all_input_metrics`); other metrics with one are left out with a
+:class:`UnitWarning`.
 """
 
 from __future__ import annotations
 
 import math
 import re
+import warnings
 
-_PREFIX = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
-_SMALL_PREFIX = {"": 1.0, "m": 1e-3, "u": 1e-6, "µ": 1e-6, "n": 1e-9, "p": 1e-12}
+# Decimal prefixes as powers of ten (the factor is 10 ** exponent: 1/1e-9 is not exactly 1e9).
+_PREFIX = {"": 0, "k": 3, "K": 3, "M": 6, "G": 9, "T": 12, "P": 15}
+_SMALL_PREFIX = {"": 0, "m": -3, "u": -6, "µ": -6, "n": -9, "p": -12}
 
-# Base units whose values need no conversion (counts, ratios, per-cycle rates).
-_DIMENSIONLESS = {
-    "",
-    "inst",
-    "inst/cycle",
-    "cycle",
-    "cycles",
-    "sector",
-    "sector/cycle",
-    "request",
-    "warp",
-    "thread",
-    "block",
-    "register/thread",
-    "byte/block",
-    "%",
-    "byte/cycle",
-    "ops",
-    "op",
-    "ops/cycle",
-    "flop",
-    "wavefront",
-    "register",
-    "SM",
-    "cycle/cycle",
-    "none",
-}
+# Whole units whose values need no conversion (words ncu prints for unitless values).
+_DIMENSIONLESS = {"", "%", "none"}
 
-_BYTES = re.compile(r"^([kKMGTP]?)byte(s)?$")
-_BYTES_RATE = re.compile(r"^([kKMGTP]?)byte(s)?/(s|second)$")
+# Counted things: a term of a unit is one of these (with a decimal prefix and an optional plural
+# s), bytes, seconds or hertz; a unit is a term or a quotient of terms ("Kbyte/block",
+# "inst/warp", "sector/ns"), whose numerator may also be "%" ("%/Kbyte").
+_COUNTS = (
+    "inst|cycle|sector|request|warp|thread|block|cluster|flop|ops?|wavefront|register|SM|sample|pass"
+    "|branch(?:es)?"
+)
+_BYTES = re.compile(r"^([kKMGTP]?)bytes?$")
+_COUNT = re.compile(rf"^([kKMGTP]?)(?:{_COUNTS})s?$")
 _SECONDS = re.compile(r"^([munpµ]?)s(ec(ond)?)?s?$")
 _HZ = re.compile(r"^([kKMGT]?)hz$", re.IGNORECASE)
-_CYCLES_PER_TIME = re.compile(r"^cycle/([munpµ]?)s(ec(ond)?)?$")
-_RATE_PER_SECOND = re.compile(r"^([kKMGTP]?)(inst|sector|request|warp|flop|ops?)/(s|second)$")
-_BINARY = re.compile(r"(i?b(yte)?$|^[KMGT]i)", re.IGNORECASE)
 
 
 class UnitError(ValueError):
     """A unit the parser does not know; the message names the metric and the unit."""
 
 
+class UnitWarning(UserWarning):
+    """Metrics a reader left out because the converter does not know their unit (no recipe reads
+    them; a metric a recipe reads raises :class:`UnitError` instead)."""
+
+
+def unknown_unit_warning(source: str, unknown: dict[str, str], stacklevel: int = 2) -> None:
+    """Warn, once per input, that the metrics of ``unknown`` (metric -> unit) were left out."""
+    if not unknown:
+        return
+    listed = ", ".join(f"{metric!r} ({unit!r})" for metric, unit in sorted(unknown.items()))
+    warnings.warn(
+        f"{source}: {len(unknown)} metric(s) left out, their unit is not one the converter knows and "
+        f"no recipe reads them: {listed}",
+        UnitWarning,
+        stacklevel=stacklevel + 1,
+    )
+
+
+def _exponent(term: str) -> int | None:
+    """The power of ten that converts one term of a unit (``Kbyte``, ``nsecond``, ``inst``) to SI,
+    None if unknown."""
+    if m := _BYTES.match(term) or _COUNT.match(term):
+        return _PREFIX[m.group(1)]
+    if m := _SECONDS.match(term):
+        return _SMALL_PREFIX[m.group(1)]
+    if m := _HZ.match(term):
+        return _PREFIX[m.group(1).upper() if m.group(1) != "k" else "k"]
+    return None
+
+
 def si_factor(unit: str, metric: str = "") -> float:
     """The factor that converts a value in ``unit`` to its SI base unit.
+
+    A unit is a term or a quotient of terms (``numerator/denominator[/...]``); a term is bytes, a
+    count (``inst``, ``cycle``, ``sector``, ``block``, ...), seconds or hertz with its decimal
+    prefix, so the factor is the numerator's prefix over the denominators' (``Kbyte/block`` -> 1e3,
+    ``sector/ns`` -> 1e9, ``%/Kbyte`` -> 1e-3).
 
     Raises
     ------
@@ -66,18 +86,10 @@ def si_factor(unit: str, metric: str = "") -> float:
     u = (unit or "").strip()
     if u in _DIMENSIONLESS:
         return 1.0
-    if m := _BYTES.match(u):
-        return _PREFIX[m.group(1)]
-    if m := _BYTES_RATE.match(u):
-        return _PREFIX[m.group(1)]
-    if m := _SECONDS.match(u):
-        return _SMALL_PREFIX[m.group(1)]
-    if m := _HZ.match(u):
-        return _PREFIX[m.group(1).upper() if m.group(1) != "k" else "k"]
-    if m := _CYCLES_PER_TIME.match(u):
-        return 1.0 / _SMALL_PREFIX[m.group(1)]
-    if m := _RATE_PER_SECOND.match(u):
-        return _PREFIX[m.group(1)]
+    numerator, *denominators = u.split("/")
+    exponents = [0 if numerator == "%" else _exponent(numerator), *map(_exponent, denominators)]
+    if None not in exponents:
+        return 10.0 ** (exponents[0] - sum(exponents[1:]))
     where = f" of metric {metric!r}" if metric else ""
     if "bit" in u.lower() or re.search(r"[KMGT]i", u) or u.lower() in {"kib", "mib", "gib", "tib"}:
         raise UnitError(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import codecs
 import csv
+import io
+import re
 import time
 import warnings
 from pathlib import Path
@@ -12,6 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from roofline.metrics import all_input_metrics
 from roofline.ncu_csv import (
     IDENTITY_COLUMNS,
     ROOFLINE_CHART_LABELS,
@@ -22,12 +25,21 @@ from roofline.ncu_csv import (
     read_ncu_csv,
     read_ncu_csvs,
 )
+from roofline.units import UnitWarning
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "real"
 DATA = Path(__file__).resolve().parent / "data"
 NERSC = "a100-dropout-nersc-metrics-csv/nsight162.csv"
 GTX1080 = "gtx1080-vecadd-legacy-rawcsv/nsight_vectoradd_100_32_metrics_all"
 RTX5090 = "rtx5090-llm-kernels-csv-ncu2025"
+H200 = "h200-sglang-qwen3moe-rawcsv-ncu2026.1"
+RTX5060 = "rtx5060-wmma-fp16-rawcsv-ncu2026.1/gen5_stall_async8.csv"
+# ncu's units in the 2026.1 wide exports -> SI factor, written out here rather than taken from
+# roofline.units, so that the expectations do not share the code they check.
+NCU2026_UNITS = {
+    "byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "us": 1e-6, "ms": 1e-3,
+    "byte/cycle": 1, "Kbyte/cycle": 1e3, "byte/block": 1, "Kbyte/block": 1e3, "sector/ns": 1e9,
+}
 REAL_CSVS = sorted(REAL.glob("*/**/*.csv")) if REAL.is_dir() else []
 
 
@@ -179,6 +191,69 @@ def test_rtx5090_three_exports_merge_into_one_launch() -> None:
                     assert merged.at[0, metric] == pytest.approx(value, rel=1e-12), metric
 
 
+def csv_module_wide(path: Path) -> tuple[dict[str, str], dict[int, dict[str, str]]]:
+    """A wide raw export read with the csv module only: (metric -> unit, ID -> metric -> cell)."""
+    with path.open(newline="", encoding="utf-8") as fh:
+        rows = list(csv.reader(fh))
+    header, units = rows[0], rows[1]
+    return dict(zip(header, units, strict=True)), {int(r[0]): dict(zip(header, r, strict=True)) for r in rows[2:]}
+
+
+@pytest.mark.parametrize(
+    ("relative", "launches", "dram_read", "dram_write"),
+    [
+        (f"{H200}/R_long_prefill_ncu_raw_full.csv", 50, "dram__bytes_read.sum", "dram__bytes_write.sum"),
+        (f"{H200}/R_short_decode_ncu_raw_full.csv", 30, "dram__bytes_read.sum", "dram__bytes_write.sum"),
+        (RTX5060, 1, "dram__bytes_op_read.sum", "dram__bytes_op_write.sum"),
+    ],
+)
+def test_ncu2026_wide_raw_csv_matches_values_read_with_the_csv_module(
+    relative: str, launches: int, dram_read: str, dram_write: str
+) -> None:
+    """The 2026.1 exports carry composite units (Kbyte/block, Kbyte/cycle, sector/ns) on kept
+    metrics and unknown ones (cluster, %/Kbyte ...) on metrics no recipe reads: all read, in SI."""
+    path = real(relative)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnitWarning)  # every kept metric's unit converts
+        frame = read_ncu_csv(path)
+    check_frame(frame)
+    units, cells = csv_module_wide(path)
+    assert len(frame) == len(cells) == launches
+    assert frame["launch"].tolist() == sorted(cells)
+    frame = frame.set_index("launch")
+    metrics = [
+        "gpu__time_duration.sum",
+        dram_read,
+        dram_write,
+        "dram__bytes.sum.peak_sustained",
+        "launch__shared_mem_per_block_dynamic",
+        "launch__shared_mem_per_block_static",
+        "lts__t_sectors.sum.per_second",
+    ]
+    for metric in metrics:
+        factor = NCU2026_UNITS[units[metric]]
+        for launch, row in cells.items():
+            expected = float(row[metric].replace(",", "")) * factor
+            assert frame.at[launch, metric] == pytest.approx(expected, rel=1e-12, abs=0), (launch, metric)
+    assert (frame["device"] == cells[0]["device__attribute_display_name"]).all()
+    assert frame["device"].iat[0] in {"NVIDIA H200", "NVIDIA GeForce RTX 5060"}
+    assert (frame[dram_read] > 0).all()
+    # the SI figures for what the roofline reads: seconds, bytes, bytes per DRAM cycle
+    assert frame["gpu__time_duration.sum"].between(1e-7, 1.0).all()
+    peak = frame["dram__bytes.sum.peak_sustained"].iat[0]
+    assert peak == {50: 1504, 30: 1504, 1: 32}[launches]  # "1.504 Kbyte/cycle" (H200), "32 byte/cycle"
+
+
+def test_ncu2026_rtx5060_tensor_work_and_identity() -> None:
+    row = read_ncu_csv(real(RTX5060)).iloc[0]
+    assert row["sm__ops_path_tensor_op_hmma_src_fp16_dst_fp32_sparsity_off.sum"] == 2 * 1024**3
+    assert row["compute_capability"] == "12.0"
+    assert row["device__attribute_multiprocessor_count"] == 30
+    assert row["device__attribute_max_gpu_frequency_khz"] == 2_497_000  # "2,497,000"
+    assert row["launch__shared_mem_per_block_dynamic"] == 16_384  # "16.384000 Kbyte/block"
+    assert (row["grid"], row["block"]) == ("(64, 8, 1)", "(32, 8, 1)")
+
+
 def test_gtx1080_legacy_raw_csv_and_its_text_log() -> None:
     frame = read_ncu_csv(real(GTX1080 + ".csv"))
     check_frame(frame)
@@ -298,6 +373,60 @@ def test_refusals_name_the_file_and_the_fix(name: str, message: str) -> None:
         read_ncu_csv(DATA / name)
     assert str(info.value).startswith(str(DATA / name))
     assert isinstance(info.value, ValueError)
+
+
+def _with_unit(tmp_path: Path, source: str, metric: str, unit: str) -> Path:
+    """A copy of a hand-made wide export in which ``metric`` (added when absent, value 7) is in ``unit``."""
+    lines = (DATA / source).read_text(encoding="utf-8").splitlines()
+    header, units = next(csv.reader([lines[1]])), next(csv.reader([lines[2]]))
+    rows = [next(csv.reader([line])) if not line.startswith("==") else line for line in lines[3:]]
+    if metric in header:
+        units[header.index(metric)] = unit
+    else:
+        header, units = [*header, metric], [*units, unit]
+        rows = [r if isinstance(r, str) else [*r, *[""] * (len(header) - 1 - len(r)), "7"] for r in rows]
+    out = io.StringIO()
+    writer = csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n")
+    out.write(lines[0] + "\n")
+    writer.writerows([header, units])
+    for r in rows:
+        out.write(r + "\n") if isinstance(r, str) else writer.writerow(r)
+    path = tmp_path / f"{source}.{unit.replace('/', '_')}.csv"
+    path.write_text(out.getvalue(), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    "metric", ["device__attribute_l2_cache_size", "sm__ops_path_tensor_op_imma_src_int4.sum.per_second"]
+)
+def test_unknown_unit_on_a_metric_no_recipe_reads_is_left_out(tmp_path: Path, metric: str) -> None:
+    assert metric not in all_input_metrics() and is_kept_metric(metric)
+    path = _with_unit(tmp_path, "ncu_raw_edge_cases.csv", metric, "furlong/fortnight")
+    with pytest.warns(UnitWarning, match=rf"1 metric\(s\) left out.*no recipe reads them: '{re.escape(metric)}' "
+                      r"\('furlong/fortnight'\)") as caught:
+        frame = read_ncu_csv(path)
+    assert caught[0].filename == __file__  # the warning points at the caller
+    pd.testing.assert_frame_equal(frame, read_ncu_csv(DATA / "ncu_raw_edge_cases.csv"))
+
+
+def test_unknown_unit_on_a_metric_a_recipe_reads_is_refused(tmp_path: Path) -> None:
+    assert "dram__bytes.sum" in all_input_metrics()
+    path = _with_unit(tmp_path, "ncu_raw_edge_cases.csv", "dram__bytes.sum", "Kbyte/fortnight")
+    with pytest.raises(NcuCsvError, match=r"line 3: unknown unit 'Kbyte/fortnight' of metric 'dram__bytes.sum'"):
+        read_ncu_csv(path)
+
+
+def test_long_export_leaves_out_unknown_units_no_recipe_reads(tmp_path: Path) -> None:
+    source = (DATA / "ncu_long_mixed_units.csv").read_text(encoding="utf-8")
+    line = next(ln for ln in source.splitlines() if '"dram__bytes_read.sum"' in ln)
+    extra = line.replace('"dram__bytes_read.sum"', '"device__attribute_l2_cache_size"')
+    unit = next(csv.reader([line]))[13]
+    path = tmp_path / "long.csv"
+    path.write_text(source + extra.replace(f'"{unit}"', '"cubit"', 1) + "\n", encoding="utf-8")
+    with pytest.warns(UnitWarning, match=r"'device__attribute_l2_cache_size' \('cubit'\)"):
+        frame = read_ncu_csv(path)
+    assert "device__attribute_l2_cache_size" not in frame
+    pd.testing.assert_frame_equal(frame, read_ncu_csv(DATA / "ncu_long_mixed_units.csv"))
 
 
 def test_raw_duplicate_launch_ids(tmp_path: Path) -> None:

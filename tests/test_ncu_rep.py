@@ -7,12 +7,13 @@ import shutil
 
 import ncu_report
 import numpy as np
+import pandas as pd
 import pytest
 from conftest import real_fixture, real_reports, report_actions, report_metrics
 
 from roofline import metrics
 from roofline.ncu_rep import InputError, read_ncu_rep, report_provenance, report_structure_problem
-from roofline.units import UnitError
+from roofline.units import UnitError, UnitWarning
 
 REPORTS = real_reports()
 RMSNORM = ("h100pcie-rmsnorm-full-ncu2025.1", "2025-04-21_v1.ncu-rep")
@@ -95,7 +96,7 @@ def test_read_ncu_rep_unknown_unit_raises_naming_the_first_metric(monkeypatch, b
     first = next(
         n
         for n in action.metric_names()
-        if (n in wanted or n.startswith("sm__ops_path_tensor_")) and action.metric_by_name(n).unit() == "byte"
+        if n in wanted and action.metric_by_name(n).unit() == "byte"  # metrics no recipe reads are left out
     )
     original = ncu_report.IMetric.unit
     monkeypatch.setattr(
@@ -103,6 +104,27 @@ def test_read_ncu_rep_unknown_unit_raises_naming_the_first_metric(monkeypatch, b
     )
     with pytest.raises(UnitError, match="^" + re.escape(message.format(first))):
         read_ncu_rep(path)
+
+
+def test_read_ncu_rep_leaves_out_unknown_units_no_recipe_reads(monkeypatch):
+    """A tensor-path metric no recipe reads, in a unit the converter does not know, is left out
+    with one warning; the rest of the frame is what it was."""
+    path = real_fixture(RMSNORM[0]) / RMSNORM[1]
+    expected = read_ncu_rep(path)
+    wanted = set(metrics.all_input_metrics())
+    odd = [c for c in expected.columns if c.startswith("sm__ops_path_tensor_") and c not in wanted]
+    assert odd
+    original_unit, original_name = ncu_report.IMetric.unit, ncu_report.IMetric.name
+    monkeypatch.setattr(
+        ncu_report.IMetric,
+        "unit",
+        lambda self: "furlong" if original_name(self) in odd else original_unit(self),
+    )
+    first = re.escape(sorted(odd)[0])
+    with pytest.warns(UnitWarning, match=rf"{len(odd)} metric\(s\) left out.*'{first}' \('furlong'\)"):
+        raw = read_ncu_rep(path)
+    assert not set(odd) & set(raw.columns)
+    pd.testing.assert_frame_equal(raw, expected.drop(columns=odd))
 
 
 def test_read_ncu_rep_refuses_empty_and_garbage(tmp_path):

@@ -33,13 +33,32 @@ from roofline.units import UnitError, parse_number, si_factor
         ("sector", 1),
         ("%", 1),
         ("", 1),
+        # composite units (ncu 2026.1 wide exports): the numerator's prefix over the denominator's
+        ("Kbyte/block", 1e3),
+        ("byte/block", 1),
+        ("Kbyte/cycle", 1e3),
+        ("Kbyte/sector", 1e3),
+        ("inst/warp", 1),
+        ("warp/cycle", 1),
+        ("sector/ns", 1e9),
+        ("sector/us", 1e6),
+        ("sector/ms", 1e3),
+        ("%/Kbyte", 1e-3),
+        ("%/register", 1),
+        ("cluster", 1),
+        ("branches", 1),
     ],
 )
 def test_si_factor(unit, factor):
     assert si_factor(unit) == pytest.approx(factor)
 
 
-@pytest.mark.parametrize("unit", ["Gbit/s", "GiB/s", "Mibyte", "KiB"])
+@pytest.mark.parametrize("unit", ["sector/ns", "cycle/nsecond", "Tbyte/s", "nsecond", "msecond", "%/Kbyte"])
+def test_si_factor_is_the_exact_power_of_ten(unit):
+    assert si_factor(unit) in {10.0**e for e in range(-12, 16)}
+
+
+@pytest.mark.parametrize("unit", ["Gbit/s", "GiB/s", "Mibyte", "KiB", "Kibyte/block"])
 def test_bits_and_binary_prefixes_are_refused(unit):
     with pytest.raises(UnitError, match="bits or binary"):
         si_factor(unit, "dram__bytes.sum")
@@ -48,6 +67,12 @@ def test_bits_and_binary_prefixes_are_refused(unit):
 def test_unknown_unit_names_metric():
     with pytest.raises(UnitError, match="unknown unit 'furlong' of metric 'x'"):
         si_factor("furlong", "x")
+
+
+@pytest.mark.parametrize("unit", ["/s", "inst/", "byte//s", "byte/%", "none/s", "Msecond", "furlong/cycle"])
+def test_malformed_composite_units_are_unknown(unit):
+    with pytest.raises(UnitError, match="unknown unit"):
+        si_factor(unit, "x")
 
 
 @pytest.mark.parametrize("text, value", [("2,906,085.08", 2906085.08), ("n/a", math.nan), ("", math.nan), ("12", 12.0)])
