@@ -2,7 +2,7 @@
 
 ``python -m roofline.track --kernels data/kernels/*.parquet --store data/history --run-id R
 --trends reports/trends.html --regressions reports/regressions.json [--fail-on-regression]``
-appends the night (idempotent), judges every kernel series with :func:`roofline.history.decide_all`
+appends the night (idempotent), judges every kernel series with :func:`roofline.decide.decide_all`
 and writes the machine-readable findings and an offline HTML page (one inline Vega bundle).
 Exit status 3 when ``--fail-on-regression`` is given and a kernel regressed.
 """
@@ -24,16 +24,8 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from roofline.history import (
-    LABELS,
-    SERIES_KEY,
-    DecisionParams,
-    append_decisions,
-    append_run,
-    decide_all,
-    read_history,
-    run_order,
-)
+from roofline.decide import LABELS, DecisionParams, decide_all
+from roofline.history import SERIES_KEY, append_decisions, append_run, read_history, run_order
 from roofline.schemas import read_columns, read_table, write_text_atomic
 
 log = logging.getLogger("roofline.track")
