@@ -9,7 +9,7 @@ import ncu_report
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import real_fixture, real_reports, report_actions, report_metrics
+from conftest import real_fixture, real_reports, report_actions, report_id, report_metrics
 
 from roofline import metrics
 from roofline.ncu_rep import InputError, read_ncu_rep, report_provenance, report_structure_problem
@@ -40,7 +40,7 @@ def _read(path):
     return out
 
 
-@pytest.mark.parametrize("path", REPORTS, ids=[p.parent.name for p in REPORTS])
+@pytest.mark.parametrize("path", REPORTS, ids=[report_id(p) for p in REPORTS])
 def test_read_ncu_rep_values_are_ncu_report_values_in_si_units(path):
     raw = read_ncu_rep(path)
     oracle = report_metrics(path)
@@ -158,7 +158,7 @@ def test_report_structure_problem_sees_a_cut_and_stray_bytes(tmp_path):
         read_ncu_rep(stray)
 
 
-@pytest.mark.parametrize("path", REPORTS, ids=[p.parent.name for p in REPORTS])
+@pytest.mark.parametrize("path", REPORTS, ids=[report_id(p) for p in REPORTS])
 def test_report_version_matches_the_fixture_folder(path):
     """The fixture folders are named after the ncu that wrote them (``...-ncu2023.1``)."""
     version, _ = report_provenance(path)
@@ -172,7 +172,7 @@ def test_report_command_line():
     assert old == ""  # ncu 2021.2 did not store it
 
 
-@pytest.mark.parametrize("path", REPORTS, ids=[p.parent.name for p in REPORTS])
+@pytest.mark.parametrize("path", REPORTS, ids=[report_id(p) for p in REPORTS])
 def test_report_command_line_starts_at_the_ncu_path(path):
     """Every fixture that stores its command ran ncu by an absolute path: the text starts there,
     without protobuf bytes that happen to be printable (the silu report wraps its 122-byte command

@@ -15,6 +15,7 @@ from conftest import (
     get,
     real_fixture,
     real_reports,
+    report_id,
     report_metrics,
 )
 
@@ -25,7 +26,7 @@ REPORTS = real_reports()
 TEXTBOOK = REPO / "data" / "examples" / "textbook.yaml"
 
 
-@pytest.mark.parametrize("path", REPORTS, ids=[p.parent.name for p in REPORTS])
+@pytest.mark.parametrize("path", REPORTS, ids=[report_id(p) for p in REPORTS])
 def test_parse_real_report_matches_rawreport_metrics(path):
     counters = parse_input(path, "app", "ncu-rep")
     oracle = report_metrics(path)
@@ -140,7 +141,7 @@ def test_input_hash_runs_at_the_lowest_priority_on_its_own_thread(tmp_path):
     assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == before
 
 
-@pytest.mark.parametrize("path", REPORTS, ids=[p.parent.name for p in REPORTS])
+@pytest.mark.parametrize("path", REPORTS, ids=[report_id(p) for p in REPORTS])
 def test_l1_bytes_and_fp16_match_raw_metrics(path):
     counters = parse_input(path, "app", "ncu-rep")
     for i, m in enumerate(report_metrics(path)):

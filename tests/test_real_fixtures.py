@@ -10,7 +10,16 @@ import subprocess
 from collections import defaultdict
 
 import pytest
-from conftest import REAL, expected_dram, expected_flop, get, real_reports, report_metrics, snakemake_command
+from conftest import (
+    REAL,
+    expected_dram,
+    expected_flop,
+    get,
+    real_reports,
+    report_id,
+    report_metrics,
+    snakemake_command,
+)
 
 from roofline.schemas import read_table
 
@@ -19,10 +28,22 @@ REPORTS = real_reports()
 NERSC = REAL / "a100-dropout-nersc-metrics-csv" / "nsight162.csv"
 RTX5090 = sorted((REAL / "rtx5090-llm-kernels-csv-ncu2025").glob("kernel_*"))
 LEGACY = REAL / "gtx1080-vecadd-legacy-rawcsv" / "nsight_vectoradd_100_32_metrics_report.nsight-cuprof-report"
-
-
-def _app(path):
-    return path.parent.name.replace("/", "_")
+# ncu 2026.1 wide raw-page exports that name their GPU (device__attribute_display_name): file ->
+# (launches, GPU, DRAM read and write metrics).
+WIDE_CSVS = {
+    REAL / "h200-sglang-qwen3moe-rawcsv-ncu2026.1" / "R_long_prefill_ncu_raw_full.csv": (
+        50, "NVIDIA H200", "dram__bytes_read.sum", "dram__bytes_write.sum"
+    ),
+    REAL / "h200-sglang-qwen3moe-rawcsv-ncu2026.1" / "R_short_decode_ncu_raw_full.csv": (
+        30, "NVIDIA H200", "dram__bytes_read.sum", "dram__bytes_write.sum"
+    ),
+    REAL / "rtx5060-wmma-fp16-rawcsv-ncu2026.1" / "gen5_stall_async8.csv": (
+        1, "NVIDIA GeForce RTX 5060", "dram__bytes_op_read.sum", "dram__bytes_op_write.sum"
+    ),
+}
+# The units those exports give the metrics checked below, and their SI factors (not roofline.units).
+WIDE_UNITS = {"byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "us": 1e-6, "ms": 1e-3}
+_app = report_id  # one app per report file, also where a folder holds several
 
 
 @pytest.fixture(scope="module")
@@ -37,6 +58,8 @@ def run(tmp_path_factory):
     lines.append(f"  gtx1080-legacy: {{report: '{LEGACY}'}}")
     for folder in RTX5090[:3]:
         lines.append(f"  rtx5090-{folder.name[:11]}: {{report: '{folder}', device: NVIDIA GeForce RTX 5090}}")
+    for path in WIDE_CSVS:  # they name their GPU: no device:
+        lines.append(f"  {_app(path)}: {{report: '{path}'}}")
     (work / "config.yaml").write_text("\n".join(lines) + "\n")
     result = subprocess.run(
         snakemake_command(work, "--cores", "2"),
@@ -48,7 +71,7 @@ def run(tmp_path_factory):
     return work
 
 
-@pytest.mark.parametrize("path", REPORTS, ids=[p.parent.name for p in REPORTS])
+@pytest.mark.parametrize("path", REPORTS, ids=[_app(p) for p in REPORTS])
 def test_classified_numbers_equal_report_metrics(run, path):
     classified = read_table(run / "data" / "classified" / f"{_app(path)}.parquet", "classified")
     oracle = report_metrics(path)
@@ -87,6 +110,36 @@ def test_nersc_csv_counts_against_the_file(run):
     assert set(classified["ceiling_source"]) == {"datasheet"}
 
 
+def _wide_csv(path):
+    """A wide raw export read with the csv module: (metric -> unit, rows of metric -> cell by ID)."""
+    with open(path, newline="", encoding="utf-8") as handle:
+        rows = list(csv.reader(handle))
+    units = dict(zip(rows[0], rows[1]))
+    return units, {int(r[0]): dict(zip(rows[0], r)) for r in rows[2:]}
+
+
+def _si(cell, unit):
+    return float(cell.replace(",", "")) * WIDE_UNITS[unit]
+
+
+@pytest.mark.parametrize("path", list(WIDE_CSVS), ids=[_app(p) for p in WIDE_CSVS])
+def test_ncu2026_wide_csv_counts_against_the_file(run, path):
+    launches, device, read, write = WIDE_CSVS[path]
+    units, cells = _wide_csv(path)
+    classified = read_table(run / "data" / "classified" / f"{_app(path)}.parquet", "classified").set_index("launch")
+    assert len(classified) == len(cells) == launches
+    assert set(classified["device"]) == {device}
+    for launch, m in cells.items():
+        row = classified.loc[launch]
+        dram = _si(m[read], units[read]) + _si(m[write], units[write])
+        assert row["dram_bytes"] == pytest.approx(dram, rel=1e-9)
+        assert row["duration_s"] == pytest.approx(
+            _si(m["gpu__time_duration.sum"], units["gpu__time_duration.sum"]), rel=1e-9
+        )
+    diagnostics = read_table(run / "data" / "diagnostics" / f"{_app(path)}.parse.parquet", "diagnostics")
+    assert "error" not in set(diagnostics["severity"])
+
+
 def test_legacy_report_is_refused_with_advice(run):
     diagnostics = read_table(run / "data" / "diagnostics" / "gtx1080-legacy.parse.parquet", "diagnostics")
     assert diagnostics["severity"].tolist() == ["error"]
@@ -103,6 +156,6 @@ def test_rtx5090_csv_folders_have_tensor_work(run):
 
 def test_summary_lists_every_app(run):
     html = (run / "reports" / "summary.html").read_text()
-    for path in REPORTS:
+    for path in [*REPORTS, *WIDE_CSVS]:
         assert _app(path) in html
     assert "ncu 2020.1 or newer" in html
