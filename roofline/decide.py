@@ -95,12 +95,12 @@ DECISION_COLUMNS = [
     "nights_in_violation", "segment", "segment_start", "launches", "time_share", "impact",
     "performance", "performance_baseline", "perf_ratio", "roof_pct", "roof_pct_baseline",
     "ai_dram", "ai_dram_baseline", "bound", "bound_side", "bound_flip", "flop_ratio",
-    "dram_bytes_ratio", "peak_flops", "peak_dram_bw", "sm_clock_hz", "environment_shift",
+    "dram_bytes_ratio", "roof_flops", "roof_dram_bw", "sm_clock_hz", "environment_shift",
     "note", "rule_version",
 ]
 _USED = ("run_id", "kernel_short", "bound", "launches", "duration_s", "flop_total", "flop",
          "dram_bytes", "performance", "roof_pct", "ai_dram", "sm_clock_hz", "time_share",
-         "peak_flops", "peak_dram_bw", "ridge_ratio", "clock_control", "cache_control", "convention")
+         "roof_flops", "roof_dram_bw", "ridge_ratio", "clock_control", "cache_control", "convention")
 _COMPARED = ("regression", "improvement", "suspicious", "outlier", "unchanged")
 _DIRECTION = {1: "up", -1: "down", 0: ""}
 
@@ -212,8 +212,8 @@ def _record(row: Mapping, run_id: str, run_date: str) -> dict:
     for name in (*SERIES_KEY, "kernel_short", "clock_control", "cache_control", "convention",
                  "bound"):
         rec[name] = str(row.get(name) or "")
-    for name in ("launches", "time_share", "performance", "roof_pct", "ai_dram", "peak_flops",
-                 "peak_dram_bw", "sm_clock_hz"):
+    for name in ("launches", "time_share", "performance", "roof_pct", "ai_dram", "roof_flops",
+                 "roof_dram_bw", "sm_clock_hz"):
         rec[name] = _f(row.get(name))
     rec.update(run_id=run_id, run_date=run_date, label="", revised_label="", direction="",
                metric="time", baseline_runs="", bound_side="", bound_flip="", note="",

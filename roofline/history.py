@@ -26,7 +26,7 @@ from pathlib import Path
 import pandas as pd
 
 from roofline import __version__
-from roofline.schemas import Column, conform
+from roofline.schemas import TABLES, Column, conform
 
 PART = "part.parquet"
 DECISIONS_DIR = "_decisions"  # "_" prefix: pyarrow's dataset discovery skips it, like ".tmp-"
@@ -55,6 +55,9 @@ CONTEXT = [
     Column("context_json", "str", "", "the run context as given"),
 ]
 _CONTEXT_NAMES = [c.name for c in CONTEXT]
+# Names of kernels columns that nights stored by older versions carry (the applied roofs, f4805f8).
+_RENAMED = {"peak_flops": "roof_flops", "peak_dram_bw": "roof_dram_bw"}
+_OLD_BW = re.compile(r"^peak_(\w+)_bw_used$")  # -> roof_<level>_bw
 SERIES_KEY = ["app", "device", "kernel", "grid", "block"]
 
 
@@ -136,6 +139,19 @@ def _atomic_put(store: Path, run_id: str, frame: pd.DataFrame) -> Path:
     return final / PART
 
 
+def _upgrade(part: pd.DataFrame) -> pd.DataFrame:
+    """A night stored by an older version under today's columns: renamed columns under their new
+    name, columns the ``kernels`` table no longer declares left out, missing ones added later."""
+    names: dict[str, str] = {}
+    for old in part.columns:
+        new = _RENAMED.get(old) or _OLD_BW.sub(r"roof_\1_bw", old)
+        if new != old and new not in part.columns and new not in names.values():
+            names[old] = new
+    part = part.rename(columns=names)
+    known = {c.name for c in TABLES["kernels"]} | set(_CONTEXT_NAMES)
+    return part[[c for c in part.columns if c in known]]
+
+
 def _read_parts(store: Path) -> list[pd.DataFrame]:
     if not store.is_dir():
         return []
@@ -195,7 +211,7 @@ def run_order(history: pd.DataFrame) -> list[str]:
 
 def read_history(store_dir: str | os.PathLike) -> pd.DataFrame:
     """Every stored night, one row per kernel per run, in night order (temp dirs ignored)."""
-    parts = _read_parts(Path(store_dir))
+    parts = [_upgrade(p) for p in _read_parts(Path(store_dir))]
     if not parts:
         return history_frame(pd.DataFrame({"app": pd.Series([], dtype="string")}))
     history = history_frame(pd.concat(parts, ignore_index=True))

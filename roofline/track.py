@@ -257,7 +257,7 @@ def _roofline_one(rows: pd.DataFrame, device: str, width: int = 620, height: int
     # Only the fields the layers draw or show: every column would be embedded in the page.
     pts = pts[["series", "label", "ai_dram", "performance", "ai_dram_baseline", "performance_baseline",
                "change_pct"]].copy()
-    peak, bw = float(rows["peak_flops"].median()), float(rows["peak_dram_bw"].median())
+    peak, bw = float(rows["roof_flops"].median()), float(rows["roof_dram_bw"].median())
     xs = pd.concat([pts["ai_dram"], pts["ai_dram_baseline"]]).replace(0, np.nan).dropna()
     ys = pd.concat([pts["performance"], pts["performance_baseline"]]).replace(0, np.nan).dropna()
     xlo, xhi = float(xs.min()) / 2, float(xs.max()) * 2

@@ -66,6 +66,23 @@ def test_a_store_written_before_conventions_were_versioned_reads_back(tmp_path):
     assert set(d.loc[d["run_id"] == "2026-01-04", "label"]) == {"unchanged"}
 
 
+def test_nights_stored_before_the_roof_columns_were_renamed_read_back(tmp_path):
+    append_run(tmp_path, "2026-01-01", kernels().assign(roof_flops=1e13))
+    part = tmp_path / "run=2026-01-01" / "part.parquet"
+    old = pd.read_parquet(part).drop(columns=["convention", "roof_dram_bw", "roof_l2_bw"])
+    old = old.rename(columns={"roof_flops": "peak_flops"}).assign(
+        peak_dram_bw=2e12, peak_dram_bw_used=2e12, peak_l2_bw_used=5e12, bound_time_s=1e-3)
+    old.to_parquet(part, index=False)
+    append_run(tmp_path, "2026-01-02", kernels().assign(roof_flops=1e13, roof_dram_bw=2e12))
+    history = read_history(tmp_path)
+    assert history["roof_flops"].tolist() == [1e13] * 6
+    assert history["roof_dram_bw"].tolist() == [2e12] * 6
+    assert history["roof_l2_bw"].tolist()[:3] == [5e12] * 3
+    assert not {"peak_flops", "peak_dram_bw", "bound_time_s"} & set(history.columns)
+    with pytest.raises(ValueError, match="does not declare"):  # appends stay strict
+        append_run(tmp_path, "2026-01-03", kernels().assign(peak_flops=1e13))
+
+
 def test_append_run_twice_replaces_the_night(tmp_path):
     append_run(tmp_path, "2026-01-02", kernels(scale=1.0))
     append_run(tmp_path, "2026-01-03", kernels(scale=1.0))
