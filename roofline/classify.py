@@ -205,9 +205,14 @@ def _hfma2_mma_suspect(work: np.ndarray, tensor_pipe_pct: np.ndarray) -> np.ndar
         return (fp16 > 0) & (fp32 > 0) & (pipe_without_ops | small)
 
 
+# Tensor-pipe activity below this share (in %) without tensor op counters is not taken for tensor
+# work: HFMA2.MMA register moves also run there (0.01-2 % in the A100 reports).
+TENSOR_PIPE_BUSY_PCT = 5.0
+
+
 def _invisible_tensor_work(merged: pd.DataFrame, work: np.ndarray) -> np.ndarray:
     """Rows whose tensor pipe was busy while no tensor op counter shows work."""
-    busy = _col(merged, "tensor_pipe_active_pct") > 0
+    busy = _col(merged, "tensor_pipe_active_pct") >= TENSOR_PIPE_BUSY_PCT
     if not len(work):
         return busy
     # counters present and zero are evidence (HFMA2.MMA moves also keep the pipe a little busy)
