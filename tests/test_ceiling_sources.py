@@ -28,11 +28,12 @@ from pathlib import Path
 import ncu_report
 import pytest
 import yaml
-from conftest import REAL, REPO, real_reports
+from conftest import REAL, REPO, real_fixture, real_reports
 
 CATALOG = REPO / "config" / "gpus.yaml"
 DOCS = REPO / "docs" / "ceilings.md"
 HEADING = "## Report vs datasheet, per clock"
+FIXTURES_LINE = "Fixture folders read: "
 
 LONG_LAUNCH_S = 20e-6  # shorter launches read clocks 20-50 % low (../shared/guides/roofline.md §5)
 COMPUTE_TOLERANCE = 0.05
@@ -466,12 +467,18 @@ class Pair:
         )
 
 
-def pairs() -> list[Pair]:
+def launches_of(folders: tuple[str, ...] | None = None) -> tuple[Launch, ...]:
+    """The launches of the given fixture folders (all when None)."""
+    return tuple(x for x in all_launches() if folders is None or x.source.split("/")[0] in folders)
+
+
+def pairs(launches=None) -> list[Pair]:
     """Every (device, class) pair with a report peak, with its datasheet counterpart where one exists."""
+    launches = all_launches() if launches is None else launches
     catalog = catalog_by_name()
-    drams = device_dram()
+    drams = device_dram(launches)
     out = []
-    for device, classes in device_peaks().items():
+    for device, classes in device_peaks(launches).items():
         key, entry = catalog.get(device, (None, None))
         for cls, peak in classes.items():
             pair = Pair(device, cls, report=peak, catalog_key=key)
@@ -736,10 +743,10 @@ def test_hfma2_mma_is_separable_and_is_the_a100_silu_fp16_work():
     """HFMA2.MMA (the compiler's register-move idiom) is folded into HFMA2 in the per-opcode counts
     and in the hfma counter; only the with-modifier breakdown separates it. In the A100 SiLU report
     it is all of the FP16 'work'."""
-    path = next(iter(sorted((REAL / "a100sxm-silu-full-ncu2025.1").glob("*.ncu-rep"))), None) if REAL.is_dir() else None
-    if path is None:
-        pytest.skip("a100sxm-silu-full-ncu2025.1 not found")
-    for launch in opcode_launches(path):
+    (path,) = sorted(real_fixture("a100sxm-silu-full-ncu2025.1").glob("*.ncu-rep"))
+    launches = opcode_launches(path)
+    assert launches
+    for launch in launches:
         mma = launch.modifiers.get("HFMA2.MMA", 0.0)
         assert mma > 0
         assert launch.opcodes["HFMA2"] == mma  # no other HFMA2 in these FP32 kernels
@@ -789,9 +796,12 @@ def _fmt(value: float | None, digits: str = ",.0f") -> str:
     return text if text != "0" else format(value, ".3g")
 
 
-def markdown() -> str:
-    """The docs section: every (device, class) pair, report per clock against datasheet per clock."""
-    rows = pairs()
+def markdown(folders: tuple[str, ...] | None = None) -> str:
+    """The docs section: every (device, class) pair, report per clock against datasheet per clock,
+    from the launches of ``folders`` (every fixture folder when None)."""
+    launches = launches_of(folders)
+    folders = tuple(sorted({x.source.split("/")[0] for x in launches}))
+    rows = pairs(launches)
     lines = [
         HEADING,
         "",
@@ -828,7 +838,7 @@ def markdown() -> str:
             f"{_fmt(p.report.per_cycle)} | {ds} | {_fmt(p.datasheet_per_cycle)} | "
             f"{'—' if p.ratio is None else f'{p.ratio:.3f}'} | {p.verdict} |"
         )
-    devices = sorted({x.device for x in all_launches()})
+    devices = sorted({x.device for x in launches})
     with_peaks = {p.device for p in rows}
     without = [d for d in devices if d not in with_peaks]
     failing = [p for p in rows if p.verdict == "FAIL"]
@@ -841,12 +851,58 @@ def markdown() -> str:
     ]
     if without:
         lines.append(f"Fixture devices without any peak metric: {', '.join(without)}.")
+    lines.append(FIXTURES_LINE + ", ".join(f"`{f}`" for f in folders) + ".")
     lines.append(
         "The NERSC-format A100 dropout CSV records neither its GPU nor any peak and is not in the table. "
         "V100 (sm_70), Turing and the A10G's `--set roofline` report carry no per-datatype tensor peaks; "
         "the RTX 5090 CSVs carry only the FP32/FP64/DRAM roofline-chart peaks."
     )
+    lines += opcode_markdown(folders)
     return "\n".join(lines) + "\n"
+
+
+def _cell(opcodes: float, counters: float | None, level: str) -> str:
+    left = f"{opcodes:.4g}" if level == "thread" else f"≤ {32 * opcodes:.4g}"
+    right = "no counter" if counters is None else f"{counters:.4g}"
+    return f"{left} / {right}"
+
+
+def opcode_markdown(folders: tuple[str, ...]) -> list[str]:
+    """Per report with per-opcode SASS counts: FP work from opcodes against the instruction counters,
+    summed over its launches (checked per launch by test_per_opcode_counts_match_instruction_counters)."""
+    reports = [p for p in real_reports() if p.parent.name in folders and opcode_launches(p)]
+    if not reports:
+        return []
+    lines = [
+        "",
+        "### Per-opcode SASS counts against the instruction counters",
+        "",
+        "FLOP from `sass__thread_inst_executed_true_per_opcode` (predicated-true thread instructions; every",
+        "modifier folds into its base opcode: FMUL.FTZ is FMUL, HFMA2.MMA is HFMA2) / FLOP from the",
+        "`smsp__sass_thread_inst_executed_op_*_pred_on` counters (rate × smsp cycles), summed over each",
+        "report's launches: FP32 = 2 FFMA + FADD + FMUL, FP64 likewise, FP16 (half2) = 4 HFMA2 + 2 HADD2 +",
+        "2 HMUL2. Only `sass__thread_inst_executed_true_per_opcode_with_modifier_all` separates HFMA2.MMA",
+        "(the compiler's register-move idiom); the `hfma` counter and `per_opcode` include it. Reports with",
+        "warp-level counts only (`sass__inst_executed_per_opcode`) bound the counters: ≤ 32 × warp FLOP.",
+        "",
+        "| report | launches | counts | FP32 | FP64 | FP16 (half2) | of which HFMA2.MMA |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for path in reports:
+        launches = opcode_launches(path)
+        level = launches[0].level
+        cells = []
+        for precision in FP_OPS:
+            counters = [x.counter_flop(precision) for x in launches]
+            counter = None if any(c is None for c in counters) else sum(counters)
+            cells.append(_cell(sum(x.flop(precision) for x in launches), counter, level))
+        mma = sum(4 * x.modifiers.get("HFMA2.MMA", 0.0) for x in launches)
+        fp16 = sum(x.flop("fp16") for x in launches)
+        share = "—" if level != "thread" or not fp16 else f"{mma:.4g} FLOP ({mma / fp16:.0%})"
+        lines.append(
+            f"| {path.parent.name}/{path.name} | {len(launches)} | {level} | " + " | ".join(cells) + f" | {share} |"
+        )
+    return lines
 
 
 def _docs_section(text: str) -> str | None:
@@ -857,11 +913,25 @@ def _docs_section(text: str) -> str | None:
     return text[start:] if end < 0 else text[start : end + 1]
 
 
+def _docs_folders(section: str) -> tuple[str, ...]:
+    line = next((x for x in section.splitlines() if x.startswith(FIXTURES_LINE)), "")
+    return tuple(f.strip(" `.") for f in line.removeprefix(FIXTURES_LINE).split(",") if f.strip(" `."))
+
+
 def test_docs_table_is_current():
+    """The docs table equals the one generated now from the fixture folders it names (so fixtures
+    added later, e.g. an acceptance set, do not make it stale; a catalog change does)."""
     _need_fixtures()
     section = _docs_section(DOCS.read_text())
     assert section is not None, f"{DOCS} has no section {HEADING!r}: run python tests/test_ceiling_sources.py --write"
-    assert section == markdown(), "docs/ceilings.md is out of date: run python tests/test_ceiling_sources.py --write"
+    folders = _docs_folders(section)
+    assert folders, f"the section names no fixture folders ({FIXTURES_LINE!r})"
+    missing = [f for f in folders if not (REAL / f).is_dir()]
+    if missing:
+        pytest.skip(f"fixture folders of the docs table absent: {missing}")
+    assert section == markdown(folders), (
+        "docs/ceilings.md is out of date: run python tests/test_ceiling_sources.py --write"
+    )
 
 
 def write_docs() -> None:
