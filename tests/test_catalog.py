@@ -37,6 +37,9 @@ FIXTURE_DEVICES = {
     "NVIDIA GeForce RTX 3070": "rtx_3070",
     "NVIDIA GeForce RTX 5090": "rtx_5090",
     "NVIDIA GeForce GTX 1080": "gtx_1080",
+    "NVIDIA GeForce RTX 4060 Ti": "rtx_4060_ti",
+    "NVIDIA GeForce RTX 5060": "rtx_5060",
+    "NVIDIA H200": "h200_sxm",
 }
 
 # Models the catalog must know, by a name NVIDIA tools report (or a common alias).
@@ -156,7 +159,7 @@ def test_dense_and_sparse_kept_apart(catalog: Catalog) -> None:
 
 
 def test_geforce_fp32_accumulate_is_half_rate(catalog: Catalog) -> None:
-    for key in ("rtx_3070", "rtx_3080", "rtx_3090", "rtx_4090", "rtx_5090"):
+    for key in ("rtx_3070", "rtx_3080", "rtx_3090", "rtx_4090", "rtx_4060_ti", "rtx_5090", "rtx_5060"):
         c = entry(catalog, key).compute
         half = c.tensor_fp16.value / 2
         assert c.tensor_fp16.fp32_accumulate == pytest.approx(half, rel=0.01), key
@@ -182,11 +185,17 @@ def test_fixture_devices_match_exactly_one_entry(
 
 @pytest.mark.skipif(not REAL_FIXTURES.is_dir(), reason="real fixtures not checked out")
 def test_fixture_list_covers_the_real_reports() -> None:
-    pattern = re.compile(r"device__attribute_display_name[^:]*:\s*(.+?)\s+\(sm")
+    # "GPU(s) (device__attribute_display_name, ...): NVIDIA A40 (sm 8.6) x5" for reports,
+    # "GPU (device__attribute_display_name): ['NVIDIA H200']; ..." for the wide CSV exports
+    report = re.compile(r"device__attribute_display_name[^:]*:\s*([^\[\n]+?)\s+\(sm")
+    export = re.compile(r"device__attribute_display_name\):\s*\[([^\]]+)\]")
     names = set()
     for provenance in REAL_FIXTURES.glob("*/PROVENANCE.md"):
-        names |= set(pattern.findall(provenance.read_text(encoding="utf-8")))
-    assert names and names <= set(FIXTURE_DEVICES)
+        text = provenance.read_text(encoding="utf-8")
+        names |= set(report.findall(text))
+        names |= {n.strip(" '\"") for listed in export.findall(text) for n in listed.split(",")}
+    assert {"NVIDIA GeForce RTX 4060 Ti", "NVIDIA GeForce RTX 5060", "NVIDIA H200"} <= names
+    assert names <= set(FIXTURE_DEVICES)
 
 
 # ---------------------------------------------------------- numbers against independent arithmetic
@@ -225,6 +234,22 @@ def test_fixture_list_covers_the_real_reports() -> None:
         ("a10g", "memory", "dram", 384 / 8 * 2 * 6.251e9),
         ("gtx_1080", "memory", "dram", 256 / 8 * 2 * 5.005e9),
         ("rtx_5090", "memory", "dram", 512 / 8 * 28e9),  # 64 B per transfer, 28 GT/s
+        ("rtx_4060_ti", "memory", "dram", 128 / 8 * 2 * 9.001e9),
+        ("rtx_5060", "memory", "dram", 128 / 8 * 2 * 14.001e9),  # GDDR7, 28 GT/s
+        ("h200_sxm", "memory", "dram", 6016 / 8 * 2 * 3.201e9),
+        # per-SM rates of the RTX 4090 / 5090 entries (Ada and GB20x tensor cores) x SMs x clock
+        ("rtx_4060_ti", "compute", "fp32", 4352 * 2 * 2.535e9),
+        ("rtx_4060_ti", "compute", "tensor_fp16", 34 * 1024 * 2.535e9),
+        ("rtx_4060_ti", "compute", "tensor_bf16", 34 * 512 * 2.535e9),
+        ("rtx_4060_ti", "compute", "tensor_tf32", 34 * 256 * 2.535e9),
+        ("rtx_4060_ti", "compute", "tensor_int8", 34 * 2048 * 2.535e9),
+        ("rtx_4060_ti", "compute", "fp64", 34 * 4 * 2.535e9),
+        ("rtx_5060", "compute", "fp32", 3840 * 2 * 2.497e9),
+        ("rtx_5060", "compute", "tensor_fp16", 30 * 1024 * 2.497e9),
+        ("rtx_5060", "compute", "tensor_bf16", 30 * 512 * 2.497e9),
+        ("rtx_5060", "compute", "tensor_tf32", 30 * 256 * 2.497e9),
+        ("rtx_5060", "compute", "tensor_fp8", 30 * 2048 * 2.497e9),
+        ("rtx_5060", "compute", "fp64", 30 * 4 * 2.497e9),
     ],
 )
 def test_numbers_against_arithmetic(catalog: Catalog, key, kind, name, expected) -> None:
@@ -239,7 +264,8 @@ def test_h100_pcie_dram_is_the_rounded_datasheet_figure(catalog: Catalog) -> Non
 
 FP32_LANES_PER_SM = {  # FP32 FMA lanes per SM, by chip (each lane 2 FLOP/clk)
     "GP104": 128, "GV100": 64, "TU104": 64, "TU116": 64, "TU117": 64, "GA100": 64, "GA102": 128,
-    "GA104": 128, "AD102": 128, "AD104": 128, "GH100": 128, "GB100": 128, "GB202": 128,
+    "GA104": 128, "AD102": 128, "AD104": 128, "AD106": 128, "GH100": 128, "GB100": 128, "GB202": 128,
+    "GB206": 128,
 }  # fmt: skip
 
 
