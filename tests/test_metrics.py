@@ -35,10 +35,21 @@ def test_roofline_quantities_present():
         assert name in QUANTITY_BY_NAME
 
 
-def test_fma_counts_two_flop():
-    recipe = QUANTITY_BY_NAME["flop_fp32"].recipes[0]
-    weights = dict((metric.split("_op_")[1].split("_")[0], coef) for coef, metric in recipe.terms)
-    assert weights == {"fadd": 1.0, "fmul": 1.0, "ffma": 2.0}
+def test_every_tensor_class_has_work_and_roof_recipes_on_the_same_architectures():
+    """A class's work is never judged on an architecture for which it has no roof recipe."""
+    for cls in metrics.TENSOR_CLASSES:
+        work = {(r.cc_min, r.cc_max) for r in QUANTITY_BY_NAME[f"flop_{cls}"].recipes}
+        roof = {(r.cc_min, r.cc_max) for r in QUANTITY_BY_NAME[f"peak_flops_{cls}"].recipes}
+        assert work - {(70, 72)} <= roof, cls  # Volta's roof is a datasheet value
+
+
+def test_dense_classes_never_read_sparse_counters():
+    for cls in metrics.TENSOR_CLASSES:
+        names = [m for q in ("flop_", "peak_flops_") for r in QUANTITY_BY_NAME[q + cls].recipes for m in r.inputs()]
+        if cls in metrics.SPARSE_OF:
+            assert all("sparsity_on" in m for m in names), cls
+        else:
+            assert not any("sparsity_on" in m for m in names), cls
 
 
 def test_capture_metrics_are_names_without_duplicates():

@@ -17,6 +17,7 @@ from conftest import (
     real_reports,
     report_id,
     report_metrics,
+    smsp_cycles,
 )
 
 from roofline.ncu_rep import InputError
@@ -91,10 +92,16 @@ def test_parse_basic_report_marks_missing_quantities():
 
 
 def test_parse_silu_fp16_uses_fma_only_lower_bound():
+    """The SiLU report has only the HFMA rate: FP16 work is 4 x that rate x SMSP cycles (half2
+    convention, from the raw metrics here), labelled a lower bound; its tensor counters are zero."""
     folder = real_fixture("a100sxm-silu-full-ncu2025.1")
-    counters = parse_input(next(folder.glob("*.ncu-rep")), "silu", "ncu-rep")
+    path = next(folder.glob("*.ncu-rep"))
+    counters = parse_input(path, "silu", "ncu-rep")
     assert (counters["flop_fp16_recipe"] == "sass_fma_rate_only_x_smsp_cycles").all()
-    assert (counters["flop_tensor_fp16_recipe"] == "ops_path_ampere_count").all()
+    for i, m in enumerate(report_metrics(path)):
+        hfma = get(m, "smsp__sass_thread_inst_executed_op_hfma_pred_on.sum.per_cycle_elapsed")
+        assert counters["flop_fp16"].iat[i] == pytest.approx(4 * hfma * smsp_cycles(m), rel=1e-9)
+    assert (counters["flop_tensor_fp16_recipe"] == "ampere_count").all()
     assert (counters["flop_tensor"] == 0).all()
 
 
