@@ -32,7 +32,7 @@ from pydantic import (
     model_validator,
 )
 
-from roofline.metrics import CATALOG_CLASSES, MEMORY_LEVELS, TENSOR_CLASSES
+from roofline.metrics import ACC32_OF, CATALOG_CLASSES, MEMORY_LEVELS, TENSOR_CLASSES
 from roofline.schemas import conform
 
 CATALOG_PATH = Path(__file__).resolve().parent.parent / "config" / "gpus.yaml"
@@ -472,15 +472,17 @@ def catalog_ceilings(catalog: Catalog, display_name: str) -> pd.DataFrame:
 
 def _classes_of(name: str, c: Ceiling) -> list[tuple[str, float, str]]:
     """The ceilings-table classes one catalog value gives: the class itself (its dense rate), its
-    2:4-sparse class from ``sparse``, and for ``tensor_fp16`` the FP32-accumulate class (the
-    ``fp32_accumulate`` rate, or ``value`` where the part runs both at one rate)."""
+    2:4-sparse class from ``sparse``, and for FP16 and FP8 tensor inputs the FP32-accumulate class
+    (the ``fp32_accumulate`` rate, or ``value`` where the part runs both at one rate)."""
     out = [(name, c.value, "")]
-    if name == "tensor_fp16":
-        acc32 = c.fp32_accumulate if c.fp32_accumulate is not None else c.value
-        how = " (fp32_accumulate)" if c.fp32_accumulate is not None else " (value: FP32 accumulate at full rate)"
-        out.append(("tensor_fp16_acc32", acc32, how))
-        if c.sparse is not None:
-            out.append(("tensor_fp16_acc32_sparse", c.sparse * acc32 / c.value, " (sparse x fp32_accumulate / value)"))
     if c.sparse is not None and f"{name}_sparse" in TENSOR_CLASSES:
         out.append((f"{name}_sparse", c.sparse, " (sparse)"))
+    for acc32, base in ACC32_OF.items():
+        if name != base:
+            continue
+        rate = c.fp32_accumulate if c.fp32_accumulate is not None else c.value
+        how = " (fp32_accumulate)" if c.fp32_accumulate is not None else " (value: FP32 accumulate at full rate)"
+        out.append((acc32, rate, how))
+        if c.sparse is not None:
+            out.append((f"{acc32}_sparse", c.sparse * rate / c.value, " (sparse x fp32_accumulate / value)"))
     return out

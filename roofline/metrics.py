@@ -41,8 +41,10 @@ SMSP_PER_SM = 4.0
 # ``tensor_fp16`` is FP16 inputs with FP16 accumulate, or with either accumulator where the counters
 # do not tell them apart (Volta, Hopper wgmma: the same rate there); ``tensor_fp16_acc32`` is FP16
 # inputs with FP32 accumulate where the counters separate it (half rate on GeForce and the A10G).
-# ``tensor_fp8`` includes Blackwell's combined FP4/FP6/FP8 (kind::f8f6f4) path; ``tensor_fp4`` is
-# block-scaled FP4 (and GeForce Blackwell's FP4/FP6 counters).
+# ``tensor_fp8`` includes Blackwell's combined FP4/FP6/FP8 (kind::f8f6f4) path, and
+# ``tensor_fp8_acc32`` its FP32-accumulate half where the counters split it (Blackwell); Ada's and
+# Hopper's FP8 counters do not, and go to ``tensor_fp8``. ``tensor_fp4`` is block-scaled FP4 (and
+# GeForce Blackwell's FP4/FP6 counters).
 CUDA_CORE_CLASSES = ("fp64", "fp32", "fp16")
 TENSOR_DENSE_CLASSES = (
     "tensor_fp64",
@@ -51,16 +53,20 @@ TENSOR_DENSE_CLASSES = (
     "tensor_fp16_acc32",
     "tensor_bf16",
     "tensor_fp8",
+    "tensor_fp8_acc32",
     "tensor_fp4",
     "tensor_int8",
 )
+# The FP32-accumulate classes, and the class of the same inputs whose datasheet entry gives them
+# (``fp32_accumulate``, or ``value`` where the part runs both at one rate).
+ACC32_OF = {"tensor_fp16_acc32": "tensor_fp16", "tensor_fp8_acc32": "tensor_fp8"}
 # sparse class -> its dense class
 SPARSE_OF: dict[str, str] = {f"{c}_sparse": c for c in TENSOR_DENSE_CLASSES if c != "tensor_fp64"}
 TENSOR_CLASSES = TENSOR_DENSE_CLASSES + tuple(SPARSE_OF)
 COMPUTE_CLASSES = CUDA_CORE_CLASSES + TENSOR_CLASSES
 # The classes a datasheet entry names; the FP32-accumulate and sparse classes are derived from an
 # entry's ``fp32_accumulate`` and ``sparse`` values (roofline/catalog.py).
-CATALOG_CLASSES = CUDA_CORE_CLASSES + tuple(c for c in TENSOR_DENSE_CLASSES if c != "tensor_fp16_acc32")
+CATALOG_CLASSES = CUDA_CORE_CLASSES + tuple(c for c in TENSOR_DENSE_CLASSES if c not in ACC32_OF)
 MEMORY_LEVELS = ("dram", "l2", "l1", "shared")
 
 
@@ -239,23 +245,13 @@ def _tensor_paths() -> dict[str, tuple[TensorPath, ...]]:
                 119,
             ),
         )
-        add(
-            "tensor_fp8",
-            TensorPath(
-                "blackwell_utc",
-                (f"op_utcqmma_src_fp4_fp6_fp8_dst_fp16_{sp}", f"op_utcqmma_src_fp4_fp6_fp8_dst_fp32_{sp}"),
-                f"op_utcqmma_src_fp4_fp6_fp8_dst_fp32_{sp}",
-                100,
-                119,
-            ),
-            TensorPath(
-                "blackwell_f8f6f4",
-                (f"src_fp4_fp6_fp8_dst_fp16_{sp}", f"src_fp4_fp6_fp8_dst_fp32_{sp}"),
-                f"src_fp4_fp6_fp8_dst_fp32_{sp}",
-                100,
-                119,
-            ),
-        )
+        for acc, acc_cls in (("fp16", "tensor_fp8"), ("fp32", "tensor_fp8_acc32")):
+            utcq, f8f6f4 = f"op_utcqmma_src_fp4_fp6_fp8_dst_{acc}_{sp}", f"src_fp4_fp6_fp8_dst_{acc}_{sp}"
+            add(
+                acc_cls,
+                TensorPath("blackwell_utc", (utcq,), utcq, 100, 119),
+                TensorPath("blackwell_f8f6f4", (f8f6f4,), f8f6f4, 100, 119),
+            )
         add(
             "tensor_fp4",
             TensorPath(
@@ -317,16 +313,9 @@ def _tensor_paths() -> dict[str, tuple[TensorPath, ...]]:
             "tensor_int8",
             TensorPath("geforce_blackwell_imma", (f"op_imma_src_int8_{sp}",), f"op_imma_src_int8_{sp}", 120, 129),
         )
-        add(
-            "tensor_fp8",
-            TensorPath(
-                "geforce_blackwell",
-                (f"src_fp8_dst_fp16_{sp}", f"src_fp8_dst_fp32_{sp}"),
-                f"src_fp8_dst_fp16_{sp}",
-                120,
-                129,
-            ),
-        )
+        for acc, acc_cls in (("fp16", "tensor_fp8"), ("fp32", "tensor_fp8_acc32")):
+            variant = f"src_fp8_dst_{acc}_{sp}"
+            add(acc_cls, TensorPath("geforce_blackwell", (variant,), variant, 120, 129))
         add(
             "tensor_fp4",
             TensorPath(
@@ -485,6 +474,7 @@ def _tensor_description(cls: str) -> str:
         "tensor_fp16": "FP16 inputs, FP16 accumulate",
         "tensor_fp8": "FP8 inputs (Blackwell: FP4/FP6/FP8)",
         "tensor_fp4": "FP4 inputs",
+        "tensor_fp8_acc32": "FP8 inputs (Blackwell: FP4/FP6/FP8), FP32 accumulate",
     }
     return f"{inputs.get(base, base.removeprefix('tensor_').upper() + ' inputs')}, {kind}"
 

@@ -142,7 +142,8 @@ def test_blackwell_tcgen05_and_fp4_fp6_fp8_names():
         },
     )
     row = derive_counters(raw).iloc[0]
-    assert row["flop_tensor_fp8"] == 3e12 and row["flop_tensor_fp4"] == 4e12 and row["flop_tensor_bf16"] == 9e12
+    assert row["flop_tensor_fp8"] == 1e12 and row["flop_tensor_fp8_acc32"] == 2e12
+    assert row["flop_tensor_fp4"] == 4e12 and row["flop_tensor_bf16"] == 9e12
     geforce = derive_counters(_raw("12.0", **{_ops("src_fp4_fp6_fp8_dst_fp32_sparsity_off"): 1e12})).iloc[0]
     assert math.isnan(geforce["flop_tensor_fp8"])  # the data-center name is not read on sm_120
 
