@@ -10,13 +10,9 @@ rule ceilings:
         ceilings=DEVICE_CEILINGS,
         diagnostics="data/diagnostics/devices.ceilings.parquet",
     params:
-        policy=",".join(CONFIG.ceilings.policy),
-        device_policy=as_json(CONFIG.ceilings.device_policy),
-        overrides=as_json(CONFIG.ceilings.gpus),
-        margin=CONFIG.ceilings.cross_check_margin,
+        options=ceilings_options(),
     log:
         "logs/ceilings/devices.log",
     run:
-        run_stage("ceilings", log[0], counters=list(input.counters), catalog=input.catalog, policy=params.policy,
-                  device_policy=params.device_policy, overrides=params.overrides, measured=one_path(input.measured),
-                  margin=params.margin, output=output.ceilings, diagnostics=output.diagnostics)
+        run_stage("ceilings", log[0], counters=input.counters, catalog=input.catalog, measured=one_path(input.measured),
+                  output=output.ceilings, diagnostics=output.diagnostics, **params.options)

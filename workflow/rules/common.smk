@@ -80,6 +80,16 @@ def measured_table():
     return CONFIG.ceilings.measured or []
 
 
+def ceilings_options():
+    """The ceilings stage's policy options, as one param: changing one reruns the stage."""
+    return {
+        "policy": ",".join(CONFIG.ceilings.policy),
+        "device_policy": as_json(CONFIG.ceilings.device_policy),
+        "overrides": as_json(CONFIG.ceilings.gpus),
+        "margin": CONFIG.ceilings.cross_check_margin,
+    }
+
+
 def one_path(paths):
     """The single path of an optional input (given as a path or an empty list), or ""."""
     if isinstance(paths, str):
