@@ -11,6 +11,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from roofline import metrics
 from roofline.metrics import COMPUTE_CLASSES, MEMORY_LEVELS
 
 WIDTH, HEIGHT = 760, 460
@@ -23,15 +24,20 @@ ROOF_COLOUR = "#555555"
 LEVEL_LABEL = {"dram": "DRAM", "l2": "L2", "l1": "L1", "shared": "Shared"}
 LEVEL_DASH = {"dram": [1, 0], "l2": [8, 3], "l1": [3, 2], "shared": [8, 2, 2, 2]}
 LEVEL_SIZE = {"dram": 140, "shared": 20}  # point area [px^2], linear in level order
-CLASS_LABEL = {
-    "fp64": "FP64", "fp32": "FP32", "fp16": "FP16", "tensor_fp64": "Tensor FP64",
-    "tensor_tf32": "Tensor TF32", "tensor_fp16": "Tensor FP16", "tensor_bf16": "Tensor BF16",
-    "tensor_fp8": "Tensor FP8", "tensor_int8": "Tensor INT8",
-}
-CLASS_SHAPE = dict(zip(COMPUTE_CLASSES, [
-    "square", "circle", "triangle-up", "diamond", "cross", "triangle-down", "triangle-right",
-    "triangle-left", "wedge",
-]))
+def _class_label(cls: str) -> str:
+    """"FP32", "Tensor FP16", "Tensor FP16 (FP32 acc.)", "Tensor INT8 2:4 sparse"."""
+    if not cls.startswith("tensor_"):
+        return cls.upper()
+    base = metrics.SPARSE_OF.get(cls, cls)
+    words = base.removeprefix("tensor_").split("_")
+    label = "Tensor " + words[0].upper() + (" (FP32 acc.)" if words[1:] == ["acc32"] else "")
+    return label + (" 2:4 sparse" if cls in metrics.SPARSE_OF else "")
+
+
+CLASS_LABEL = {c: _class_label(c) for c in COMPUTE_CLASSES}
+_SHAPES = ["square", "circle", "triangle-up", "diamond", "cross", "triangle-down", "triangle-right",
+           "triangle-left", "wedge"]
+CLASS_SHAPE = {c: _SHAPES[i % len(_SHAPES)] for i, c in enumerate(COMPUTE_CLASSES)}
 MEASURED, PREDICTED = "measured", "predicted at roof (what-if, no duration)"
 KERNEL_DATA = "kernels"  # the named dataset of the kernel points; a page fills it from its embedded table
 # Fields of a kernel point. The page's embedded table has these columns (and more), so a chart's
@@ -88,24 +94,30 @@ def _span(lo: float, hi: float, decades: float, low_side: float) -> tuple[float,
 
 
 def _selected(ceilings: pd.DataFrame, device: str) -> dict[tuple[str, str], tuple[float, str]]:
-    """(kind, name) -> (value, source) of the selected ceilings of ``device``.
+    """(kind, name) -> (value, source) of the selected ceilings of ``device``: the device's one
+    ceilings table, which classify judged every kernel against.
 
-    Several apps on one device may select different report values; the largest is drawn and
-    the source says so.
+    Raises
+    ------
+    ValueError
+        If two different values are selected for one ceiling: the chart would not draw the roof
+        the verdicts used.
     """
     rows = ceilings[(ceilings["device"] == device) & ceilings["selected"] & (ceilings["value"] > 0)]
     rows = rows.drop_duplicates(["kind", "name", "value", "source"])
     out = {}
     for (kind, name), group in rows.groupby(["kind", "name"]):
-        best = group.loc[group["value"].idxmax()]
-        source = str(best["source"]) + (f", max of {len(group)}" if len(group) > 1 else "")
-        out[(kind, name)] = (float(best["value"]), source)
+        if len(group) > 1:
+            raise ValueError(f"{device}: {len(group)} selected {name} ceilings; build one ceilings table per device")
+        out[(kind, name)] = (float(group["value"].iat[0]), str(group["source"].iat[0]))
     return out
 
 
 def _used_classes(kernels: pd.DataFrame) -> list[str]:
-    used = {c for c in COMPUTE_CLASSES if (pd.to_numeric(kernels[f"flop_{c}"], errors="coerce") > 0).any()}
-    used |= set(kernels["compute_class"]) & set(COMPUTE_CLASSES)
+    """The classes a kernel was judged on: its compute class, or any with a time bound (FP16 work
+    taken for HFMA2.MMA register moves has none and draws no roof)."""
+    used = set(kernels["compute_class"]) & set(COMPUTE_CLASSES)
+    used |= {c for c in COMPUTE_CLASSES if (pd.to_numeric(kernels.get(f"time_bound_{c}"), errors="coerce") > 0).any()}
     return [c for c in COMPUTE_CLASSES if c in used]
 
 

@@ -36,15 +36,31 @@ def make_kernels(n: int = 6, device: str = "GPU-A", names: list[str] | None = No
     performance = attainable * rng.uniform(0.05, 0.95, n)
     flop = 10 ** rng.uniform(8, 11, n)
     duration = flop / performance
-    frame = pd.DataFrame({
-        "app": [f"app{i % 2}" for i in range(n)], "device": device, "kernel": names,
-        "kernel_short": [name.split("(")[0][:40] for name in names], "grid": "(80, 1, 1)", "block": "(256, 1, 1)",
-        "launches": rng.integers(1, 50, n), "duration_s": duration, "flop": flop, "performance": performance,
-        "compute_class": cls, "dram_bytes": flop / ai_dram, "ai_dram": ai_dram, "ai_l2": ai_dram * 3,
-        "ai_l1": ai_dram * 8, "attainable": attainable, "roof_pct": 100 * performance / attainable,
-        "bound": np.where(attainable >= peak, "compute:" + cls, "memory:dram"), "binding_level": "dram",
-        "ceiling_source": "report", "note": "",
-    })
+    frame = pd.DataFrame(
+        {
+            "app": [f"app{i % 2}" for i in range(n)],
+            "device": device,
+            "kernel": names,
+            "kernel_short": [name.split("(")[0][:40] for name in names],
+            "grid": "(80, 1, 1)",
+            "block": "(256, 1, 1)",
+            "launches": rng.integers(1, 50, n),
+            "duration_s": duration,
+            "flop": flop,
+            "performance": performance,
+            "compute_class": cls,
+            "dram_bytes": flop / ai_dram,
+            "ai_dram": ai_dram,
+            "ai_l2": ai_dram * 3,
+            "ai_l1": ai_dram * 8,
+            "attainable": attainable,
+            "roof_pct": 100 * performance / attainable,
+            "bound": np.where(attainable >= peak, "compute:" + cls, "memory:dram"),
+            "binding_level": "dram",
+            "ceiling_source": "report",
+            "note": "",
+        }
+    )
     for c in ("fp32", "fp64"):
         frame[f"flop_{c}"] = np.where(cls == c, flop, 0.0)
     frame["time_share"] = frame["duration_s"] / frame.groupby("app")["duration_s"].transform("sum")
@@ -131,7 +147,7 @@ def test_roof_labels_do_not_overlap(seed):
     boxes = _label_boxes(spec)
     assert len(boxes) >= 4
     for i, a in enumerate(boxes):
-        for b in boxes[i + 1:]:
+        for b in boxes[i + 1 :]:
             assert not _overlap(a, b)
         assert (a[:, 0] > -2).all() and (a[:, 0] < spec["width"] + 2).all()
         assert (a[:, 1] > -2).all() and (a[:, 1] < spec["height"] + 2).all()
@@ -159,8 +175,22 @@ def test_points_one_per_level_with_tooltips(spec):
     fold = next(t for t in points["transform"] if "fold" in t)
     assert fold["fold"] == ["ai_dram", "ai_l2", "ai_l1"]  # levels with data
     fields = {t["field"] for t in points["encoding"]["tooltip"]}
-    assert {"kernel", "kernel_short", "app", "launches", "time_share", "ai_dram", "ai_l2", "ai_l1", "achieved",
-            "attainable", "bound", "roof_pct", "ceiling_source", "timing"} <= fields
+    assert {
+        "kernel",
+        "kernel_short",
+        "app",
+        "launches",
+        "time_share",
+        "ai_dram",
+        "ai_l2",
+        "ai_l1",
+        "achieved",
+        "attainable",
+        "bound",
+        "roof_pct",
+        "ceiling_source",
+        "timing",
+    } <= fields
     assert points["encoding"]["shape"]["field"] == "compute_class"
     assert points["encoding"]["color"]["scale"]["range"] == chart.PALETTE
     domain = points["encoding"]["color"]["scale"]["domain"]["expr"]  # the same colour whatever is drawn
@@ -187,3 +217,68 @@ def test_si_formatting():
     assert chart.si(19.5e12, "FLOP/s") == "19.5 TFLOP/s"
     assert chart.si(1.58e-3, "s") == "1.58 ms"
     assert chart.si(float("nan"), "s") == "–"
+
+
+def test_points_at_100_percent_lie_on_the_drawn_roof_of_their_class_and_level():
+    """Hand-made launches on one device, each running exactly at its roof (duration = the binding
+    time bound), classified by the classify stage: every point at 100 % sits on the drawn roof of the
+    class and level its verdict used, compute-bound on the flat roof, memory-bound on the sloped one."""
+    from roofline.classify import aggregate_kernels
+
+    ceilings = conform(
+        pd.DataFrame(
+            [
+                {"device": "G", "kind": kind, "name": name, "value": value, "source": "datasheet", "selected": True}
+                for kind, name, value in (
+                    ("compute", "fp32", 20e12),
+                    ("compute", "fp64", 10e12),
+                    ("compute", "tensor_fp16_acc32", 100e12),
+                    ("memory", "dram", 1e12),
+                    ("memory", "l2", 4e12),
+                )
+            ]
+        ),
+        "ceilings",
+    )
+    cases = [  # (kernel, class, FLOP, DRAM bytes, L2 bytes)
+        ("dgemm", "fp64", 1e12, 1e9, 2e9),
+        ("stream", "fp32", 1e9, 1e10, 1e10),
+        ("l2_bound", "fp32", 1e10, 1e9, 1e11),
+        ("hgemm", "tensor_fp16_acc32", 1e13, 1e9, 1e9),
+    ]
+    rows = []
+    for i, (name, cls, flop, dram, l2) in enumerate(cases):
+        peak = {"fp64": 10e12, "fp32": 20e12, "tensor_fp16_acc32": 100e12}[cls]
+        rows.append(
+            {
+                "app": "a",
+                "kernel": name,
+                "kernel_short": name,
+                "launch": i,
+                "device": "G",
+                f"flop_{cls}": flop,
+                "dram_bytes": dram,
+                "l2_bytes": l2,
+                "duration_s": max(flop / peak, dram / 1e12, l2 / 4e12),
+            }
+        )
+    kernels = aggregate_kernels(conform(pd.DataFrame(rows), "counters"), ceilings)
+    assert kernels["roof_pct"].to_numpy() == pytest.approx(100.0)
+    spec = chart.roofline_chart(kernels, ceilings, "G").to_dict()
+    segments = [r for r in _rows_with(spec, "roof") if "x2" in r]
+    for _, k in kernels.iterrows():
+        kind, resource = k["bound"].split(":")
+        if kind == "compute":
+            [roof] = [
+                s
+                for s in segments
+                if s["style"] == "compute" and s["roof"].startswith(chart.CLASS_LABEL[resource] + " ")
+            ]
+            assert k["performance"] == pytest.approx(roof["y"], rel=1e-9), k["kernel"]
+            assert k["ai_dram"] >= roof["x"] * (1 - 1e-9)  # right of the ridge, on the flat part
+        else:
+            [roof] = [s for s in segments if s["style"] == resource]
+            slope = roof["y2"] / roof["x2"]
+            assert k["performance"] == pytest.approx(slope * k[f"ai_{resource}"], rel=1e-9), k["kernel"]
+    assert {k.split(":")[0] for k in kernels["bound"]} == {"compute", "memory"}
+    assert "memory:l2" in set(kernels["bound"])
