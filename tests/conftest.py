@@ -122,6 +122,8 @@ def expected_flop(m, p):
 def expected_dram(m):
     if "dram__bytes_read.sum" in m and "dram__bytes_write.sum" in m:
         return get(m, "dram__bytes_read.sum") + get(m, "dram__bytes_write.sum")
+    if "dram__bytes_op_read.sum" in m and "dram__bytes_op_write.sum" in m:  # as in the RTX 5060 export (ncu 2026.1)
+        return get(m, "dram__bytes_op_read.sum") + get(m, "dram__bytes_op_write.sum")
     if "dram__bytes.sum.per_second" in m:
         return get(m, "dram__bytes.sum.per_second") * get(m, "gpu__time_duration.sum") * 1e-9
     return math.nan
