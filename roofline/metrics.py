@@ -26,6 +26,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from roofline.compute_paths import (  # noqa: F401 - re-exported: the classes are this table's vocabulary
+    ACC32_OF,
+    CATALOG_CLASSES,
+    COMPUTE_CLASSES,
+    CUDA_CORE_CLASSES,
+    MEMORY_LEVELS,
+    SPARSE_OF,
+    TENSOR_CLASSES,
+    TENSOR_DENSE_CLASSES,
+    TENSOR_DESCRIPTIONS,
+    TENSOR_PATHS,
+)
+
 # The counting conventions of every derived number, stored with it (column ``convention``) and in
 # the history store: a change of convention starts a new tracking segment instead of a regression.
 # Bump it whenever a recipe changes what a quantity counts (docs/metrics.md, "Conventions").
@@ -35,39 +48,6 @@ SECTOR_BYTES = 32.0
 L1_WRITEBACK_BYTES_PER_CYCLE = 128.0
 VOLTA_TENSOR_FLOP_PER_INST = 512.0
 SMSP_PER_SM = 4.0
-
-# Compute classes in the order the report lists them. Tensor-core classes are one datatype and
-# accumulator on one path: dense, or 2:4 structured sparse (``_sparse``), each with its own roof.
-# ``tensor_fp16`` is FP16 inputs with FP16 accumulate, or with either accumulator where the counters
-# do not tell them apart (Volta, Hopper wgmma: the same rate there); ``tensor_fp16_acc32`` is FP16
-# inputs with FP32 accumulate where the counters separate it (half rate on GeForce and the A10G).
-# ``tensor_fp8`` includes Blackwell's combined FP4/FP6/FP8 (kind::f8f6f4) path, and
-# ``tensor_fp8_acc32`` its FP32-accumulate half where the counters split it (Blackwell); Ada's and
-# Hopper's FP8 counters do not, and go to ``tensor_fp8``. ``tensor_fp4`` is block-scaled FP4 (and
-# GeForce Blackwell's FP4/FP6 counters).
-CUDA_CORE_CLASSES = ("fp64", "fp32", "fp16")
-TENSOR_DENSE_CLASSES = (
-    "tensor_fp64",
-    "tensor_tf32",
-    "tensor_fp16",
-    "tensor_fp16_acc32",
-    "tensor_bf16",
-    "tensor_fp8",
-    "tensor_fp8_acc32",
-    "tensor_fp4",
-    "tensor_int8",
-)
-# The FP32-accumulate classes, and the class of the same inputs whose datasheet entry gives them
-# (``fp32_accumulate``, or ``value`` where the part runs both at one rate).
-ACC32_OF = {"tensor_fp16_acc32": "tensor_fp16", "tensor_fp8_acc32": "tensor_fp8"}
-# sparse class -> its dense class
-SPARSE_OF: dict[str, str] = {f"{c}_sparse": c for c in TENSOR_DENSE_CLASSES if c != "tensor_fp64"}
-TENSOR_CLASSES = TENSOR_DENSE_CLASSES + tuple(SPARSE_OF)
-COMPUTE_CLASSES = CUDA_CORE_CLASSES + TENSOR_CLASSES
-# The classes a datasheet entry names; the FP32-accumulate and sparse classes are derived from an
-# entry's ``fp32_accumulate`` and ``sparse`` values (roofline/catalog.py).
-CATALOG_CLASSES = CUDA_CORE_CLASSES + tuple(c for c in TENSOR_DENSE_CLASSES if c not in ACC32_OF)
-MEMORY_LEVELS = ("dram", "l2", "l1", "shared")
 
 
 @dataclass(frozen=True)
@@ -173,244 +153,6 @@ def _peak_flop_recipe(op: str, per_fma: float) -> tuple[Recipe, ...]:
     )
 
 
-@dataclass(frozen=True)
-class TensorPath:
-    """One way a tensor class shows in ncu's counters on a range of architectures.
-
-    ``work`` lists the ``sm__ops_path_tensor_<variant>`` counters summed for the class's work (one
-    op is one FLOP: the RTX 5060 WMMA fixture's ops equal 2·M·N·K exactly); ``peak`` is the variant
-    whose ``.sum.peak_sustained`` (per cycle) times the SM clock is the class's roof, times
-    ``peak_coef`` (Hopper's and GeForce Blackwell's aggregate counters peak at the 2:4-sparse rate:
-    their dense roof is half of it).
-    """
-
-    name: str
-    work: tuple[str, ...]
-    peak: str
-    cc_min: int
-    cc_max: int
-    peak_coef: float = 1.0
-    note: str = ""
-
-
-def _tensor_paths() -> dict[str, tuple[TensorPath, ...]]:
-    """Class -> paths in order of preference, from the ncu 2025-2026 section files and the fixtures
-    (../shared/guides/roofline.md §2.4): per-instruction splits first, aggregates as the fallback."""
-    paths: dict[str, list[TensorPath]] = {c: [] for c in TENSOR_CLASSES}
-    aggregate = "aggregate counter: dense and 2:4-sparse work not separated; roof = half its (sparse) peak"
-    for s, suffix in (("off", ""), ("on", "_sparse")):
-
-        def add(cls: str, *path: TensorPath, suffix: str = suffix) -> None:
-            paths[cls + suffix].extend(path)
-
-        sp = f"sparsity_{s}"
-        # Blackwell data-center (sm_100-119): tcgen05 (op_utc*) beside mma.sync (op_hmma/op_imma)
-        add(
-            "tensor_fp16",
-            TensorPath(
-                "blackwell_utc",
-                (f"op_utchmma_src_fp16_dst_fp16_{sp}", f"op_hmma_src_fp16_dst_fp16_{sp}"),
-                f"op_utchmma_src_fp16_dst_fp16_{sp}",
-                100,
-                119,
-            ),
-        )
-        add(
-            "tensor_fp16_acc32",
-            TensorPath(
-                "blackwell_utc",
-                (f"op_utchmma_src_fp16_dst_fp32_{sp}", f"op_hmma_src_fp16_dst_fp32_{sp}"),
-                f"op_utchmma_src_fp16_dst_fp32_{sp}",
-                100,
-                119,
-            ),
-        )
-        add(
-            "tensor_bf16",
-            TensorPath(
-                "blackwell_utc",
-                (f"op_utchmma_src_bf16_dst_fp32_{sp}", f"op_hmma_src_bf16_dst_fp32_{sp}"),
-                f"op_utchmma_src_bf16_dst_fp32_{sp}",
-                100,
-                119,
-            ),
-        )
-        add(
-            "tensor_tf32",
-            TensorPath(
-                "blackwell_utc",
-                (f"op_utchmma_src_tf32_dst_fp32_{sp}", f"op_hmma_src_tf32_dst_fp32_{sp}"),
-                f"op_utchmma_src_tf32_dst_fp32_{sp}",
-                100,
-                119,
-            ),
-        )
-        for acc, acc_cls in (("fp16", "tensor_fp8"), ("fp32", "tensor_fp8_acc32")):
-            utcq, f8f6f4 = f"op_utcqmma_src_fp4_fp6_fp8_dst_{acc}_{sp}", f"src_fp4_fp6_fp8_dst_{acc}_{sp}"
-            add(
-                acc_cls,
-                TensorPath("blackwell_utc", (utcq,), utcq, 100, 119),
-                TensorPath("blackwell_f8f6f4", (f8f6f4,), f8f6f4, 100, 119),
-            )
-        add(
-            "tensor_fp4",
-            TensorPath(
-                "blackwell_utc", (f"op_utcomma_src_fp4_dst_fp32_{sp}",), f"op_utcomma_src_fp4_dst_fp32_{sp}", 100, 119
-            ),
-        )
-        add(
-            "tensor_int8",
-            TensorPath(
-                "blackwell_utc",
-                (f"op_utcimma_src_int8_{sp}", f"op_imma_src_int8_{sp}"),
-                f"op_utcimma_src_int8_{sp}",
-                100,
-                119,
-            ),
-        )
-        # GeForce Blackwell (sm_120-129): mma.sync splits; aggregates without the sparsity split
-        add(
-            "tensor_fp16",
-            TensorPath(
-                "geforce_blackwell_hmma",
-                (f"op_hmma_src_fp16_dst_fp16_{sp}",),
-                f"op_hmma_src_fp16_dst_fp16_{sp}",
-                120,
-                129,
-            ),
-        )
-        add(
-            "tensor_fp16_acc32",
-            TensorPath(
-                "geforce_blackwell_hmma",
-                (f"op_hmma_src_fp16_dst_fp32_{sp}",),
-                f"op_hmma_src_fp16_dst_fp32_{sp}",
-                120,
-                129,
-            ),
-        )
-        add(
-            "tensor_bf16",
-            TensorPath(
-                "geforce_blackwell_hmma",
-                (f"op_hmma_src_bf16_dst_fp32_{sp}",),
-                f"op_hmma_src_bf16_dst_fp32_{sp}",
-                120,
-                129,
-            ),
-        )
-        add(
-            "tensor_tf32",
-            TensorPath(
-                "geforce_blackwell_hmma",
-                (f"op_hmma_src_tf32_dst_fp32_{sp}",),
-                f"op_hmma_src_tf32_dst_fp32_{sp}",
-                120,
-                129,
-            ),
-        )
-        add(
-            "tensor_int8",
-            TensorPath("geforce_blackwell_imma", (f"op_imma_src_int8_{sp}",), f"op_imma_src_int8_{sp}", 120, 129),
-        )
-        for acc, acc_cls in (("fp16", "tensor_fp8"), ("fp32", "tensor_fp8_acc32")):
-            variant = f"src_fp8_dst_{acc}_{sp}"
-            add(acc_cls, TensorPath("geforce_blackwell", (variant,), variant, 120, 129))
-        add(
-            "tensor_fp4",
-            TensorPath(
-                "geforce_blackwell",
-                (f"src_fp4_dst_fp32_{sp}", f"src_fp4_fp6_dst_fp16_{sp}", f"src_fp4_fp6_dst_fp32_{sp}"),
-                f"src_fp4_dst_fp32_{sp}",
-                120,
-                129,
-            ),
-        )
-        # Hopper (sm_90-99): wgmma (op_hgmma/op_igmma) beside mma.sync; the wgmma rate is the roof
-        add(
-            "tensor_fp16",
-            TensorPath(
-                "hopper_gmma",
-                (f"op_hgmma_src_fp16_{sp}", f"op_hmma_src_fp16_dst_fp16_{sp}"),
-                f"op_hgmma_src_fp16_{sp}",
-                90,
-                99,
-            ),
-        )
-        add(
-            "tensor_fp16_acc32",
-            TensorPath(
-                "hopper_gmma",
-                (f"op_hmma_src_fp16_dst_fp32_{sp}",),
-                f"op_hgmma_src_fp16_{sp}",
-                90,
-                99,
-                note="wgmma accumulates FP16 and FP32 at one rate",
-            ),
-        )
-        add(
-            "tensor_bf16",
-            TensorPath(
-                "hopper_gmma",
-                (f"op_hgmma_src_bf16_dst_fp32_{sp}", f"op_hmma_src_bf16_dst_fp32_{sp}"),
-                f"op_hgmma_src_bf16_dst_fp32_{sp}",
-                90,
-                99,
-            ),
-        )
-        add(
-            "tensor_tf32",
-            TensorPath(
-                "hopper_gmma",
-                (f"op_hgmma_src_tf32_dst_fp32_{sp}", f"op_hmma_src_tf32_dst_fp32_{sp}"),
-                f"op_hgmma_src_tf32_dst_fp32_{sp}",
-                90,
-                99,
-            ),
-        )
-        add(
-            "tensor_int8",
-            TensorPath(
-                "hopper_gmma", (f"op_igmma_src_int8_{sp}", f"op_imma_src_int8_{sp}"), f"op_igmma_src_int8_{sp}", 90, 99
-            ),
-        )
-        add("tensor_fp8", TensorPath("hopper", (f"src_fp8_{sp}",), f"src_fp8_{sp}", 90, 99))
-        # Ampere and Ada (sm_80-89): per-accumulator, per-sparsity counters
-        add("tensor_fp16", TensorPath("ampere", (f"src_fp16_dst_fp16_{sp}",), f"src_fp16_dst_fp16_{sp}", 80, 89))
-        add("tensor_fp16_acc32", TensorPath("ampere", (f"src_fp16_dst_fp32_{sp}",), f"src_fp16_dst_fp32_{sp}", 80, 89))
-        add("tensor_bf16", TensorPath("ampere", (f"src_bf16_dst_fp32_{sp}",), f"src_bf16_dst_fp32_{sp}", 80, 89))
-        add("tensor_tf32", TensorPath("ampere", (f"src_tf32_dst_fp32_{sp}",), f"src_tf32_dst_fp32_{sp}", 80, 89))
-        add("tensor_int8", TensorPath("ampere", (f"src_int8_{sp}",), f"src_int8_{sp}", 80, 89))
-        add("tensor_fp8", TensorPath("ada", (f"src_fp8_{sp}",), f"src_fp8_{sp}", 89, 89))
-    # Dense-only paths: FP64 DMMA; Turing's combined counters; the aggregates of Hopper and GeForce
-    # Blackwell where the per-instruction splits are absent (the sparse rate halved).
-    paths["tensor_fp64"].append(TensorPath("fp64", ("src_fp64",), "src_fp64", 80, 999))
-    for cls, variant in (
-        ("tensor_fp16", "src_fp16"),
-        ("tensor_bf16", "src_bf16_dst_fp32"),
-        ("tensor_tf32", "src_tf32_dst_fp32"),
-        ("tensor_int8", "src_int8"),
-    ):
-        paths[cls].append(TensorPath("hopper_aggregate", (variant,), variant, 90, 99, 0.5, aggregate))
-    for cls, variant in (
-        ("tensor_fp16", "src_fp16_dst_fp16"),
-        ("tensor_fp16_acc32", "src_fp16_dst_fp32"),
-        ("tensor_bf16", "src_bf16_dst_fp32"),
-        ("tensor_tf32", "src_tf32_dst_fp32"),
-        ("tensor_int8", "src_int8"),
-    ):
-        paths[cls].append(TensorPath("blackwell_aggregate", (variant,), variant, 100, 129, 0.5, aggregate))
-    paths["tensor_fp16"].append(TensorPath("turing", ("src_fp16_dst_fp16",), "src_fp16_dst_fp16", 75, 75))
-    paths["tensor_fp16_acc32"].append(
-        TensorPath("turing", ("src_fp16_bf16_tf32_dst_fp32",), "src_fp16_bf16_tf32_dst_fp32", 75, 75)
-    )
-    paths["tensor_int8"].append(TensorPath("turing", ("src_int8",), "src_int8", 75, 75))
-    return {cls: tuple(p) for cls, p in paths.items()}
-
-
-TENSOR_PATHS: dict[str, tuple[TensorPath, ...]] = _tensor_paths()
-
-
 def _ops(variant: str, suffix: str) -> str:
     return f"sm__ops_path_tensor_{variant}.sum{suffix}"
 
@@ -464,22 +206,6 @@ def _tensor_quantity(cls: str) -> tuple[Quantity, Quantity]:
         Quantity(f"flop_{cls}", "FLOP", tuple(work), f"tensor-core ops (1 op = 1 FLOP), {what}"),
         Quantity(f"peak_flops_{cls}", "FLOP/s", tuple(peak), f"per-launch peak of tensor-core ops, {what}"),
     )
-
-
-def _tensor_description(cls: str) -> str:
-    base = SPARSE_OF.get(cls, cls)
-    kind = "2:4 structured sparse" if cls in SPARSE_OF else "dense"
-    inputs = {
-        "tensor_fp16_acc32": "FP16 inputs, FP32 accumulate",
-        "tensor_fp16": "FP16 inputs, FP16 accumulate",
-        "tensor_fp8": "FP8 inputs (Blackwell: FP4/FP6/FP8)",
-        "tensor_fp4": "FP4 inputs",
-        "tensor_fp8_acc32": "FP8 inputs (Blackwell: FP4/FP6/FP8), FP32 accumulate",
-    }
-    return f"{inputs.get(base, base.removeprefix('tensor_').upper() + ' inputs')}, {kind}"
-
-
-TENSOR_DESCRIPTIONS = {cls: _tensor_description(cls) for cls in TENSOR_CLASSES}
 
 
 QUANTITIES: tuple[Quantity, ...] = (
@@ -749,33 +475,6 @@ def all_input_metrics() -> tuple[str, ...]:
         for recipe in quantity.recipes:
             for name in recipe.inputs():
                 seen.setdefault(name, None)
-    for name in (*IDENTITY_METRICS.values(), *LAUNCH_METRICS):
-        seen.setdefault(name, None)
-    return tuple(seen)
-
-
-def recipe_valid_for(recipe: Recipe, cc: int | None) -> bool:
-    """Whether ``recipe`` applies to compute capability ``cc`` (major*10+minor); None = unknown GPU,
-    for which only recipes without an architecture limit apply."""
-    if recipe.cc_min is None and recipe.cc_max is None:
-        return True
-    if cc is None:
-        return False
-    return (recipe.cc_min or 0) <= cc <= (recipe.cc_max or 999)
-
-
-def capture_metrics(cc: int | None = None) -> tuple[str, ...]:
-    """The ncu ``--metrics`` list: per captured quantity its first recipe valid for ``cc``, plus
-    identity and launch metrics."""
-    seen: dict[str, None] = {}
-    for quantity in QUANTITIES:
-        if not quantity.capture:
-            continue
-        for recipe in quantity.recipes:
-            if recipe_valid_for(recipe, cc):
-                for name in recipe.inputs():
-                    seen.setdefault(name, None)
-                break
     for name in (*IDENTITY_METRICS.values(), *LAUNCH_METRICS):
         seen.setdefault(name, None)
     return tuple(seen)

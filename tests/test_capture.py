@@ -19,14 +19,13 @@ from roofline.capture import (
     CaptureError,
     app_regex,
     capture_plan,
-    compute_capability,
     ncu_command,
     parse_gpu_list,
     parse_query_metrics,
-    plan_metrics,
 )
 from roofline.config import AppConfig, load_config, resolve_apps
-from roofline.metrics import Quantity, Recipe, capture_metrics
+from roofline.metric_plan import compute_capability, plan_metrics
+from roofline.metrics import Quantity, Recipe
 
 RMSNORM = REAL / "h100pcie-rmsnorm-full-ncu2025.1" / "2025-04-21_v1.ncu-rep"
 VOLTA_TENSOR = "sm__inst_executed_pipe_tensor.sum"
@@ -45,7 +44,7 @@ def _app(**settings) -> AppConfig:
 
 def test_without_architecture_the_metrics_are_the_recipe_tables_capture_list():
     argv = ncu_command(_app(), "saxpy")
-    assert tuple(_metrics(argv)) == capture_metrics()
+    assert tuple(_metrics(argv)) == plan_metrics().metrics
     assert argv[0] == "ncu"
     assert argv[-6:] == ["--export", "data/raw/saxpy.ncu-rep", "--force-overwrite", "./saxpy", "--n", "1024"]
 
@@ -58,13 +57,16 @@ def test_metric_sets_differ_by_generation_where_recipes_have_cc_limits():
     assert VOLTA_TENSOR in volta
     assert VOLTA_TENSOR not in ampere and VOLTA_TENSOR not in hopper
     assert "sm__ops_path_tensor_src_fp16.sum" not in volta
-    assert "sm__ops_path_tensor_src_fp16.sum" in hopper
+    # Hopper: the wgmma/mma.sync splits, not the aggregate that holds dense and sparse work together
+    assert "sm__ops_path_tensor_op_hgmma_src_fp16_sparsity_off.sum" in hopper
+    assert "sm__ops_path_tensor_src_fp16.sum" not in hopper
     # Quantities without cc limits ask for the same metrics on every generation.
     for common in ("gpu__time_duration.sum", "dram__bytes.sum", "lts__t_bytes.sum"):
         assert common in volta and common in ampere and common in hopper
     assert plan_metrics("sm_70").recipes["flop_tensor_fp16"] == "volta_pipe_tensor_x512"
-    assert plan_metrics("sm_90").recipes["flop_tensor_fp16"] == "ops_path_aggregate_count"
-    assert plan_metrics("sm_80").recipes["flop_tensor_fp16"] == "ops_path_ampere_count"
+    assert plan_metrics("sm_90").recipes["flop_tensor_fp16"] == "hopper_gmma_count"
+    assert plan_metrics("sm_80").recipes["flop_tensor_fp16"] == "ampere_count"
+    assert plan_metrics("sm_90").recipes["peak_flops_tensor_fp16"] == "hopper_gmma_peak_x_sm_clock"
     assert "sm__ops_path_tensor_src_fp16_dst_fp32_sparsity_off.sum" in ampere
     assert "sm__ops_path_tensor_src_fp16.sum" not in ampere
 
@@ -93,7 +95,7 @@ def test_recipe_choice_follows_cc_limits_of_any_table():
 
 
 def test_available_metrics_pick_the_first_recipe_the_gpu_offers_and_record_it():
-    base = {m.split(".")[0] for m in capture_metrics()}
+    base = {m.split(".")[0] for m in plan_metrics().metrics}
     base -= {"dram__bytes", "gpu__time_duration"}
     base |= {"dram__bytes_read", "dram__bytes_write", "sm__cycles_elapsed"}
     plan = plan_metrics("sm_90", base)

@@ -36,7 +36,7 @@ wildcard_constraints:
 
 def pkg_code(*modules):
     """Package modules a stage imports: listed as inputs, so editing them reruns the stage."""
-    return [str(PKG / m) for m in ("__init__.py", "schemas.py", "metrics.py", *modules)]
+    return [str(PKG / m) for m in ("__init__.py", "schemas.py", "metrics.py", "compute_paths.py", *modules)]
 
 
 def app_source(wildcards):
