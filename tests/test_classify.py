@@ -376,3 +376,39 @@ def test_annotations_give_traffic_excess():
     assert row["traffic_excess"] == pytest.approx(2.0)
     assert row["ai_algorithmic"] == pytest.approx(1 / 6)
     assert row["ai_dram"] == pytest.approx(1 / 12)
+
+
+def test_geforce_fp32_accumulate_is_judged_against_its_half_rate_roof():
+    """Hand-made RTX 3080 launch (datasheet roofs only): FP16 tensor work with FP32 accumulate at the
+    catalog's fp32_accumulate rate (59.5 TFLOP/s, half the FP16-accumulate 119) is at 100 % of its
+    roof; the same work with FP16 accumulate at the same speed is at 50 %."""
+    from roofline.catalog import CATALOG_PATH
+    from roofline.ceilings import datasheet_ceilings
+
+    device = "NVIDIA GeForce RTX 3080"
+    ceilings = select_ceilings(datasheet_ceilings([device], CATALOG_PATH), ["datasheet"])
+    rows = []
+    for i, cls in enumerate(("tensor_fp16_acc32", "tensor_fp16")):
+        rows.append({"app": "a", "kernel": cls, "launch": i, "device": device, f"flop_{cls}": 59.5e12,
+                     "dram_bytes": 1e9, "duration_s": 1.0})
+    classified = classify_launches(conform(pd.DataFrame(rows), "counters"), ceilings).set_index("kernel")
+    acc32, acc16 = classified.loc["tensor_fp16_acc32"], classified.loc["tensor_fp16"]
+    assert acc32["bound"] == "compute:tensor_fp16_acc32" and acc32["roof_pct"] == pytest.approx(100.0)
+    assert acc32["roof_flops"] == pytest.approx(59.5e12) and acc32["ceiling_source"] == "datasheet"
+    assert acc16["bound"] == "compute:tensor_fp16" and acc16["roof_pct"] == pytest.approx(50.0)
+
+
+def test_a100_datasheet_runs_fp32_accumulate_at_full_rate_and_sparse_apart():
+    """Hand-made A100 launches: FP32-accumulate FP16 work has the full 312 TFLOP/s roof (the entry has
+    no fp32_accumulate); 2:4-sparse work is judged against the sparse 624, never dense work."""
+    from roofline.catalog import CATALOG_PATH
+    from roofline.ceilings import datasheet_ceilings
+
+    device = "NVIDIA A100-SXM4-40GB"
+    ceilings = select_ceilings(datasheet_ceilings([device], CATALOG_PATH), ["datasheet"])
+    rows = [{"app": "a", "kernel": cls, "launch": i, "device": device, f"flop_{cls}": 312e12, "dram_bytes": 1e9,
+             "duration_s": 1.0} for i, cls in enumerate(("tensor_fp16_acc32", "tensor_fp16_sparse"))]
+    classified = classify_launches(conform(pd.DataFrame(rows), "counters"), ceilings).set_index("kernel")
+    assert classified.loc["tensor_fp16_acc32", "roof_pct"] == pytest.approx(100.0)
+    assert classified.loc["tensor_fp16_sparse", "roof_flops"] == pytest.approx(624e12)
+    assert classified.loc["tensor_fp16_sparse", "roof_pct"] == pytest.approx(50.0)
