@@ -78,9 +78,14 @@ def classify_frame(
     with np.errstate(divide="ignore", invalid="ignore"):
         work = _matrix(merged, [f"flop_{c}" for c in COMPUTE_CLASSES])
         peaks = _matrix(merged, [f"peak_{c}" for c in COMPUTE_CLASSES])
+        # HFMA2.MMA register moves counted as HFMA: exact where per-opcode counts tell, else guessed
+        moves = _col(merged, "flop_fp16_register_moves")
+        counted = np.isfinite(moves) & np.isfinite(work[:, _FP16]) if n else np.zeros(0, dtype=bool)
+        work[counted, _FP16] = np.maximum(work[counted, _FP16] - moves[counted], 0.0)
         judged = work.copy()
-        register_moves = _hfma2_mma_suspect(work, _col(merged, "tensor_pipe_active_pct"))
+        register_moves = _hfma2_mma_suspect(work, _col(merged, "tensor_pipe_active_pct")) & ~counted
         judged[register_moves, _FP16] = np.nan  # counted, but not a path the kernel computes on
+        register_moves |= counted & (moves > 0)
         class_time = np.where(judged > 0, judged / peaks, np.nan)
         for i, cls in enumerate(COMPUTE_CLASSES):
             out[f"time_bound_{cls}"] = class_time[:, i]
@@ -165,6 +170,7 @@ def classify_frame(
         "flop_known": flop_known,
         "has_flop": has_flop,
         "register_moves": register_moves,
+        "moves": moves,
         "invisible_tensor": invisible_tensor,
         "compute_time": compute_time,
         "memory_time": memory_time,
@@ -275,11 +281,17 @@ def _notes(merged, ceiling_source, above, fraction, low, evidence) -> list[str]:
         if no_ceiling[i] and not no_compute[i]:
             classes = [COMPUTE_CLASSES[j] for j in np.flatnonzero(missing_ceiling[i])]
             parts.append(f"no ceiling for {', '.join(classes)}: that work is not judged")
-        if e["register_moves"][i]:
+        if e["register_moves"][i] and np.isfinite(e["moves"][i]):
+            parts.append(
+                f"{e['moves'][i]:.3g} FLOP of the FP16 count are the compiler's HFMA2.MMA register moves "
+                "(per-opcode SASS counts), not FP16 work: left out"
+            )
+        elif e["register_moves"][i]:
             share = e["work"][i, _FP16] / e["work"][i, _FP32]
             parts.append(
                 f"FP16 work is {100 * share:.1f} % of the FP32 work: likely the compiler's HFMA2.MMA register "
-                "moves, which ncu counts as HFMA; not judged as FP16 (the counters cannot tell them from HFMA2)"
+                "moves, which ncu counts as HFMA; not judged as FP16 (this report cannot tell them from HFMA2: "
+                "--section SourceCounters gives the per-opcode counts that do)"
             )
         notes[i] = "; ".join(parts)
     return notes

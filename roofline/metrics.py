@@ -48,6 +48,10 @@ SECTOR_BYTES = 32.0
 L1_WRITEBACK_BYTES_PER_CYCLE = 128.0
 VOLTA_TENSOR_FLOP_PER_INST = 512.0
 SMSP_PER_SM = 4.0
+# The compiler's HFMA2.MMA register moves, which ncu's hfma counter includes: thread instructions of
+# that opcode from the per-opcode SASS counts of full-set reports (SourceCounters section), read by
+# the .ncu-rep reader under this name (the metric's instance for that opcode).
+HFMA2_MMA_METRIC = "sass__thread_inst_executed_true_per_opcode_with_modifier_all[HFMA2.MMA]"
 
 
 @dataclass(frozen=True)
@@ -288,6 +292,19 @@ QUANTITIES: tuple[Quantity, ...] = (
         "FP16 FLOP on CUDA cores, half2 convention (every H instruction two lanes)",
     ),
     *(q for cls in TENSOR_CLASSES for q in _tensor_quantity(cls)[:1]),
+    Quantity(
+        "flop_fp16_register_moves",
+        "FLOP",
+        (
+            Recipe(
+                "sass_per_opcode_hfma2_mma",
+                ((4.0, HFMA2_MMA_METRIC),),
+                note="4 x HFMA2.MMA thread instructions (per-opcode SASS counts): counted in flop_fp16, not FP16 work",
+            ),
+        ),
+        "the part of flop_fp16 that is HFMA2.MMA register moves, where per-opcode counts tell",
+        capture=False,
+    ),
     Quantity(
         "tensor_pipe_active_pct",
         "%",

@@ -195,6 +195,9 @@ def read_ncu_rep(path: str | Path) -> pd.DataFrame:
                 )
             )
             values: dict[str, float] = {}
+            moves = _register_moves(action)
+            if moves is not None:
+                values[metrics.HFMA2_MMA_METRIC] = moves
             for name in names:
                 if not _wanted(name) or name == _DEVICE_NAME:
                     continue
@@ -219,6 +222,21 @@ def read_ncu_rep(path: str | Path) -> pd.DataFrame:
         raise _not_a_report(path, context.num_ranges())
     unknown_unit_warning(str(path), unknown)
     return _launch_frame(identities, launch_values)
+
+
+_PER_OPCODE = metrics.HFMA2_MMA_METRIC.split("[")[0]
+
+
+def _register_moves(action) -> float | None:
+    """HFMA2.MMA thread instructions of a launch from its per-opcode SASS counts (instances named
+    by opcode and modifiers), or None where the report has no such counts."""
+    metric = action.metric_by_name(_PER_OPCODE)
+    if metric is None or metric.num_instances() == 0:
+        return None
+    opcodes = metric.correlation_ids()
+    return float(
+        sum(metric.as_double(i) for i in range(metric.num_instances()) if opcodes.as_string(i).startswith("HFMA2.MMA"))
+    )
 
 
 def _launch_frame(identities: list[tuple], launch_values: list[dict[str, float]]) -> pd.DataFrame:

@@ -9,7 +9,7 @@ import ncu_report
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import real_fixture, real_reports, report_actions, report_id, report_metrics
+from conftest import get, real_fixture, real_reports, report_actions, report_id, report_metrics, smsp_cycles
 
 from roofline import metrics
 from roofline.ncu_rep import InputError, read_ncu_rep, report_provenance, report_structure_problem
@@ -53,7 +53,7 @@ def test_read_ncu_rep_values_are_ncu_report_values_in_si_units(path):
         for name in m
         if (name in wanted or name.startswith("sm__ops_path_tensor_")) and name != "device__attribute_display_name"
     }
-    assert {c for c in raw.columns if "__" in c} == expected_columns
+    assert {c for c in raw.columns if "__" in c} - {metrics.HFMA2_MMA_METRIC} == expected_columns
     for i, m in enumerate(oracle):
         for name in expected_columns:
             if name not in m:
@@ -67,6 +67,20 @@ def test_read_ncu_rep_values_are_ncu_report_values_in_si_units(path):
         assert raw["grid"].iat[i] == "({}, {}, {})".format(*dims["grid"])
         assert raw["block"].iat[i] == "({}, {}, {})".format(*dims["block"])
     assert (raw["source_format"] == "ncu-rep").all()
+
+
+def test_register_moves_from_the_per_opcode_counts_equal_the_silu_hfma_counter():
+    """The SiLU kernels' whole HFMA count is HFMA2.MMA register moves: the per-opcode instance read by
+    the reader equals the hfma counter (rate x SMSP cycles, from the raw metrics); reports without
+    per-opcode counts get no value."""
+    folder = real_fixture("a100sxm-silu-full-ncu2025.1")
+    path = next(folder.glob("*.ncu-rep"))
+    raw = read_ncu_rep(path)
+    for i, m in enumerate(report_metrics(path)):
+        hfma = get(m, "smsp__sass_thread_inst_executed_op_hfma_pred_on.sum.per_cycle_elapsed") * smsp_cycles(m)
+        assert raw[metrics.HFMA2_MMA_METRIC].iat[i] == pytest.approx(hfma, rel=1e-6)
+    a10g = read_ncu_rep(real_fixture("a10g-sgemm-rooflineset-ncu2023.1") / "profile_output.ncu-rep")
+    assert metrics.HFMA2_MMA_METRIC not in a10g.columns
 
 
 def test_read_ncu_rep_duration_in_seconds():
