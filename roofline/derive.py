@@ -82,9 +82,10 @@ def _compute_capability(raw: pd.DataFrame) -> pd.Series:
 # -- plausibility ----------------------------------------------------------------------------------
 #
 # What parse calls absurd. A value outside these limits cannot be a measurement of one kernel launch;
-# it is refused *for that launch and quantity*: the quantity is left empty (NaN), its recipe column
-# reads "refused: <metrics> gives <value>: <why>", later recipes do not replace it, and the launch
-# keeps its row and gets one warning (parse.diagnostics_for). Quantities computed from a refused one (e.g.
+# it is refused *for that launch and quantity*: the quantity is left empty (NaN), its
+# ``<quantity>_refused`` column says "<metrics> gives <value>: <why>" (its ``_recipe`` column names
+# the recipe that gave the value), later recipes do not replace it, and the launch keeps its row
+# and gets one warning (parse.diagnostics_for). Quantities computed from a refused one (e.g.
 # DRAM bytes = rate x duration) are empty too. The limits are those of the GPU catalog
 # (roofline/catalog.py: COMPUTE_RANGE, MEMORY_RANGE upper ends); clocks may reach 100 GHz because
 # ncu reports GDDR7 DRAM clocks near 14 GHz (RTX 5090 fixture).
@@ -100,7 +101,6 @@ MAX_CLOCK_HZ = 1e11
 MAX_FLOP_RATE = 1e18
 MAX_BYTE_RATE = 1e16
 _UNIT_LIMITS = {"s": MAX_DURATION_S, "Hz": MAX_CLOCK_HZ, "FLOP/s": MAX_FLOP_RATE, "B/s": MAX_BYTE_RATE}
-REFUSED = "refused: "
 
 
 def _source_text(recipe: Recipe | None) -> str:
@@ -121,13 +121,14 @@ def _implausible(quantity, values: np.ndarray, recipe: Recipe | None) -> dict[in
     reasons: dict[int, str] = {}
     for mask, why in checks:
         for i in np.flatnonzero(mask):
-            reasons.setdefault(int(i), f"{REFUSED}{_source_text(recipe)} gives {values[i]:.4g} {quantity.unit}: {why}")
+            reasons.setdefault(int(i), f"{_source_text(recipe)} gives {values[i]:.4g} {quantity.unit}: {why}")
     return reasons
 
 
-def _refuse_rates(values: dict[str, np.ndarray], recipes: dict[str, tuple[list, np.ndarray]]) -> None:
+def _refuse_rates(values: dict[str, np.ndarray], recipes: dict[str, tuple[list, np.ndarray]],
+                  refusals: dict[str, dict[int, str]]) -> None:
     """Refuse work and traffic that imply an absurd rate in the launch's own duration (in place:
-    the value becomes NaN, the launch's recipe text the refusal)."""
+    the value becomes NaN, the reason goes to ``refusals``)."""
     duration = values["duration_s"]
     checks = [(f"flop_{c}", "FLOP", MAX_FLOP_RATE) for c in COMPUTE_CLASSES]
     checks += [(f"{level}_bytes", "B", MAX_BYTE_RATE) for level in MEMORY_LEVELS]
@@ -138,9 +139,8 @@ def _refuse_rates(values: dict[str, np.ndarray], recipes: dict[str, tuple[list, 
             rate = value / duration
         for i in np.flatnonzero(rate > limit):
             recipe = texts[text_code[i]]
-            text_code[i] = len(texts)
-            texts.append(
-                f"{REFUSED}{recipe or 'the table'} gives {value[i]:.4g} {unit} in "
+            refusals[column][int(i)] = (
+                f"{recipe or 'the table'} gives {value[i]:.4g} {unit} in "
                 f"{duration[i]:.4g} s = {rate[i]:.3g} {unit}/s: above the plausible maximum "
                 f"{limit:g} {unit}/s"
             )
@@ -178,6 +178,7 @@ def derive_counters(raw: pd.DataFrame) -> pd.DataFrame:
     # Per quantity and row, the recipe that gave the value or why it was refused, as codes into
     # texts (100k launches share a few texts: each becomes a string once).
     recipes: dict[str, tuple[list, np.ndarray]] = {}
+    refusals: dict[str, dict[int, str]] = {}  # per quantity, row -> why its value was refused
     operand = functools.partial(_column, raw, values, {})
     cc_values = cc.to_numpy()
     for quantity in QUANTITIES:
@@ -207,14 +208,14 @@ def derive_counters(raw: pd.DataFrame) -> pd.DataFrame:
             fill[list(reasons)] = False
             value = np.where(fill, result, value)
             text_code[fill] = len(texts)
+            text_code[list(reasons)] = len(texts)  # the recipe that gave the refused value
             texts.append(recipe.name)
-        for row, reason in refused.items():
+        for row in refused:
             value[row] = np.nan
-            text_code[row] = len(texts)
-            texts.append(reason)
         values[quantity.name] = value
         recipes[quantity.name] = (texts, text_code)
-    _refuse_rates(values, recipes)
+        refusals[quantity.name] = refused
+    _refuse_rates(values, recipes, refusals)
     out: dict[str, object] = {}
     for name, value in values.items():
         texts, text_code = recipes[name]
@@ -222,6 +223,10 @@ def derive_counters(raw: pd.DataFrame) -> pd.DataFrame:
         # StringDtype (pd.NA) text without missing values is what conform() keeps as it is
         text = pa.array(texts, pa.string(), from_pandas=True).take(pa.array(text_code))
         out[f"{name}_recipe"] = pd.arrays.ArrowStringArray(text)
+        why = np.full(len(raw), "", dtype=object)
+        for row, reason in refusals[name].items():
+            why[row] = reason
+        out[f"{name}_refused"] = pd.array(why, dtype="str")
     # NaN when every tensor class is NaN, else their sum (NaN counted 0), as pandas' sum(min_count=1)
     tensor = np.stack([values[f"flop_{c}"] for c in metrics.TENSOR_CLASSES])
     none = np.isnan(tensor).all(axis=0)
@@ -248,10 +253,10 @@ def derive_counters(raw: pd.DataFrame) -> pd.DataFrame:
     codes, names = pd.factorize(raw["kernel"].astype(str))  # a short name once per kernel, not per launch
     shorts = pa.array([short_kernel_name(name) for name in names], pa.string())
     out["kernel_short"] = pd.Series(shorts.take(pa.array(codes)), index=raw.index, dtype="str")
-    refused = {
-        name: np.array([isinstance(t, str) and t.startswith(REFUSED) for t in texts], dtype=bool)[text_code]
-        for name, (texts, text_code) in recipes.items()
-    }
+    refused = {}
+    for name, rows in refusals.items():
+        refused[name] = np.zeros(len(raw), dtype=bool)
+        refused[name][list(rows)] = True
     out["missing"], out["missing_hint"] = _missing(values, refused)
     return pd.DataFrame(out, index=raw.index)
 
@@ -268,14 +273,14 @@ def _missing_text(
         if lacking:
             missing.append(quantity)
             hints.append(
-                f"{quantity}: fix the value ({quantity}_recipe says why it was refused)"
+                f"{quantity}: fix the value ({quantity}_refused says why it was refused)"
                 if was_refused
                 else metrics.metric_hint(quantity)
             )
     if no_flop:
         missing.append("flop")
         hints.append(
-            "flop: fix the values (see the flop_*_recipe columns)" if flop_refused else metrics.NCU_ROOFLINE_FLAGS
+            "flop: fix the values (see the flop_*_refused columns)" if flop_refused else metrics.NCU_ROOFLINE_FLAGS
         )
     return ";".join(missing), " ; ".join(dict.fromkeys(hints))
 

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from roofline import metrics
-from roofline.derive import REFUSED, derive_counters
+from roofline.derive import derive_counters
 from roofline.ncu_rep import InputError, read_ncu_rep, report_provenance
 from roofline.schemas import conform, write_table
 from roofline.units import UnitError, UnitWarning
@@ -148,16 +148,16 @@ def parse_input(path: str | Path, app: str, kind: str, device: str | None = None
     return conform(counters, "counters")
 
 
-def _launch_problems(row, recipe_columns: list[str]) -> list[str]:
+def _launch_problems(row, refusal_columns: list[str]) -> list[str]:
     """What is wrong with one launch: refused quantities first, then quantities no recipe gave."""
     problems = []
     refused = set()
-    for column in recipe_columns:
+    for column in refusal_columns:
         text = str(row[column])
-        if text.startswith(REFUSED):
-            quantity = column.removesuffix("_recipe")
+        if text:
+            quantity = column.removesuffix("_refused")
             refused.add(quantity)
-            problems.append(f"{quantity} refused ({text.removeprefix(REFUSED)})")
+            problems.append(f"{quantity} refused ({text})")
     if problems:
         problems[-1] += "; the launch is kept with these quantities empty: check the export (units, values)"
     lacking = [q for q in str(row["missing"]).split(";") if q and q not in refused]
@@ -174,15 +174,15 @@ def _launch_problems(row, recipe_columns: list[str]) -> list[str]:
 def diagnostics_for(counters: pd.DataFrame, app: str) -> pd.DataFrame:
     """One warning row per launch that lacks or had refused a roofline quantity, and one per file
     whose launches ran on several devices."""
-    recipe_columns = [c for c in counters.columns if c.endswith("_recipe")]
+    refusal_columns = [c for c in counters.columns if c.endswith("_refused")]
     missing = counters["missing"].astype(str)
     what_if = counters.get("source_format", pd.Series("", index=counters.index)) == "what-if"
     flagged = (missing != "") & ~(what_if & (missing == "duration_s"))
-    for column in recipe_columns:
-        flagged |= counters[column].astype(str).str.startswith(REFUSED)
+    for column in refusal_columns:
+        flagged |= counters[column].fillna("").astype(str) != ""
     rows = []
     for _, row in counters[flagged].iterrows():
-        problems = _launch_problems(row, recipe_columns)
+        problems = _launch_problems(row, refusal_columns)
         if problems:
             rows.append(
                 {

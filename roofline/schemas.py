@@ -62,12 +62,17 @@ PROVENANCE = [
 
 QUANTITY_COLUMNS = [Column(q.name, "float", q.unit, q.description) for q in QUANTITIES]
 RECIPE_COLUMNS = [Column(f"{q.name}_recipe", "str", "", f"recipe that produced {q.name}") for q in QUANTITIES]
+REFUSAL_COLUMNS = [
+    Column(f"{q.name}_refused", "str", "", f"why the value of {q.name} was refused as absurd (empty: it was not)")
+    for q in QUANTITIES
+]
 
 COUNTERS = [
     *LAUNCH_IDENTITY,
     *PROVENANCE,
     *QUANTITY_COLUMNS,
     *RECIPE_COLUMNS,
+    *REFUSAL_COLUMNS,
     Column("flop_tensor", "float", "FLOP", "tensor-core ops, all datatypes (dense)"),
     # Algorithmic (compulsory) work and traffic, from what-if rows or config annotations.
     Column("algorithmic_flop", "float", "FLOP", "compulsory FLOP (e.g. 2MNK of a GEMM)"),

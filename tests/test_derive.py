@@ -152,3 +152,13 @@ def test_ncu_2025_4_dram_names():
     raw = _raw("8.9", **{"dram__bytes_op_read.sum": 3e6, "dram__bytes_op_write.sum": 1e6})
     row = derive_counters(raw).iloc[0]
     assert row["dram_bytes"] == 4e6 and row["dram_bytes_recipe"] == "dram_op_read_plus_write"
+
+
+def test_refusals_are_data_beside_the_recipe_name():
+    """Hand-made: a negative DRAM count is refused: the value is empty, ``dram_bytes_refused`` says
+    why, ``dram_bytes_recipe`` still names the recipe; nothing is encoded in the recipe name."""
+    row = derive_counters(_raw("8.0", **{"dram__bytes.sum": -5.0, _sass("ffma"): 1.0})).iloc[0]
+    assert math.isnan(row["dram_bytes"])
+    assert row["dram_bytes_recipe"] == "dram_bytes"
+    assert "dram__bytes.sum gives -5 B: negative" in row["dram_bytes_refused"]
+    assert row["flop_fp32_refused"] == "" and "dram_bytes" in row["missing"]
