@@ -147,11 +147,51 @@ def test_legacy_report_is_refused_with_advice(run):
 
 
 def test_rtx5090_csv_folders_have_tensor_work(run):
+    """The workflow's RTX 5090 apps: device named by config, DRAM and time from the CSVs."""
     tables = [read_table(path, "classified") for path in (run / "data" / "classified").glob("rtx5090-*.parquet")]
     assert len(tables) == 3
     for table in tables:
         assert set(table["device"]) == {"NVIDIA GeForce RTX 5090"}
         assert table["dram_bytes"].notna().all() and table["duration_s"].notna().all()
+
+
+def _csv_metric(folder, name):
+    """Per launch ID, the value of metric ``name`` in a folder's ncu.metrics.csv (csv module; "n/a"
+    and absent -> NaN; ops have no unit, so the thousands separators are the only thing to strip)."""
+    values = {}
+    with open(folder / "ncu.metrics.csv", newline="", encoding="utf-8") as handle:
+        for row in csv.DictReader(handle):
+            if row["Metric Name"] == name:
+                text = row["Metric Value"].replace(",", "")
+                values[int(row["ID"])] = math.nan if text in ("", "n/a") else float(text)
+    return values
+
+
+@pytest.mark.parametrize("folder", RTX5090, ids=[f.name[:11] for f in RTX5090])
+def test_rtx5090_bf16_tensor_work_equals_the_csv_and_stays_under_its_roof(folder):
+    """Every RTX 5090 folder: BF16 tensor work is the CSV's `src_bf16_dst_fp32` ops (one op one
+    FLOP); where there is some, the launch is judged on the tensor BF16 roof of the datasheet and
+    sits under it (were an op one FMA, the CUTLASS GEMM of kernel_0005 would be at 107 %)."""
+    from roofline.catalog import CATALOG_PATH
+    from roofline.ceilings import build_ceilings
+    from roofline.classify import classify_launches
+    from roofline.parse import parse_input
+
+    counters = parse_input(folder, folder.name, "csv-dir", device="NVIDIA GeForce RTX 5090")
+    expected = _csv_metric(folder, "sm__ops_path_tensor_src_bf16_dst_fp32.sum")
+    assert len(counters) == len(expected) > 0
+    for i, ops in sorted(expected.items()):
+        assert counters["flop_tensor_bf16"].iat[i] == pytest.approx(ops, nan_ok=True)
+    classified = classify_launches(counters, build_ceilings(counters, CATALOG_PATH, ["datasheet"]))
+    tensor = classified[classified["flop_tensor_bf16"] > 0]
+    for _, row in tensor.iterrows():
+        if row["bound"] == "compute:tensor_bf16":
+            assert row["roof_pct"] < 100, row["kernel_short"]
+    if folder.name.startswith("kernel_0005"):
+        row = tensor.iloc[0]
+        assert row["bound"] == "compute:tensor_bf16"
+        assert row["performance"] == pytest.approx(12_532_580_352 / 111.81e-6, rel=1e-3)
+        assert 40 < row["roof_pct"] < 70
 
 
 def test_summary_lists_every_app(run):
