@@ -26,6 +26,7 @@ from pathlib import Path
 import pandas as pd
 
 from roofline import __version__
+from roofline.errors import cannot_write, is_environmental
 from roofline.schemas import TABLES, Column, conform
 
 PART = "part.parquet"
@@ -117,9 +118,18 @@ def _clean_stale(store: Path) -> None:
 
 
 def _atomic_put(store: Path, run_id: str, frame: pd.DataFrame) -> Path:
+    final = store / f"run={_check_run_id(run_id)}"
+    try:
+        return _put(store, final, frame)
+    except OSError as error:
+        if is_environmental(error):  # out of space, read-only, denied: name the partition, not the temp dir
+            raise cannot_write(final / PART, error) from error
+        raise
+
+
+def _put(store: Path, final: Path, frame: pd.DataFrame) -> Path:
     store.mkdir(parents=True, exist_ok=True)
     _clean_stale(store)
-    final = store / f"run={_check_run_id(run_id)}"
     tmp: Path | None = Path(tempfile.mkdtemp(prefix=f"{_TMP_PREFIX}{os.getpid()}-", dir=store))
     try:
         part = tmp / PART

@@ -14,12 +14,15 @@ when the process that started it is gone, so nothing writes outputs after a kill
 from __future__ import annotations
 
 import importlib
+import io
 import multiprocessing
 import os
 import sys
 import threading
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
+
+from roofline import errors
 
 # Modules the server imports once, so that no job pays for them. "__main__" (Snakemake's entry
 # script, import-guarded) too: else every job would re-import it as ``__mp_main__`` when it starts.
@@ -61,15 +64,66 @@ def _exit_when_caller_dies(caller: Connection) -> None:
     os._exit(1)
 
 
-def _child(stage: str, argv: list[str], log: str, caller: Connection) -> None:
+class _Log(io.TextIOBase):
+    """The job's stderr: its log file (descriptor 2), written through at once. A write the
+    environment refuses (the log's filesystem full, read-only) is remembered, not raised: the stage
+    goes on, and the job then fails saying why (:func:`_child`)."""
+
+    encoding = "utf-8"
+    errors = "backslashreplace"
+
+    def __init__(self) -> None:
+        self.error: OSError | None = None
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return 2
+
+    def write(self, text: str) -> int:
+        data = text.encode(self.encoding, self.errors)
+        try:
+            while data and self.error is None:
+                data = data[os.write(2, data):]
+        except OSError as error:
+            if not errors.is_environmental(error):
+                raise
+            self.error = error
+        return len(text)
+
+
+def _child(stage: str, argv: list[str], log: str, caller: Connection, report: Connection) -> None:
+    """A job's process: stderr to ``log``, then ``roofline.<stage>.main(argv)``.
+
+    A failure of the environment (out of space or quota, read-only, permission denied) while the
+    stage writes its outputs or its log ends the job with one line and no traceback: in its log,
+    and sent through ``report`` to the caller where the log could not take it."""
     threading.Thread(target=_exit_when_caller_dies, args=(caller,), daemon=True).start()
     # The job's stderr goes to its log, as `2> {log}` did for the shell command.
-    descriptor = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        descriptor = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    except OSError as error:
+        if not errors.is_environmental(error):
+            raise
+        report.send(errors.message(errors.cannot_write(log, error)))
+        sys.exit(errors.EXIT_STATUS)
     os.dup2(descriptor, 2)
     os.close(descriptor)
-    sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115 - lives as long as the process
-    status = importlib.import_module(f"roofline.{stage}").main(argv)
-    sys.stderr.flush()
+    sys.stderr = stream = _Log()
+    try:
+        status = importlib.import_module(f"roofline.{stage}").main(argv)
+    except OSError as error:
+        if not errors.is_environmental(error):
+            raise
+        stream.write(errors.message(error) + "\n")
+        status = errors.EXIT_STATUS
+        if stream.error is not None:  # the log could not take the line either: the caller says it
+            report.send(errors.message(error))
+    else:
+        if stream.error is not None:  # the outputs are whole, but the log is not: say so, fail
+            report.send(errors.message(errors.cannot_write(log, stream.error)))
+            status = errors.EXIT_STATUS
     sys.exit(status or 0)
 
 
@@ -97,12 +151,20 @@ def run_stage(stage: str, log: str | os.PathLike, /, **options) -> None:
     """
     if stage not in STAGES:
         raise ValueError(f"unknown stage {stage!r}; expected one of {sorted(STAGES)}")
-    Path(log).parent.mkdir(parents=True, exist_ok=True)
+    errors.quiet_log_files()  # Snakemake's own log file: one line when it cannot be written
+    try:
+        Path(log).parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        if not errors.is_environmental(error):
+            raise
+        raise StageFailed(errors.message(errors.cannot_write(log, error))) from None
     context = _server()
     # A pipe whose only writer is this process: the job exits when it reads EOF, so a killed
     # Snakemake leaves no job behind writing outputs.
     lifeline, keep = context.Pipe(duplex=False)
-    process = context.Process(target=_child, args=(stage, stage_argv(options), str(log), lifeline),
+    # And one the job writes to: the one line about an environment failure its log could not take.
+    said, report = context.Pipe(duplex=False)
+    process = context.Process(target=_child, args=(stage, stage_argv(options), str(log), lifeline, report),
                               name=f"roofline.{stage}")
     try:
         # multiprocessing reads a forkserver child's exit status from its sentinel exactly once, and
@@ -111,12 +173,25 @@ def run_stage(stage: str, log: str | os.PathLike, /, **options) -> None:
         with _status_lock:
             process.start()
         lifeline.close()
+        report.close()
         wait([process.sentinel])
         with _status_lock:
             process.join()
+        line = _received(said)
     finally:
         keep.close()
+        said.close()
+    if line is not None:
+        raise StageFailed(line)
     if process.exitcode != 0:
         how = f"was killed by signal {-process.exitcode}" if process.exitcode < 0 else (
             f"exited with status {process.exitcode}")
         raise StageFailed(f"roofline.{stage} {how}; its log: {log}")
+
+
+def _received(connection: Connection) -> str | None:
+    """The message a job sent before it ended, if any."""
+    try:
+        return connection.recv() if connection.poll() else None
+    except EOFError:
+        return None

@@ -10,13 +10,14 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from roofline.errors import cannot_write, is_environmental
 from roofline.metrics import COMPUTE_CLASSES, MEMORY_LEVELS, QUANTITIES
 
 
@@ -261,20 +262,32 @@ def atomic_output(path: str | os.PathLike) -> Iterator[Path]:
 
     A killed writer leaves either the old file or none, never half a file. The file gets the
     permissions a plain ``open()`` would give (mkstemp's are owner-only).
+
+    Raises
+    ------
+    roofline.errors.CannotWrite
+        When the environment refuses the write (out of space or quota, read-only, permission
+        denied), naming ``path`` itself rather than the temporary file; nothing is left behind.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
+    tmp: str | None = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        os.close(fd)
         yield Path(tmp)
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
+    except OSError as error:
+        if is_environmental(error):
+            raise cannot_write(path, error) from error
+        raise
     finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        if tmp is not None and os.path.exists(tmp):
+            with suppress(OSError):  # e.g. the filesystem went read-only: the name is hidden, readers skip it
+                os.unlink(tmp)
 
 
 def write_text_atomic(path: str | os.PathLike, text: str) -> None:
