@@ -263,11 +263,16 @@ def downstream(graph: dict[str, set[str]], start: set[str]) -> set[str]:
 
 def expected_jobs(graph: dict[str, set[str]], cold_jobs: list[str], changed: set[str], apps: list[str]) -> list[str]:
     """Jobs a rerun should execute when rules ``changed`` rerun for ``apps``: their per-app dependents
-    for those apps, and every aggregate (no-wildcard) rule downstream, except ``all``."""
+    for those apps, every aggregate (no-wildcard) rule downstream except ``all``, and for every app
+    the per-app rules downstream of such an aggregate (the device ceilings feed every classify)."""
     per_app = {j.split(":")[0] for j in cold_jobs if ":" in j}
     aggregate = {j for j in cold_jobs if ":" not in j}
+    every_app = sorted({j.split(":", 1)[1] for j in cold_jobs if ":" in j})
     rules = downstream(graph, changed) - {"all"}
-    return sorted([f"{r}:{a}" for r in rules & per_app for a in apps] + [r for r in rules & aggregate])
+    after_aggregate = downstream(graph, rules & aggregate) - (rules & aggregate) if rules & aggregate else set()
+    jobs = [f"{r}:{a}" for r in (rules & per_app) - after_aggregate for a in apps]
+    jobs += [f"{r}:{a}" for r in after_aggregate & per_app for a in every_app]
+    return sorted(jobs + [r for r in rules & aggregate])
 
 
 def median_time(fn, repeat: int = 3) -> float:
