@@ -48,7 +48,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
+from roofline.compressed import SUFFIXES, archive_kind, compression_of_bytes, read_bytes
 from roofline.metrics import all_input_metrics
+from roofline.ncu_log import KERNEL_FILTER_FLAGS, NO_KERNEL_FIX, foreign_export, log_problem
 from roofline.units import UnitError, si_factor, unknown_unit_warning
 
 IDENTITY_COLUMNS = (
@@ -170,8 +172,8 @@ def read_ncu_csv(path: str | Path) -> pd.DataFrame:
         Metrics no recipe reads left out for a unit the converter does not know.
     """
     path = Path(path)
-    source, encoding, header, first_line = _sniff(path)
-    where = _Where(path, first_line)
+    source, encoding, header, first_line, head_lines = _sniff(path)
+    where = _Where(path, first_line, head_lines)
     if "Metric Name" in header and "Metric Value" in header:
         return _read_long(source, encoding, header, where)
     return _read_wide(source, encoding, header, where)
@@ -216,11 +218,13 @@ def read_ncu_csvs(paths: Iterable[str | Path]) -> pd.DataFrame:
 
 
 class _Where:
-    """File and line numbers for error messages (data row ``i`` sits on line ``first + i``)."""
+    """File and line numbers for error messages (data row ``i`` sits on line ``first + i``), and the
+    file's first lines, whose ncu log lines tell why a file holds no launch."""
 
-    def __init__(self, path: Path, header_line: int) -> None:
+    def __init__(self, path: Path, header_line: int, head_lines: list[str]) -> None:
         self.path = path
         self.first = header_line + 1
+        self.head_lines = head_lines
 
     def line(self, row: int) -> int:
         return self.first + int(row)
@@ -229,26 +233,33 @@ class _Where:
         at = f" line {self.line(row)}:" if row is not None else ""
         return NcuCsvError(f"{self.path}:{at} {message}")
 
+    def no_kernel(self, found: str) -> NcuCsvError:
+        """The error for an export that holds ``found`` ("no rows") instead of launches: what ncu's log
+        in the file says went wrong, else that ncu profiled no kernel and which options usually cause it."""
+        problem = log_problem(self.head_lines) or f"ncu profiled no kernel; {NO_KERNEL_FIX}"
+        return NcuCsvError(f"{self.path}: {found}: {problem}")
 
-def _sniff(path: Path) -> tuple[str | io.BytesIO, str, list[str], int]:
-    """Check the bytes and find the header: (source to read, encoding, header fields, its line)."""
+
+def _sniff(path: Path) -> tuple[str | io.BytesIO, str, list[str], int, list[str]]:
+    """Check the bytes and find the header: (source to read, encoding, header fields, its line, the
+    file's first lines). A compressed file is decompressed here, once, into the source."""
     with path.open("rb") as fh:
         head = fh.read(_SNIFF_BYTES)
+    whole = None  # a compressed file's decompressed bytes
+    if compression_of_bytes(head):
+        whole = read_bytes(path)
+        head = whole[:_SNIFF_BYTES]
     if not head.strip():
         raise NcuCsvError(
             f"{path}: the file is empty: re-export it with `ncu --import <report>.ncu-rep --csv "
-            "--page raw > file.csv` (ncu writes nothing when no kernel was profiled)"
+            f"--page raw > file.csv`; if ncu wrote it empty, it profiled no kernel: check {KERNEL_FILTER_FLAGS}"
         )
     if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         encoding = "utf-16"
     elif head.startswith(codecs.BOM_UTF8):
         encoding = "utf-8-sig"
     elif b"\x00" in head:
-        raise NcuCsvError(
-            f"{path}: binary file, not a CSV export (an .ncu-rep report or a compressed file?): "
-            "read reports with the .ncu-rep reader, or export CSV with `ncu --import "
-            "<report>.ncu-rep --csv --page raw > file.csv`"
-        )
+        raise _binary_error(path, head)
     else:
         encoding = "utf-8"
     lines = head.decode(encoding, errors="replace").splitlines()
@@ -271,15 +282,37 @@ def _sniff(path: Path) -> tuple[str | io.BytesIO, str, list[str], int]:
                 "not an ncu CSV export: export with `ncu --csv --page raw` or `--page details`"
             )
         if index == 0 and encoding != "utf-16":
-            return str(path), encoding, header, 1
-        text = path.read_bytes().decode(encoding, errors="replace").splitlines(keepends=True)
-        return io.BytesIO("".join(text[index:]).encode("utf-8")), "utf-8", header, index + 1
+            return (str(path) if whole is None else io.BytesIO(whole)), encoding, header, 1, lines
+        data = path.read_bytes() if whole is None else whole
+        text = data.decode(encoding, errors="replace").splitlines(keepends=True)
+        return io.BytesIO("".join(text[index:]).encode("utf-8")), "utf-8", header, index + 1, lines
+    # No table: ncu's log or another tool's export tell what went wrong better than "not ncu's format".
+    problem = log_problem(lines) or foreign_export(lines)
+    if problem:
+        raise NcuCsvError(f"{path}: no ncu CSV table in the file: {problem}")
     raise NcuCsvError(
         f'{path}: no ncu CSV header (a row starting with the "ID" and "Kernel Name" columns) '
         f"in the first {_SNIFF_BYTES >> 20} MiB: this is not an ncu CSV export; export with "
         "`ncu --csv --page raw` or `--page details` (a what-if table in CSV starts with a 'kernel' "
         "column: see config/README.md)"
     )
+
+
+def _binary_error(path: Path, head: bytes) -> NcuCsvError:
+    """The error for a file of binary bytes, saying what they are where the first bytes tell."""
+    export = "export CSV from a report with `ncu --import <report>.ncu-rep --csv --page raw > file.csv`"
+    if head.startswith(b"NVR\x00"):
+        what = (
+            "an Nsight Compute report (its first bytes are the 'NVR' signature), not a CSV export: give it "
+            f"as an .ncu-rep input, or {export}"
+        )
+    elif archive := archive_kind(head):
+        what = f"{archive[0]}, not a CSV export: {archive[1]} and give the export inside as the input"
+    else:
+        named = next((c for s, c in SUFFIXES.items() if path.name.lower().endswith(s)), "")
+        said = f" (named as {named}-compressed, but the bytes are not {named})" if named else ""
+        what = f"not a CSV export{said}: {export}"
+    return NcuCsvError(f"{path}: binary file, {what}")
 
 
 def _read_table(source: str | io.BytesIO, encoding: str, columns: list[str], where: _Where,
@@ -404,10 +437,7 @@ def _long_launches(table: pa.Table, where: _Where) -> tuple[pa.Table, np.ndarray
         if len(index) < table.num_rows:
             table, id_codes = table.take(index), id_codes[index]
     if table.num_rows == 0:
-        raise where.error(
-            "the export holds no rows: ncu profiled no kernel; check the --kernel-name / --launch-skip "
-            "filters of the ncu run and export again"
-        )
+        raise where.no_kernel("the export holds no rows")
     codes, launches = _launch_runs(ids) if integer_ids else _launch_ids(id_codes, id_texts, index, where)
     return table, index, codes, launches
 
@@ -451,10 +481,7 @@ def _read_wide(source, encoding: str, header: list[str], where: _Where) -> pd.Da
     ident = [c for c in _IDENT_SOURCE if c in header]
     table = _read_table(source, encoding, [*ident, *metrics], where)
     if table.num_rows == 0:
-        raise where.error(
-            "no units row and no launches: ncu profiled no kernel; check the --kernel-name / --launch-skip "
-            "filters of the ncu run and export again"
-        )
+        raise where.no_kernel("no units row and no launches")
     id_codes, id_texts = _text_codes(table, "ID")
     if id_texts[id_codes[0]].strip():
         raise where.error(
@@ -465,10 +492,7 @@ def _read_wide(source, encoding: str, header: list[str], where: _Where) -> pd.Da
         )
     index = np.flatnonzero(~_is_log(id_texts)[id_codes[1:]]) + 1  # the launches' rows, after the units row
     if len(index) == 0:
-        raise where.error(
-            "no launches after the units row: ncu profiled no kernel; check the --kernel-name / "
-            "--launch-skip filters of the ncu run and export again"
-        )
+        raise where.no_kernel("no launches after the units row")
     codes, launches = _launch_ids(id_codes[index], id_texts, index, where)
     first = _first_rows(codes, len(launches))
     order = np.argsort(launches, kind="stable")

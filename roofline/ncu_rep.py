@@ -7,7 +7,6 @@ read directly for what ``ncu_report`` does not say: a truncated file, the ncu ve
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
@@ -103,11 +102,17 @@ def _text_head(path: Path) -> str | None:
     return (text.strip().splitlines() or [""])[0][:80]
 
 
-def _not_a_report(path: Path, ranges: int) -> InputError:
-    """The error for a file ncu_report loads without any kernel launch."""
+def _not_a_report(path: Path, ranges: int, shown: Path) -> InputError:
+    """The error for a file ncu_report loads without any kernel launch (``shown``: the name to give)."""
+    from roofline.ncu_log import log_problem
+
     fix = f"re-export it with ncu --export {path.name} (ncu --set roofline ...)"
     first_line = _text_head(path)
     if first_line is not None:
+        with open(path, "rb") as handle:
+            problem = log_problem(handle.read(65536).decode("utf-8", errors="replace").splitlines())
+        if problem:  # ncu's log saved under the report's name: the fix lies in the ncu run
+            return InputError(f"{shown}: a text file, not an Nsight Compute report: {problem}")
         if '"ID"' in first_line or "Kernel Name" in first_line:
             hint = "it looks like an ncu CSV export: rename it to .csv"
         elif first_line.startswith(("machines:", "kernels:", "#")):
@@ -115,24 +120,27 @@ def _not_a_report(path: Path, ranges: int) -> InputError:
         else:
             hint = fix
         return InputError(
-            f"{path}: a text file (first line {first_line!r}), not an Nsight Compute report: the report "
+            f"{shown}: a text file (first line {first_line!r}), not an Nsight Compute report: the report "
             f"holds no kernel launch; {hint}"
         )
     with open(path, "rb") as handle:
         signed = handle.read(4) == _REPORT_MAGIC
     if not signed:
         return InputError(
-            f"{path}: not an Nsight Compute report (it lacks the 'NVR' signature of .ncu-rep files; "
+            f"{shown}: not an Nsight Compute report (it lacks the 'NVR' signature of .ncu-rep files; "
             f"ncu_report found {ranges} ranges and no kernel launch); {fix}"
         )
     return InputError(
-        f"{path}: the report holds no kernel launch (ncu_report found {ranges} ranges); the file is "
+        f"{shown}: the report holds no kernel launch (ncu_report found {ranges} ranges); the file is "
         f"corrupt, truncated or was written by an ncu run that profiled no kernel; {fix}"
     )
 
 
 def read_ncu_rep(path: str | Path) -> pd.DataFrame:
     """Read an ``.ncu-rep`` with NVIDIA's ``ncu_report`` into the raw launch frame.
+
+    A compressed report (``.ncu-rep.gz``, ``.xz``, ``.zst``: see :mod:`roofline.compressed`) is read
+    from a decompressed temporary copy, since ``ncu_report`` reads only paths; messages name ``path``.
 
     Raises
     ------
@@ -147,15 +155,28 @@ def read_ncu_rep(path: str | Path) -> pd.DataFrame:
     UnitWarning
         Tensor-path metrics no recipe reads, left out for such a unit.
     """
-    import ncu_report  # imported here: the rest of the package works without it
+    # imported here: compressed builds on this module's InputError
+    from roofline.compressed import compression_of, decompressed_copy
 
     path = Path(path)
     if path.stat().st_size == 0:
         raise InputError(f"{path}: the file is empty; re-run ncu with --export {path.name}")
+    if compression_of(path):
+        with decompressed_copy(path) as copy:
+            return _read_report(copy, path)
+    return _read_report(path, path)
+
+
+def _read_report(path: Path, shown: Path) -> pd.DataFrame:
+    """:func:`read_ncu_rep` of the uncompressed report ``path``; messages name ``shown``."""
+    import ncu_report  # imported here: the rest of the package works without it
+
+    if path.stat().st_size == 0:
+        raise InputError(f"{shown}: the file is empty; re-run ncu with --export {path.name}")
     problem = report_structure_problem(path)
     if problem:
         raise InputError(
-            f"{path}: {problem}; no launch of it is analysed, since the launches after the cut would be "
+            f"{shown}: {problem}; no launch of it is analysed, since the launches after the cut would be "
             "lost without a word. Copy the report again from where ncu wrote it (check its size), or "
             f"re-run ncu with --export {path.name}"
         )
@@ -163,7 +184,7 @@ def read_ncu_rep(path: str | Path) -> pd.DataFrame:
         context = ncu_report.load_report(str(path))
     except Exception as exc:  # the module raises plain exceptions for corrupt files
         raise InputError(
-            f"{path}: not a readable Nsight Compute report ({exc}); re-export it with ncu --export {path.name}"
+            f"{shown}: not a readable Nsight Compute report ({exc}); re-export it with ncu --export {path.name}"
         ) from exc
     demangled, mangled = ncu_report.IAction.NameBase_DEMANGLED, ncu_report.IAction.NameBase_MANGLED
     # A metric's SI factor depends on its unit alone (si_factor names the metric only in its error),
@@ -180,7 +201,7 @@ def read_ncu_rep(path: str | Path) -> pd.DataFrame:
             names = list(action.metric_names())
             if not names:
                 raise InputError(
-                    f"{path}: launch {len(identities)} has no metric at all: the report is truncated or "
+                    f"{shown}: launch {len(identities)} has no metric at all: the report is truncated or "
                     f"damaged; copy it again from where ncu wrote it, or re-run ncu with --export {path.name}"
                 )
             identities.append(
@@ -219,8 +240,8 @@ def read_ncu_rep(path: str | Path) -> pd.DataFrame:
                 values[name] = value * factor
             launch_values.append(values)
     if not identities:
-        raise _not_a_report(path, context.num_ranges())
-    unknown_unit_warning(str(path), unknown)
+        raise _not_a_report(path, context.num_ranges(), shown)
+    unknown_unit_warning(str(shown), unknown, stacklevel=3)
     return _launch_frame(identities, launch_values)
 
 
@@ -258,9 +279,9 @@ def _launch_frame(identities: list[tuple], launch_values: list[dict[str, float]]
 def report_provenance(path: str | Path) -> tuple[str, str]:
     """The ncu version and command line a report stores (see :func:`report_version` and
     :func:`report_command_line`), from one read of the report's first 8 MB."""
-    with open(path, "rb") as handle:
-        # read(n) allocates n bytes first: a 2.7 MB report read as read(8 MB) takes 5x longer
-        head = handle.read(min(os.fstat(handle.fileno()).st_size, _HEAD_BYTES))
+    from roofline.compressed import read_bytes  # here: compressed builds on this module's InputError
+
+    head = read_bytes(path, limit=_HEAD_BYTES)  # decompressed, for a compressed report
     return report_version(head), report_command_line(head)
 
 

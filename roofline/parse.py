@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from roofline import metrics
+from roofline.compressed import plain_name
 from roofline.derive import derive_counters
 from roofline.ncu_rep import InputError, read_ncu_rep, report_provenance
 from roofline.schemas import conform, write_table
@@ -86,8 +87,18 @@ def _capture_failure(path: Path) -> str:
         return ""
 
 
+def csv_exports(folder: Path) -> list[Path]:
+    """The CSV exports in ``folder`` in name order: ``*.csv`` files, compressed ones (``*.csv.gz``,
+    ``.xz``, ``.zst``, ``.bz2``) too."""
+    return sorted(p for p in folder.iterdir() if p.is_file() and plain_name(p.name).endswith(".csv"))
+
+
 def read_input(path: str | Path, kind: str) -> pd.DataFrame:
-    """Read one input file into the raw launch frame, dispatching on its kind."""
+    """Read one input file into the raw launch frame, dispatching on its kind.
+
+    Any input may be compressed (gzip, xz, zstd, bzip2: see :mod:`roofline.compressed`); it is read
+    as it is, whatever its name says.
+    """
     path = Path(path)
     if not path.exists():
         raise InputError(f"{path}: no such file")
@@ -107,9 +118,9 @@ def read_input(path: str | Path, kind: str) -> pd.DataFrame:
     if kind == "csv-dir":
         from roofline.ncu_csv import read_ncu_csvs
 
-        files = sorted(path.glob("*.csv"))
+        files = csv_exports(path)
         if not files:
-            raise InputError(f"{path}: the folder holds no .csv export")
+            raise InputError(f"{path}: the folder holds no .csv export (nor a compressed one, .csv.gz ...)")
         return read_ncu_csvs(files)
     if kind == "csv":
         if is_what_if_csv(path):

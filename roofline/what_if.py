@@ -1,42 +1,182 @@
-"""What-if tables: a hand-written kernel table (YAML or CSV) -> the raw launch frame that parse derives."""
+"""What-if tables: a hand-written kernel table (YAML or CSV) -> the raw launch frame that parse derives.
+
+The YAML table is declared once, as the pydantic models below (unknown keys refused at every level).
+Every number may also be written as text: YAML 1.1, which PyYAML reads, takes ``240e9``, ``1e-3``
+or ``1.5E+9`` for strings (its floats need a dot and a signed exponent), so a numeric field accepts a
+string that reads as a number (:func:`roofline.units.parse_number`) and ``launches`` a whole number
+written either way. Tables may be compressed (``.yaml.gz``, ``.csv.xz`` ...: :mod:`roofline.compressed`).
+"""
 
 from __future__ import annotations
 
+import io
 import math
 from pathlib import Path
+from typing import Annotated, Any
 
 import pandas as pd
 import yaml
+from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, create_model, model_validator
+from pydantic_core import PydanticCustomError
 
+from roofline.compressed import compression_of, read_bytes
 from roofline.metrics import COMPUTE_CLASSES, MEMORY_LEVELS
 from roofline.ncu_rep import InputError
 from roofline.units import parse_number
 
 _WHAT_IF_WORK = {f"flop_{c}" for c in COMPUTE_CLASSES}
-_WHAT_IF_KEYS = {
-    "name",
-    "machine",
-    "gpu",
-    "flop",
-    "bytes",
-    "duration_s",
-    "algorithmic_flop",
-    "algorithmic_bytes",
-    "launches",
-    "note",
-}
 _WHAT_IF_BYTES = {f"{level}_bytes" for level in MEMORY_LEVELS}
+_README = "see 'What-if tables' in config/README.md"
+_MAX_PROBLEMS = 3
 
 
-def _number(value, where: str) -> float:
-    if isinstance(value, bool):
-        raise InputError(f"{where}: expected a number, got {value!r}")
-    if isinstance(value, (int, float)):
-        return float(value)
-    number = parse_number(value)
+def _number(value: Any) -> float:
+    """A YAML scalar as a float: YAML numbers, and text that reads as one (``240e9``)."""
+    number = math.nan if isinstance(value, bool) or not isinstance(value, int | float | str) else parse_number(value)
     if math.isnan(number):
-        raise InputError(f"{where}: expected a number in SI base units, got {value!r}")
+        raise PydanticCustomError("number", "expected a number in SI base units, got {got}", {"got": repr(value)})
     return number
+
+
+def _launches(value: Any) -> int:
+    """A whole number >= 1, written as a YAML integer, float or text (``1e3``)."""
+    number = math.nan if isinstance(value, bool) or not isinstance(value, int | float | str) else parse_number(value)
+    if not (math.isfinite(number) and number == round(number) and number >= 1):
+        raise PydanticCustomError("launches", "expected a whole number >= 1, got {got}", {"got": repr(value)})
+    return int(number)
+
+
+def _text(value: Any) -> Any:
+    """Names written as numbers (``name: 7``) are names; anything else is left to the str check."""
+    return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
+
+
+def _mapping(value: Any) -> Any:
+    """An empty key (``flop:``) reads as None in YAML: an empty mapping."""
+    return {} if value is None else value
+
+
+Number = Annotated[float | None, BeforeValidator(_number)]
+Text = Annotated[str, BeforeValidator(_text)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+Work = create_model(
+    "Work",
+    __base__=_Strict,
+    __doc__="Per compute class: work [FLOP] of a kernel, or peaks [FLOP/s] of a machine.",
+    **{name: (Number, None) for name in COMPUTE_CLASSES},
+)
+Traffic = create_model(
+    "Traffic",
+    __base__=_Strict,
+    __doc__="Per memory level: traffic [B] of a kernel, or bandwidth [B/s] of a machine.",
+    **{name: (Number, None) for name in MEMORY_LEVELS},
+)
+WorkBlock = Annotated[Work, BeforeValidator(_mapping)]
+TrafficBlock = Annotated[Traffic, BeforeValidator(_mapping)]
+
+
+class Machine(_Strict):
+    """A hypothetical machine: compute peaks [FLOP/s] and bandwidths [B/s]."""
+
+    compute: WorkBlock = Work()
+    memory: TrafficBlock = Traffic()
+
+
+class Kernel(_Strict):
+    """One kernel: its work [FLOP] and traffic [B] on a ``machine`` (a machines: key) or ``gpu`` (a
+    catalog GPU), optionally its duration [s], compulsory work and traffic, and launch count."""
+
+    name: Text
+    machine: Text | None = None
+    gpu: Text | None = None
+    flop: WorkBlock = Work()
+    bytes: TrafficBlock = Traffic()
+    duration_s: Number = None
+    algorithmic_flop: Number = None
+    algorithmic_bytes: Number = None
+    launches: Annotated[int, BeforeValidator(_launches)] = 1
+    note: Any = None
+
+    @model_validator(mode="after")
+    def _placed(self) -> Kernel:
+        if self.machine is None and self.gpu is None:
+            raise PydanticCustomError("placed", "give 'machine' (a machines: key) or 'gpu' (a catalog GPU name)")
+        return self
+
+
+class WhatIfTable(_Strict):
+    """A what-if table: ``machines:`` (name -> Machine) and ``kernels:``."""
+
+    machines: Annotated[dict[Text, Annotated[Machine, BeforeValidator(_mapping)]], BeforeValidator(_mapping)] = {}
+    kernels: list[Kernel]
+
+
+def _given(block: BaseModel) -> list[tuple[str, float]]:
+    """(name, value) of the values a Work or Traffic block was given, in declared order."""
+    return [(name, value) for name in type(block).model_fields if (value := getattr(block, name)) is not None]
+
+
+def _where(loc: tuple) -> str:
+    """A pydantic location as the YAML path: ``('kernels', 0, 'flop')`` -> ``kernels[0].flop``."""
+    text = ""
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else f".{part}" if text else str(part)
+    return text
+
+
+def _unknown_keys(parent: tuple, keys: list[str]) -> str:
+    """The message for keys the model at ``parent`` does not have."""
+    listed = repr(keys[0]) if len(keys) == 1 else str(keys)
+    if not parent:
+        return (
+            f"unknown top-level keys {keys} in a what-if table: only 'machines:' and 'kernels:' are read; "
+            "fix the spelling or remove them"
+        )
+    block = parent[-1]
+    if block in ("compute", "flop"):
+        return f"{_where(parent[:-1])}: {block}: unknown class {listed}; use one of {COMPUTE_CLASSES}"
+    if block in ("memory", "bytes"):
+        return f"{_where(parent[:-1])}: {block}: unknown level {listed}; use one of {MEMORY_LEVELS}"
+    if parent[0] == "machines":
+        return (
+            f"{_where(parent)}: unknown keys {keys}; a machine has only 'compute: {{class: FLOP/s}}' and "
+            "'memory: {level: B/s}'"
+        )
+    return f"{_where(parent)}: unknown keys {keys}; a kernel may have {sorted(Kernel.model_fields)} ({_README})"
+
+
+def _problems(error: ValidationError) -> list[str]:
+    """One message per problem pydantic found, in the table's order; unknown keys of one mapping together."""
+    problems: list[str] = []
+    unknown: dict[tuple, list[str]] = {}
+    for item in error.errors():
+        loc, kind = tuple(item["loc"]), item["type"]
+        if kind == "extra_forbidden":
+            if loc[:-1] not in unknown:
+                problems.append(loc[:-1])  # placeholder, filled below
+                unknown[loc[:-1]] = []
+            unknown[loc[:-1]].append(str(loc[-1]))
+        elif loc[:1] == ("kernels",) and (len(loc) == 1 or (len(loc) == 2 and kind == "model_type")):
+            problems.append(
+                f"{_where(loc)}: each kernel needs a 'name'"
+                if len(loc) == 2
+                else f"a what-if table needs a 'kernels:' list (and 'machines:' or per-kernel 'gpu:'); {_README}"
+            )
+        elif kind == "missing" and loc[-1] == "name":
+            problems.append(f"{_where(loc[:-1])}: each kernel needs a 'name'")
+        elif kind in ("model_type", "dict_type"):
+            problems.append(f"{_where(loc)}: expected a mapping, got {item['input']!r} ({_README})")
+        elif kind in ("number", "launches", "placed"):
+            problems.append(f"{_where(loc)}: {item['msg']}")
+        else:
+            problems.append(f"{_where(loc)}: {item['msg']} (got {item['input']!r})")
+    messages = [_unknown_keys(p, unknown[p]) if isinstance(p, tuple) else p for p in problems]
+    return list(dict.fromkeys(messages))
 
 
 def read_what_if(path: str | Path) -> pd.DataFrame:
@@ -45,90 +185,50 @@ def read_what_if(path: str | Path) -> pd.DataFrame:
     The YAML has ``machines:`` (name -> ``compute: {class: FLOP/s}``, ``memory: {level: B/s}``) and
     ``kernels:`` (each with ``name``, ``machine`` (a machines: key) or ``gpu`` (a catalog GPU),
     ``flop: {class: FLOP}``, ``bytes: {level: B}``, optional ``duration_s``, ``algorithmic_flop``,
-    ``algorithmic_bytes``, ``launches``).
+    ``algorithmic_bytes``, ``launches``): see :class:`WhatIfTable`.
+
+    Raises
+    ------
+    InputError
+        Naming the file and every problem found (up to three), each with its place in the table.
     """
     path = Path(path)
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        doc = yaml.safe_load(read_bytes(path).decode("utf-8"))
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: not a valid YAML what-if table ({exc})") from exc
-    if not isinstance(doc, dict) or not isinstance(doc.get("kernels"), list):
-        raise InputError(
-            f"{path}: a what-if table needs a 'kernels:' list (and 'machines:' or per-kernel 'gpu:'); "
-            "see 'What-if tables' in config/README.md"
-        )
-    unknown = sorted(set(doc) - {"machines", "kernels"})
-    if unknown:
-        raise InputError(
-            f"{path}: unknown top-level keys {unknown} in a what-if table: only 'machines:' and 'kernels:' "
-            "are read; fix the spelling or remove them"
-        )
-    machines = doc.get("machines") or {}
-    if not isinstance(machines, dict):
-        raise InputError(f"{path}: 'machines:' must map machine names to {{compute: ..., memory: ...}}")
-    for name, spec in machines.items():
-        extra = sorted(set(spec or {}) - {"compute", "memory"}) if isinstance(spec, dict) else ["(not a mapping)"]
-        if extra:
-            raise InputError(
-                f"{path}: machines.{name}: unknown keys {extra}; a machine has only 'compute: {{class: FLOP/s}}' "
-                "and 'memory: {level: B/s}'"
-            )
+    if not isinstance(doc, dict):
+        doc = {"kernels": None}  # not a mapping at all: the message of a table without kernels
+    try:
+        table = WhatIfTable.model_validate(doc)
+    except ValidationError as exc:
+        problems = _problems(exc)
+        more = f" (and {len(problems) - _MAX_PROBLEMS} more)" if len(problems) > _MAX_PROBLEMS else ""
+        raise InputError(f"{path}: " + "; ".join(problems[:_MAX_PROBLEMS]) + more) from None
     rows = []
-    for index, kernel in enumerate(doc["kernels"]):
-        where = f"{path}: kernels[{index}]"
-        if not isinstance(kernel, dict) or "name" not in kernel:
-            raise InputError(f"{where}: each kernel needs a 'name'")
-        unknown = set(kernel) - _WHAT_IF_KEYS
-        if unknown:
-            raise InputError(
-                f"{where}: unknown keys {sorted(unknown)}; a kernel may have {sorted(_WHAT_IF_KEYS)} "
-                "(see 'What-if tables' in config/README.md)"
-            )
-        row: dict[str, object] = {"kernel": str(kernel["name"])}
-        if "machine" in kernel:
-            name = str(kernel["machine"])
-            if name not in machines:
-                raise InputError(f"{where}: machine {name!r} is not defined under machines:")
-            spec = machines[name] or {}
-            row["device"] = row["machine"] = name
-            for cls, value in (spec.get("compute") or {}).items():
-                if cls not in COMPUTE_CLASSES:
-                    raise InputError(
-                        f"{path}: machines.{name}.compute: unknown class {cls!r}; use one of {COMPUTE_CLASSES}"
-                    )
-                row[f"peak_flops_{cls}"] = _number(value, f"{path}: machines.{name}.compute.{cls}")
-                row[f"peak_flops_{cls}_recipe"] = "what-if"
-            for level, value in (spec.get("memory") or {}).items():
-                if level not in MEMORY_LEVELS:
-                    raise InputError(
-                        f"{path}: machines.{name}.memory: unknown level {level!r}; use one of {MEMORY_LEVELS}"
-                    )
-                row[f"peak_{level}_bw"] = _number(value, f"{path}: machines.{name}.memory.{level}")
-                row[f"peak_{level}_bw_recipe"] = "what-if"
-        elif "gpu" in kernel:
-            row["device"] = row["machine"] = str(kernel["gpu"])
+    for index, kernel in enumerate(table.kernels):
+        row: dict[str, object] = {"kernel": kernel.name}
+        if kernel.machine is not None:
+            if kernel.machine not in table.machines:
+                raise InputError(f"{path}: kernels[{index}]: machine {kernel.machine!r} is not defined under machines:")
+            machine = table.machines[kernel.machine]
+            row["device"] = row["machine"] = kernel.machine
+            for cls, value in _given(machine.compute):
+                row[f"peak_flops_{cls}"], row[f"peak_flops_{cls}_recipe"] = value, "what-if"
+            for level, value in _given(machine.memory):
+                row[f"peak_{level}_bw"], row[f"peak_{level}_bw_recipe"] = value, "what-if"
         else:
-            raise InputError(f"{where}: give 'machine' (a machines: key) or 'gpu' (a catalog GPU name)")
-        for cls, value in (kernel.get("flop") or {}).items():
-            if f"flop_{cls}" not in _WHAT_IF_WORK:
-                raise InputError(f"{where}: flop: unknown class {cls!r}; use one of {COMPUTE_CLASSES}")
-            row[f"flop_{cls}"] = _number(value, f"{where}.flop.{cls}")
-            row[f"flop_{cls}_recipe"] = "what-if"
-        for level, value in (kernel.get("bytes") or {}).items():
-            if f"{level}_bytes" not in _WHAT_IF_BYTES:
-                raise InputError(f"{where}: bytes: unknown level {level!r}; use one of {MEMORY_LEVELS}")
-            row[f"{level}_bytes"] = _number(value, f"{where}.bytes.{level}")
-            row[f"{level}_bytes_recipe"] = "what-if"
+            row["device"] = row["machine"] = kernel.gpu
+        for cls, value in _given(kernel.flop):
+            row[f"flop_{cls}"], row[f"flop_{cls}_recipe"] = value, "what-if"
+        for level, value in _given(kernel.bytes):
+            row[f"{level}_bytes"], row[f"{level}_bytes_recipe"] = value, "what-if"
         for key in ("duration_s", "algorithmic_flop", "algorithmic_bytes"):
-            if key in kernel:
-                row[key] = _number(kernel[key], f"{where}.{key}")
-                if key == "duration_s":
-                    row["duration_s_recipe"] = "what-if"
-        launches = kernel.get("launches", 1)
-        if isinstance(launches, bool) or not isinstance(launches, int) or launches < 1:
-            raise InputError(f"{where}.launches: expected a whole number >= 1, got {launches!r}")
-        for _ in range(launches):
-            rows.append(dict(row))
+            if getattr(kernel, key) is not None:
+                row[key] = getattr(kernel, key)
+        if kernel.duration_s is not None:
+            row["duration_s_recipe"] = "what-if"
+        rows.extend(dict(row) for _ in range(kernel.launches))
     if not rows:
         raise InputError(f"{path}: the what-if table lists no kernels")
     frame = pd.DataFrame(rows)
@@ -140,15 +240,16 @@ def read_what_if(path: str | Path) -> pd.DataFrame:
 def is_what_if_csv(path: Path) -> bool:
     """Whether a ``.csv`` input is a what-if table (its header starts with a kernel column) rather than an
     ncu export."""
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        header = handle.readline().lower()
+    head = read_bytes(path, limit=1 << 16).decode("utf-8", errors="replace")  # decompressed, if compressed
+    header = (head.splitlines() or [""])[0].lower()
     return "kernel name" not in header and '"id"' not in header and header.startswith(("kernel", '"kernel'))
 
 
 def read_what_if_csv(path: Path) -> pd.DataFrame:
     """A what-if table as CSV: columns kernel, gpu or machine peaks, flop_<class>, <level>_bytes."""
     try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8")
+        source = io.BytesIO(read_bytes(path)) if compression_of(path) else path
+        frame = pd.read_csv(source, dtype=str, keep_default_na=False, encoding="utf-8")
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: not a readable what-if CSV ({exc}); write plain comma-separated UTF-8") from exc
     columns_help = "columns: kernel, gpu (or peak_* columns), flop_<class>, <level>_bytes, duration_s"
