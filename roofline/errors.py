@@ -15,6 +15,7 @@ import errno
 import logging
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 # errno -> what to do (with {mount}: the path's filesystem, {directory}: the directory it goes in).
@@ -30,6 +31,10 @@ LOG_FILE_AFTERWARDS = "(until then this log file misses lines; the terminal show
 # A stage job that failed for one of these causes exits with this status (sysexits' EX_TEMPFAIL:
 # the user is invited to retry once the cause is fixed).
 EXIT_STATUS = 75
+
+
+# Where a run writes, relative to its working directory: Snakemake's metadata, job logs, tables, pages.
+OUTPUT_DIRS = (".snakemake", "logs", "data", "reports")
 
 
 class CannotWrite(OSError):
@@ -59,9 +64,37 @@ def message(error: OSError, path: str | os.PathLike | None = None, afterwards: s
     return f"roofline: cannot {verb} {where}: {cause}; {remedy} {afterwards}"
 
 
+def preflight(directories: tuple[str, ...] = OUTPUT_DIRS, root: str | os.PathLike = ".") -> str | None:
+    """The one line saying why a run cannot write where it will (a read-only, forbidden or full
+    filesystem), or None when each of ``directories`` (under ``root``; the nearest existing one
+    above those not made yet) takes a one-byte file.
+
+    Run before Snakemake touches an output: Snakemake removes a job's old outputs and makes its
+    directories itself, and fails there with a traceback of its own."""
+    tried: set[Path] = set()
+    for name in ("", *directories):
+        here = Path(_directory(os.path.join(root, name, "x")))
+        if here in tried:
+            continue
+        tried.add(here)
+        try:
+            with tempfile.TemporaryFile(dir=here, prefix=".roofline-preflight-") as probe:
+                probe.write(b"\0")
+                probe.flush()
+                os.fsync(probe.fileno())
+        except OSError as error:
+            if is_environmental(error):
+                return message(cannot_write(os.path.join(here, ""), error))
+            raise
+    return None
+
+
 def _directory(path: str) -> str:
-    """The nearest existing directory at or above ``path``'s parent (where the file goes)."""
-    here = Path(path).absolute().parent
+    """The nearest existing directory at or above ``path``'s parent (where the file goes), or at or
+    above ``path`` itself when it ends with a separator (a directory)."""
+    here = Path(path).absolute()
+    if not path.endswith(os.sep):
+        here = here.parent
     while not here.is_dir() and here != here.parent:
         here = here.parent
     return str(here)

@@ -183,6 +183,9 @@ def run_stage(stage: str, log: str | os.PathLike, /, **options) -> None:
         said.close()
     if line is not None:
         raise StageFailed(line)
+    if process.exitcode == errors.EXIT_STATUS:
+        raise StageFailed(f"roofline.{stage} stopped on a failure of its environment (space, quota, read-only, "
+                          f"permission); its log says which, in one line: {log}")
     if process.exitcode != 0:
         how = f"was killed by signal {-process.exitcode}" if process.exitcode < 0 else (
             f"exited with status {process.exitcode}")
