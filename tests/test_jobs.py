@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -138,3 +139,100 @@ def test_concurrent_jobs_all_get_their_exit_status(tmp_path):
     with ThreadPoolExecutor(6) as pool:
         list(pool.map(job, range(60)))
     assert len(list(tmp_path.glob("*.json"))) == 60
+
+
+def _driver(tmp_path: Path, body: str) -> dict:
+    """Run ``body`` in a fresh interpreter whose job server imports this driver first (as Snakemake's
+    entry script is), so patches at its top reach the jobs; return what it printed as JSON."""
+    script = tmp_path / "driver.py"
+    script.write_text(textwrap.dedent(f"""
+        import errno, json, os, sys
+        sys.path.insert(0, {str(REPO)!r})
+        import pathlib
+        from roofline.jobs import StageFailed, run_stage
+
+        _write_text = pathlib.Path.write_text
+
+        def full_disk(self, data, *args, **kwargs):  # half the file, then the disk is full
+            _write_text(self, data[: len(data) // 2], *args, **kwargs)
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+        if os.environ.get("FULL_DISK"):
+            pathlib.Path.write_text = full_disk
+
+        if __name__ == "__main__":
+            {textwrap.indent(textwrap.dedent(body), "            ").strip()}
+    """))
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+                            cwd=tmp_path, env={**os.environ, "FULL_DISK": "1"})
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_a_full_disk_ends_the_job_with_one_line_in_its_log(tmp_path):
+    """The output's filesystem is full: the log holds one line naming the output and the fix, no
+    traceback; the job fails; no output and no temp file are left."""
+    _diagnostics(tmp_path / "d.parquet", "warning")
+    out = _driver(tmp_path, f"""
+        try:
+            run_stage("status", "logs/status.log", diagnostics=[{str(tmp_path / "d.parquet")!r}],
+                      output="reports/status.json")
+        except StageFailed as failed:
+            print(json.dumps({{"failed": str(failed)}}))
+    """)
+    assert out["failed"] == ("roofline.status stopped on a failure of its environment (space, quota, read-only, "
+                             "permission); its log says which, in one line: logs/status.log")
+    log = (tmp_path / "logs" / "status.log").read_text()
+    assert log.splitlines() == [
+        f"roofline: cannot write reports/status.json: No space left on device (ENOSPC); free space on the filesystem "
+        f"at {_mount(tmp_path)} and rerun: outputs written so far are complete or absent"
+    ]
+    assert list((tmp_path / "reports").iterdir()) == [], "no output, no temp file"
+
+
+def _mount(path: Path) -> Path:
+    while not os.path.ismount(path):
+        path = path.parent
+    return path
+
+
+@pytest.fixture
+def full_tmpfs(tmp_path):
+    """A tiny tmpfs, already full (skip where this machine does not allow mounting one)."""
+    folder = tmp_path / "full"
+    folder.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(folder)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here (needs root): {mounted.stderr.strip()}")
+    try:
+        (folder / "logs").mkdir()
+        with open(folder / "filler", "wb", buffering=0) as filler:
+            with contextlib.suppress(OSError):
+                while True:
+                    filler.write(b"\0" * 4096)
+        yield folder
+    finally:
+        subprocess.run(["umount", str(folder)], check=True)
+
+
+def test_a_log_that_cannot_be_written_fails_the_job_in_one_line(tmp_path, full_tmpfs):
+    """The stage wrote its output, but its log's filesystem is full: the job fails (its log is not
+    whole) and the caller's message is the one line naming the log."""
+    _diagnostics(tmp_path / "d.parquet", "warning")
+    log = full_tmpfs / "logs" / "status.log"
+    with pytest.raises(StageFailed) as failed:
+        run_stage("status", log, diagnostics=[tmp_path / "d.parquet"], output=tmp_path / "status.json")
+    assert str(failed.value) == (
+        f"roofline: cannot write {log}: No space left on device (ENOSPC); free space on the filesystem at "
+        f"{full_tmpfs} and rerun: outputs written so far are complete or absent")
+    assert json.loads((tmp_path / "status.json").read_text())["ok"] is True, "the output itself is whole"
+
+
+def test_when_neither_output_nor_log_can_be_written_the_caller_says_why(tmp_path, full_tmpfs):
+    _diagnostics(tmp_path / "d.parquet", "warning")
+    with pytest.raises(StageFailed) as failed:
+        run_stage("status", full_tmpfs / "logs" / "status.log", diagnostics=[tmp_path / "d.parquet"],
+                  output=full_tmpfs / "status.json")
+    assert str(failed.value).startswith(f"roofline: cannot write {full_tmpfs / 'status.json'}: No space left on device")
+    assert sorted(p.name for p in full_tmpfs.iterdir()) == ["filler", "logs"], "no output, no temp file"
