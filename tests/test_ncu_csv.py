@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import bz2
 import codecs
 import csv
+import gzip
 import io
+import lzma
 import re
 import time
 import warnings
+import zipfile
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 from roofline.metrics import all_input_metrics
@@ -25,6 +30,7 @@ from roofline.ncu_csv import (
     read_ncu_csv,
     read_ncu_csvs,
 )
+from roofline.ncu_rep import InputError
 from roofline.units import UnitWarning
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "real"
@@ -465,6 +471,132 @@ def test_merge_fills_metrics_earlier_files_lack(tmp_path: Path) -> None:
     assert partial["gpu__time_duration.sum"].tolist() == pytest.approx([1.5e-3, 6.75e-6, np.nan], nan_ok=True)
     merged = read_ncu_csvs([first, DATA / "ncu_long_mixed_units.csv"])
     assert merged["gpu__time_duration.sum"].tolist() == pytest.approx([1.5e-3, 6.75e-6, 2.72e-6])
+
+
+# -- compressed exports --------------------------------------------------------------------------
+
+
+def _compressed(data: bytes, compression: str) -> bytes:
+    if compression == "zstd":
+        if not pa.Codec.is_available("zstd"):
+            pytest.skip("this pyarrow has no zstd codec")
+        return pa.compress(data, codec="zstd", asbytes=True)
+    return {"gzip": gzip.compress, "xz": lzma.compress, "bzip2": bz2.compress}[compression](data)
+
+
+@pytest.mark.parametrize(
+    ("compression", "suffix"), [("gzip", ".gz"), ("xz", ".xz"), ("zstd", ".zst"), ("bzip2", ".bz2")]
+)
+def test_compressed_nersc_export_reads_like_the_plain_file(tmp_path: Path, compression: str, suffix: str) -> None:
+    source = real(NERSC)
+    path = tmp_path / f"nsight162.csv{suffix}"  # derived from the real NERSC export at test time
+    path.write_bytes(_compressed(source.read_bytes(), compression))
+    pd.testing.assert_frame_equal(read_ncu_csv(path), read_ncu_csv(source))
+
+
+def test_gzip_without_its_suffix_and_with_program_output_before_the_header(tmp_path: Path) -> None:
+    source = real(GTX1080 + ".txt")  # program output and ==PROF== lines before the table
+    path = tmp_path / "log.csv"  # gzip bytes under a plain name: the bytes decide
+    path.write_bytes(gzip.compress(source.read_bytes()))
+    pd.testing.assert_frame_equal(read_ncu_csv(path), read_ncu_csv(source))
+
+
+def test_truncated_gzip_export_names_the_file(tmp_path: Path) -> None:
+    data = gzip.compress(real(NERSC).read_bytes())
+    path = tmp_path / "cut.csv.gz"  # derived from the real NERSC export: its gzip cut in half
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(InputError, match=rf"^{re.escape(str(path))}: the gzip-compressed file is truncated or "
+                       r"damaged.*copy it again.*`gzip -t cut\.csv\.gz`"):
+        read_ncu_csv(path)
+
+
+# -- files that hold ncu's log, or another tool's export, instead of a table (hand-made) -----------
+
+# What ncu prints around a run, as in the real GTX 1080 log (program output, ==PROF== lines).
+_PROGRAM = "grid: (1,1,1)\nFinal sum = 100.000000\n==PROF== Connected to process 40213 (/home/user/vecadd)\n"
+_NO_KERNEL = "==PROF== Disconnected from process 40213\n==WARNING== No kernels were profiled.\n"
+_PERMISSION = (
+    "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance Counters "
+    "on the target device 0. For instructions on enabling permissions and to get more information see "
+    "https://developer.nvidia.com/ERR_NVGPUCTRPERM\n"
+)
+_ERROR = r"the file holds ncu's log, which reports an error: "
+
+
+@pytest.mark.parametrize(
+    ("text", "message", "not_in"),
+    [
+        (
+            _PROGRAM + _NO_KERNEL,
+            r"ncu profiled no kernel \(its log says 'No kernels were profiled\.'\): "
+            r"check the kernel filters.*--kernel-name/-k, --kernel-name-base.*--nvtx-include.*"
+            r"--launch-skip/-s, --launch-count/-c.*launched a kernel at all.*--target-processes all",
+            "not an ncu CSV export",
+        ),
+        (
+            _PROGRAM + _NO_KERNEL + "==WARNING== Profiling kernels launched by child processes requires the "
+            "--target-processes all option.\n",
+            r"ncu profiled no kernel.*--target-processes all when the kernels run in a child process",
+            "not an ncu CSV export",
+        ),
+        (
+            _PROGRAM + _PERMISSION + _NO_KERNEL,
+            _ERROR + r"'ERR_NVGPUCTRPERM - The user does not have permission.*; it profiled no kernel; "
+            r"the user may not read the GPU's performance counters: profile as root \(sudo\) or with CAP_SYS_ADMIN"
+            r".*NVreg_RestrictProfilingToAdminUsers=0.*developer\.nvidia\.com/ERR_NVGPUCTRPERM",
+            "--kernel-name",
+        ),
+        (
+            "==ERROR== The application returned an error code (139).\n" + _NO_KERNEL,
+            _ERROR + r"'The application returned an error code \(139\)\.'.*run it without ncu",
+            "--kernel-name",
+        ),
+        (
+            "==ERROR== Something ncu has never said before.\n",
+            _ERROR + r"'Something ncu has never said before\.'; fix what it reports, then profile again",
+            "not an ncu CSV export",
+        ),
+        (
+            '"Time (%)","Total Time (ns)","Instances","Avg (ns)","Med (ns)","Min (ns)","Max (ns)","StdDev (ns)",'
+            '"Name"\n"91.2","1234","2","617.0","617.0","600","634","24.0","vecAdd(float*)"\n',
+            r"it looks like an Nsight Systems \(nsys\) statistics export.*not the hardware counters.*"
+            r"ncu --set roofline",
+            "not an ncu CSV export",
+        ),
+    ],
+    ids=["no_kernel", "no_kernel_child_process", "permission", "application_failed", "unknown_error", "nsys"],
+)
+def test_logs_and_other_exports_point_to_the_fix(tmp_path: Path, text: str, message: str, not_in: str) -> None:
+    path = tmp_path / "capture.csv"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(NcuCsvError, match=rf"^{re.escape(str(path))}: no ncu CSV table in the file: {message}") as info:
+        read_ncu_csv(path)
+    assert not_in not in str(info.value)
+
+
+def test_header_without_rows_quotes_the_error_in_the_log(tmp_path: Path) -> None:
+    header = (DATA / "ncu_long_mixed_units.csv").read_text(encoding="utf-8").splitlines()[1]
+    path = tmp_path / "header_and_error.csv"  # hand-made: the table's header, then ncu's error
+    path.write_text(header + "\n" + _PERMISSION + _NO_KERNEL, encoding="utf-8")
+    with pytest.raises(NcuCsvError, match=r"the export holds no rows: the file holds ncu's log, which reports an "
+                       r"error: 'ERR_NVGPUCTRPERM.*CAP_SYS_ADMIN"):
+        read_ncu_csv(path)
+
+
+def test_binary_files_say_what_they_are(tmp_path: Path) -> None:
+    report = tmp_path / "report.csv"
+    report.write_bytes(b"NVR\x00\x02\x00\x00\x00" + bytes(range(256)))
+    with pytest.raises(NcuCsvError, match=r"binary file, an Nsight Compute report.*give it as an \.ncu-rep input"):
+        read_ncu_csv(report)
+    archive = tmp_path / "exports.csv"
+    with zipfile.ZipFile(archive, "w") as zipped:
+        zipped.writestr("a.csv", (DATA / "ncu_long_mixed_units.csv").read_text(encoding="utf-8"))
+    with pytest.raises(NcuCsvError, match=r"binary file, a zip archive, not a CSV export: unzip it"):
+        read_ncu_csv(archive)
+    named = tmp_path / "noise.csv.gz"
+    named.write_bytes(bytes(range(256)) * 4)
+    with pytest.raises(NcuCsvError, match=r"named as gzip-compressed, but the bytes are not gzip"):
+        read_ncu_csv(named)
 
 
 # -- speed ---------------------------------------------------------------------------------------
