@@ -31,7 +31,12 @@ _ERROR_FIXES: tuple[tuple[re.Pattern[str], str], ...] = (
         "in /etc/modprobe.d/, then reload the driver or reboot); see https://developer.nvidia.com/ERR_NVGPUCTRPERM",
     ),
     (
-        re.compile(r"application returned an error code|terminated|crash|segmentation fault", re.IGNORECASE),
+        re.compile(r"driver resource was unavailable|concurrently collecting", re.IGNORECASE),
+        "another tool holds the GPU's counters (DCGM, a second ncu or nsys): pause it (`dcgmi profile --pause`) "
+        "or wait for it, then profile again",
+    ),
+    (
+        re.compile(r"application returned an error code|application (terminated|crashed|was killed)", re.IGNORECASE),
         "the application failed under ncu: run it without ncu to see why, fix it, then profile again",
     ),
     (
@@ -39,7 +44,7 @@ _ERROR_FIXES: tuple[tuple[re.Pattern[str], str], ...] = (
         "the ncu command line is wrong: check the option against `ncu --help`, then profile again",
     ),
     (
-        re.compile(r"metric.*(not found|not available|unknown|invalid)|failed to find metric", re.IGNORECASE),
+        re.compile(r"invalid metric|metric.*(not found|not available|unknown|invalid)|failed to find metric", re.I),
         "a metric or section the command asks for does not exist on this GPU or ncu version: check the names "
         "with `ncu --query-metrics` / `ncu --list-sections`, then profile again",
     ),

@@ -1,11 +1,14 @@
 """Parse stage: every real report's numbers against independent arithmetic on its own metrics."""
 
+import gzip
 import hashlib
+import lzma
 import math
 import os
 import threading
 
 import pandas as pd
+import pyarrow as pa
 import pytest
 from conftest import (
     CONTRACT_COLUMNS,
@@ -21,7 +24,7 @@ from conftest import (
 )
 
 from roofline.ncu_rep import InputError
-from roofline.parse import _sha256_idle, parse_input
+from roofline.parse import _sha256_idle, parse_input, read_input
 
 REPORTS = real_reports()
 TEXTBOOK = REPO / "data" / "examples" / "textbook.yaml"
@@ -178,3 +181,92 @@ def test_sha256_of_files_and_folders(tmp_path):
     assert sha256(folder / "a.csv") == hashlib.sha256(b"first\n").hexdigest()
     assert sha256(folder / "empty.csv") == hashlib.sha256(b"").hexdigest()
     assert sha256(folder) == hashlib.sha256(b"first\n" + b"second" * 1000).hexdigest()
+
+
+# -- compressed inputs: copies written to tmp_path at test time, read as they are -----------------
+
+PROVENANCE = ("source_file", "source_sha256")
+
+
+def _compressed(data: bytes, compression: str) -> bytes:
+    if compression == "zstd":
+        if not pa.Codec.is_available("zstd"):
+            pytest.skip("this pyarrow has no zstd codec")
+        return pa.compress(data, codec="zstd", asbytes=True)
+    return {"gzip": gzip.compress, "xz": lzma.compress}[compression](data)
+
+
+def _same_but_provenance(left: pd.DataFrame, right: pd.DataFrame) -> None:
+    pd.testing.assert_frame_equal(left.drop(columns=list(PROVENANCE)), right.drop(columns=list(PROVENANCE)))
+
+
+@pytest.mark.parametrize(("compression", "suffix"), [("gzip", ".gz"), ("xz", ".xz"), ("zstd", ".zst")])
+def test_parse_compressed_nersc_export_equals_the_plain_file(tmp_path, compression, suffix):
+    plain = real_fixture("a100-dropout-nersc-metrics-csv") / "nsight162.csv"
+    path = tmp_path / f"nsight162.csv{suffix}"  # derived from the real NERSC export
+    path.write_bytes(_compressed(plain.read_bytes(), compression))
+    counters = parse_input(path, "nersc", "csv", "NVIDIA A100-SXM4-40GB")
+    expected = parse_input(plain, "nersc", "csv", "NVIDIA A100-SXM4-40GB")
+    assert len(counters) == 162
+    _same_but_provenance(counters, expected)
+    # the hash is that of the file as it is on disk, compressed
+    assert (counters["source_sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()).all()
+    assert (counters["source_file"] == str(path)).all()
+
+
+def test_parse_gzipped_what_if_tables_equal_the_plain_ones(tmp_path):
+    yaml_gz = tmp_path / "textbook.yaml.gz"  # derived from data/examples/textbook.yaml
+    yaml_gz.write_bytes(gzip.compress(TEXTBOOK.read_bytes()))
+    _same_but_provenance(parse_input(yaml_gz, "t", "what-if"), parse_input(TEXTBOOK, "t", "what-if"))
+    table = "kernel,gpu,flop_fp32,dram_bytes,duration_s\nsaxpy,NVIDIA A100-SXM4-80GB,2e9,12e9,8e-3\n"
+    plain = tmp_path / "whatif.csv"  # hand-made what-if CSV
+    plain.write_text(table, encoding="utf-8")
+    packed = tmp_path / "whatif.csv.xz"
+    packed.write_bytes(lzma.compress(table.encode()))
+    counters = parse_input(packed, "w", "csv")
+    _same_but_provenance(counters, parse_input(plain, "w", "csv"))
+    assert counters["flop_fp32"].tolist() == [2e9] and counters["source_format"].tolist() == ["what-if"]
+
+
+def test_parse_folder_of_compressed_exports(tmp_path):
+    plain = real_fixture("a100-dropout-nersc-metrics-csv") / "nsight162.csv"
+    folder = tmp_path / "exports"  # derived from the real NERSC export
+    folder.mkdir()
+    (folder / "nsight162.csv.gz").write_bytes(gzip.compress(plain.read_bytes()))
+    (folder / "notes.txt").write_text("hand-made: not an export\n")
+    reference = tmp_path / "reference"
+    reference.mkdir()
+    (reference / "nsight162.csv").write_bytes(plain.read_bytes())
+    _same_but_provenance(parse_input(folder, "n", "csv-dir", "A100"), parse_input(reference, "n", "csv-dir", "A100"))
+
+
+def test_parse_compressed_report_equals_the_plain_report(tmp_path):
+    plain = real_fixture("h100pcie-rmsnorm-full-ncu2025.1") / "2025-04-21_v1.ncu-rep"
+    path = tmp_path / "2025-04-21_v1.ncu-rep.gz"  # derived from the real report
+    path.write_bytes(gzip.compress(plain.read_bytes(), compresslevel=1))
+    counters = parse_input(path, "rmsnorm", "ncu-rep")
+    _same_but_provenance(counters, parse_input(plain, "rmsnorm", "ncu-rep"))
+    assert (counters["ncu_version"] == "2025.1.0.0").all()
+    assert counters["command_line"].str.endswith("--profile").all()
+
+
+def test_parse_truncated_compressed_inputs_name_the_file(tmp_path):
+    report = real_fixture("rtx3070-vecadd-basic-ncu2022.3") / "CuVectorAddDrv.ncu-rep"
+    data = gzip.compress(report.read_bytes())
+    path = tmp_path / "cut.ncu-rep.gz"  # derived from the real report: its gzip cut short
+    path.write_bytes(data[:-100])
+    with pytest.raises(InputError, match=r"cut\.ncu-rep\.gz: the gzip-compressed file is truncated or damaged"):
+        read_input(path, "ncu-rep")
+    yaml_cut = tmp_path / "cut.yaml.gz"  # derived from data/examples/textbook.yaml
+    yaml_cut.write_bytes(gzip.compress(TEXTBOOK.read_bytes())[:200])
+    with pytest.raises(InputError, match=r"cut\.yaml\.gz: the gzip-compressed file is truncated.*gzip -t"):
+        read_input(yaml_cut, "what-if")
+
+
+def test_ncu_log_saved_as_a_report_points_to_the_fix(tmp_path):
+    path = tmp_path / "capture.ncu-rep"  # hand-made: ncu's log where the report should be
+    path.write_text("==PROF== Connected to process 40213 (/home/user/app)\n"
+                    "==PROF== Disconnected from process 40213\n==WARNING== No kernels were profiled.\n")
+    with pytest.raises(InputError, match=r"capture\.ncu-rep: a text file, not an Nsight Compute report: ncu "
+                       r"profiled no kernel.*--kernel-name/-k.*--launch-skip/-s"):
+        read_input(path, "ncu-rep")
