@@ -263,7 +263,7 @@ def narrow_counters(paths: list[str]) -> pd.DataFrame:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Build the ceilings table of every device of the apps.")
-    parser.add_argument("--counters", required=True, nargs="+", help="every app's counters table")
+    parser.add_argument("--counters", nargs="*", default=[], help="every app's counters table (none: no app)")
     parser.add_argument("--catalog", required=True)
     parser.add_argument("--policy", default="report,datasheet")
     parser.add_argument("--device-policy", default="{}", help="JSON: device -> list of sources")

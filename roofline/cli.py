@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from roofline import inputs
 from roofline.metrics import MEMORY_LEVELS
 from roofline.schemas import conform
 
@@ -26,18 +27,17 @@ SHOW_COLUMNS = ["kernel", "app", "device", "bound", "% roof", "time share", "AI 
 
 
 def app_name(path: str | Path, taken: set[str]) -> str:
-    """The app name of an input: its file name without the input suffix, made unique."""
-    from roofline.config import INPUT_SUFFIXES
+    """The app name of an input (roofline.inputs.app_name, as the workflow names it), made unique
+    against ``taken`` with ``-2``, ``-3``, ..."""
+    return inputs.unique_name(inputs.app_name(path), taken)
 
-    name = Path(path).name
-    for suffix in INPUT_SUFFIXES:
-        if name.lower().endswith(suffix):
-            name = name[: -len(suffix)]
-            break
-    unique, i = name or "app", 2
-    while unique in taken:
-        unique, i = f"{name}-{i}", i + 1
-    return unique
+
+def app_names(paths: Sequence[str]) -> list[str]:
+    """The app name of each file, in the order given (a later file with the same name gets ``-2``)."""
+    names: list[str] = []
+    for path in paths:
+        names.append(app_name(path, set(names)))
+    return names
 
 
 def analyse(path: str | Path, app: str, catalog: str | Path, policy: list[str]) -> tuple[pd.DataFrame, ...]:
@@ -58,10 +58,8 @@ def analyse_all(
     from roofline.config import input_kind
     from roofline.parse import diagnostics_for, parse_input
 
-    counters, diagnostics, errors, taken = [], [], [], set()
-    for i, path in enumerate(paths):
-        app = names[i] if names else app_name(path, taken)
-        taken.add(app)
+    counters, diagnostics, errors = [], [], []
+    for path, app in zip(paths, names or app_names(paths)):
         try:
             frame = parse_input(path, app, input_kind(str(path)))
             if frame.empty:
@@ -164,7 +162,8 @@ def main(argv: list[str] | None = None) -> int:
 
         output = Path(args.output)
         apps_dir = Path(args.apps_dir) if args.apps_dir else output.parent / "apps"
-        write_pages(kernels, ceilings, diagnostics, output, apps_dir, args.title)
+        sources = dict(zip(app_names(args.files), args.files))
+        write_pages(kernels, ceilings, diagnostics, output, apps_dir, args.title, sources=sources)
     return 1 if errors else 0
 
 

@@ -7,25 +7,27 @@
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import re
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-APP_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
-INPUT_SUFFIXES = {
-    ".ncu-rep": "ncu-rep",
-    ".csv": "csv",
-    ".yaml": "what-if",
-    ".yml": "what-if",
-    ".nsight-cuprof-report": "legacy",
-}
+from roofline.inputs import (  # noqa: F401 - APP_NAME, INPUT_SUFFIXES: importers of config use them
+    ACCEPTED,
+    APP_NAME,
+    INPUT_SUFFIXES,
+    App,
+    InputProblem,
+    assign_names,
+    expand_patterns,
+    is_app_name,
+    suffix_kind,
+)
+
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "workflow" / "schemas" / "config.schema.json"
 
 CeilingSource = Literal["report", "datasheet", "measured"]
@@ -157,14 +159,6 @@ class Config(Strict):
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
 
 
-@dataclass(frozen=True)
-class App:
-    name: str
-    source: str | None  # input file (None when captured)
-    kind: str  # ncu-rep, csv, csv-dir, what-if, capture, legacy
-    device: str | None = None  # GPU name to assume where the input records none
-
-
 class ConfigError(ValueError):
     """A config problem the user must fix; the message says where and how."""
 
@@ -187,68 +181,70 @@ def load_config(data: dict) -> Config:
 
 
 def input_kind(path: str) -> str:
-    """The reader an input needs, from its suffix; a folder holds CSV exports of one ncu run."""
+    """The reader an input needs, from its suffix (compressed CSV and YAML keep their kind); a
+    folder holds CSV exports of one ncu run.
+
+    Raises
+    ------
+    ConfigError
+        For a file of no known type (the kind of an ``apps:`` entry is config; a file an
+        ``inputs:`` pattern finds is judged per input, by :func:`roofline.inputs.file_problem`).
+    """
     if Path(path).is_dir():
         return "csv-dir"
-    for suffix, kind in INPUT_SUFFIXES.items():
-        if path.lower().endswith(suffix):
-            return kind
-    raise ConfigError(
-        f"input {path!r}: unknown file type; accepted are .ncu-rep, ncu CSV exports (.csv) "
-        "and what-if tables (.yaml/.yml or .csv)"
-    )
+    kind = suffix_kind(Path(path).name)
+    if kind is None:
+        raise ConfigError(f"input {path!r}: unknown file type; accepted are {ACCEPTED}")
+    return kind
 
 
 def _check_name(name: str, origin: str) -> None:
-    if not APP_NAME.match(name) or name in {".", ".."}:
+    if not is_app_name(name):
         raise ConfigError(
             f"app name {name!r} (from {origin}) may use only letters, digits, '.', '_' and '-'; "
-            "rename the file or name it under apps:"
+            "rename the app"
         )
 
 
-def resolve_apps(config: Config, workdir: str | Path = ".") -> dict[str, App]:
-    """Expand ``inputs`` globs and ``apps`` into one App per application, names checked unique."""
+def resolve_inputs(config: Config, workdir: str | Path = ".") -> tuple[dict[str, App], list[InputProblem]]:
+    """Expand ``inputs`` patterns and ``apps`` into one App per application, and what gave nothing.
+
+    Every file a pattern finds is an app, named from its file name (roofline.inputs.app_name;
+    collisions get ``-2``, ``-3`` in sorted path order; an ``apps:`` name wins); a file that cannot
+    be read is an app of kind ``unreadable`` whose parse records why. A pattern that matched
+    nothing, a missing path or a folder without exports is an :class:`InputProblem`.
+
+    Raises
+    ------
+    ConfigError
+        For a bad ``apps:`` entry: its name, or a report that does not exist or has no known type.
+    """
     workdir = Path(workdir)
+    named_reports = [a.report for a in config.apps.values() if a.report]
+    found, problems = expand_patterns(config.inputs, workdir, named_reports)
     apps: dict[str, App] = {}
-    named_reports = {a.report for a in config.apps.values() if a.report}
-    for pattern in config.inputs:
-        matches = sorted(glob.glob(str(workdir / pattern)))
-        if not matches and not glob.has_magic(pattern):
-            raise ConfigError(f"input {pattern!r} does not exist (relative to {workdir.resolve()})")
-        for match in matches:
-            rel = str(Path(match).relative_to(workdir)) if workdir != Path(".") else match
-            if rel in named_reports:
-                continue
-            if Path(match).is_dir() and not any(Path(match).glob("*.csv")):
-                continue  # a folder is an app only when it holds CSV exports of one ncu run
-            name = _stem(rel)
-            _check_name(name, rel)
-            if name in apps:
-                raise ConfigError(
-                    f"two inputs give the app name {name!r}: {apps[name].source} and {rel}; "
-                    "name one of them under apps:"
-                )
-            apps[name] = App(name, rel, input_kind(str(match)))
     for name, app in config.apps.items():
         _check_name(name, "apps:")
-        if name in apps:
-            raise ConfigError(f"app {name!r} is both an input file and an apps: entry; keep one")
         if app.report:
             if not (workdir / app.report).exists():
                 raise ConfigError(f"apps.{name}.report: {app.report!r} does not exist")
-            apps[name] = App(name, app.report, input_kind(str(workdir / app.report)), app.device)
+            try:
+                kind = input_kind(str(workdir / app.report))
+            except ConfigError:
+                raise ConfigError(f"apps.{name}.report: {app.report!r}: unknown file type; accepted are {ACCEPTED}"
+                                  ) from None
+            apps[name] = App(name, app.report, kind, app.device)
         else:
             apps[name] = App(name, None, "capture")
-    return apps
+    for path, name in assign_names(found, reserved=apps).items():
+        kind, problem = found[path]
+        apps[name] = App(name, path, kind, problem=problem)
+    return dict(sorted(apps.items())), problems
 
 
-def _stem(path: str) -> str:
-    name = Path(path).name
-    for suffix in INPUT_SUFFIXES:
-        if name.lower().endswith(suffix):
-            return name[: -len(suffix)]
-    return Path(path).stem
+def resolve_apps(config: Config, workdir: str | Path = ".") -> dict[str, App]:
+    """The applications of :func:`resolve_inputs`, by name."""
+    return resolve_inputs(config, workdir)[0]
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -314,13 +310,20 @@ def check_catalog(config: Config, repo: str | Path | None = None) -> None:
             raise ConfigError(f"config key 'ceilings.gpus': {exc}") from None
 
 
+class WorkflowConfig(NamedTuple):
+    config: Config
+    apps: dict[str, App]
+    input_problems: list[InputProblem]  # inputs: entries (or folders they matched) that gave no app
+
+
 def load_workflow_config(
     config: dict, configfiles=(), workdir: str | Path = ".", repo: str | Path | None = None
-) -> tuple[Config, dict[str, App]]:
+) -> WorkflowConfig:
     """Every check the workflow makes before scheduling any job (workflow/rules/common.smk).
 
-    Duplicate keys in the config files, the config model (unknown keys, types), the applications
-    (names, duplicates, missing files) and the GPU catalog with its config overrides.
+    Duplicate keys in the config files, the config model (unknown keys, types), the ``apps:``
+    entries (names, missing files) and the GPU catalog with its config overrides. What the
+    ``inputs:`` patterns find is judged per input and never raises (see :func:`resolve_inputs`).
 
     Raises
     ------
@@ -329,9 +332,9 @@ def load_workflow_config(
     """
     check_config_files(configfiles)
     parsed = load_config(config)
-    apps = resolve_apps(parsed, workdir)
+    apps, problems = resolve_inputs(parsed, workdir)
     check_catalog(parsed, repo)
-    return parsed, apps
+    return WorkflowConfig(parsed, apps, problems)
 
 
 def interpreter_first_on_path() -> None:

@@ -25,10 +25,9 @@ import importlib.resources
 import json
 import math
 import os
-import re
 import sys
 import urllib.parse
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import altair as alt
@@ -45,11 +44,11 @@ from roofline.chart import (
     roofline_layers,
     si,
 )
+from roofline.inputs import is_app_name
 from roofline.metrics import MEMORY_LEVELS
 from roofline.schemas import conform, read_table, write_text_atomic
 
 CANVAS_FROM = 300  # kernels on a chart from which it is drawn on a canvas, not as SVG
-APP_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
 
 
 # -- pages -----------------------------------------------------------------------------------------
@@ -155,6 +154,31 @@ def _columns_json(table: pd.DataFrame) -> str:
             text = "[" + ",".join(form.format(v) if math.isfinite(v) else "null" for v in numbers) + "]"
         parts.append(f"{json.dumps(name)}:{text}")
     return _script_safe("{" + ",".join(parts) + "}")
+
+
+def app_sources(kernels: pd.DataFrame, diagnostics: pd.DataFrame) -> dict[str, str]:
+    """Each app's input file, from its rows' ``source_file`` (diagnostics; kernels tables that carry
+    one), where the caller gave none."""
+    frames = [f[["app", "source_file"]] for f in (kernels, diagnostics) if "source_file" in f]
+    rows = pd.concat(frames) if frames else pd.DataFrame(columns=["app", "source_file"])
+    rows = rows[(rows["app"] != "") & (rows["source_file"].fillna("") != "")]
+    return dict(rows.drop_duplicates("app").itertuples(index=False, name=None))
+
+
+def _source_html(source: str | None) -> str:
+    """An app's original file name, next to its name (app names are derived from file names)."""
+    return f' <span class="meta" title="{_e(source)}">({_e(Path(source).name)})</span>' if source else ""
+
+
+def _inputs_html(inputs: Sequence[Mapping], n_apps: int) -> str:
+    """The inputs: entries that gave no app (roofline.inputs.InputProblem), at the top of the summary."""
+    if not inputs and n_apps:
+        return ""
+    none = "<p><strong>No application was analysed</strong>: no input was found.</p>" if not n_apps else ""
+    items = "".join(f"<li><strong>{_e(i.get('problem'))}</strong>: {_e(i.get('fix'))}</li>" for i in inputs)
+    listed = (f'<p>{len(inputs)} <code>inputs:</code> entr{"y" if len(inputs) == 1 else "ies"} gave no app '
+              f"(warnings; <code>roofline.status --check</code> exits 4):</p><ul>{items}</ul>") if inputs else ""
+    return f'<section id="inputs" class="warning"><h2>Inputs</h2>{none}{listed}</section>'
 
 
 def _kernels_html(n: int, csv_name: str) -> str:
@@ -343,27 +367,41 @@ def _body(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFra
 
 
 def summary_html(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFrame, title: str,
-                 chart_cache: dict | None = None) -> str:
-    """The whole offline summary page: a chart per device, kernel table, ceilings, diagnostics."""
-    apps = sorted((set(kernels["app"]) | set(diagnostics["app"])) - {""})
-    nav = "<nav>Apps: " + " · ".join(f'<a href="{_e(_app_href(a, "apps/"))}">{_e(a)}</a>' for a in apps) + "</nav>"
+                 chart_cache: dict | None = None, sources: Mapping[str, str] | None = None,
+                 inputs: Sequence[Mapping] = (), apps: Sequence[str] = ()) -> str:
+    """The whole offline summary page: the inputs that gave no app, a chart per device, kernel
+    table, ceilings, diagnostics. Each app is listed with its input's file name (``sources``,
+    default: the tables' ``source_file``)."""
+    apps = sorted((set(kernels["app"]) | set(diagnostics["app"]) | set(apps)) - {""})
+    sources = app_sources(kernels, diagnostics) if sources is None else sources
+    links = " · ".join(f'<a href="{_e(_app_href(a, "apps/"))}">{_e(a)}</a>{_source_html(sources.get(a))}' for a in apps)
+    nav = f"<nav>Apps: {links or 'none'}</nav>\n{_inputs_html(inputs, len(apps))}"
+    # ...and in the diagnostics table, which must not say "no problems" of a run that lost an input
+    rows = [{"app": "", "stage": "inputs", "severity": "warning", "source_file": i.get("path") or i.get("pattern"),
+             "message": f"{i.get('problem')}: {i.get('fix')}"} for i in inputs]
+    if rows:
+        diagnostics = pd.concat([conform(pd.DataFrame(rows), "diagnostics"), diagnostics], ignore_index=True)
     return _page(title, *_body(kernels, ceilings, diagnostics, title, "apps/", nav, "kernels.csv",
                                chart_cache=chart_cache))
 
 
 def app_html(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFrame, app: str,
-             title: str = "", chart_cache: dict | None = None) -> str:
-    """The page of one app (``reports/apps/{app}.html``): the summary's blocks for its rows only."""
-    return _app_page(kernels[kernels["app"] == app], kernels, ceilings, diagnostics[diagnostics["app"] == app],
-                     app, title, chart_cache)
+             title: str = "", chart_cache: dict | None = None, source: str | None = None) -> str:
+    """The page of one app (``reports/apps/{app}.html``): the summary's blocks for its rows only,
+    under a line naming its input (``source``, default: its rows' ``source_file``)."""
+    mine, notes = kernels[kernels["app"] == app], diagnostics[diagnostics["app"] == app]
+    source = source if source is not None else app_sources(mine, notes).get(app)
+    return _app_page(mine, kernels, ceilings, notes, app, title, chart_cache, source)
 
 
 def _app_page(mine: pd.DataFrame, kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFrame,
-              app: str, title: str, chart_cache: dict | None) -> str:
+              app: str, title: str, chart_cache: dict | None, source: str | None = None) -> str:
     """:func:`app_html` from the app's rows (``mine``) and diagnostics, already picked out."""
     devices = set(mine["device"])
     heading = f"{title}: {app}" if title else app
     nav = '<nav><a href="../summary.html">← summary</a></nav>'
+    if source:
+        nav += f'\n<p class="meta">input: <code>{_e(source)}</code></p>'
     return _page(heading, *_body(mine, ceilings[ceilings["device"].isin(devices)], diagnostics, heading, None, nav,
                                  f"{app}.csv", chart_kernels=kernels, chart_cache=chart_cache))
 
@@ -380,11 +418,14 @@ def _read_all(paths: Sequence[str | os.PathLike], table: str) -> pd.DataFrame:
 def write_pages(
     kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFrame,
     output: str | os.PathLike, apps_dir: str | os.PathLike, title: str, apps: Sequence[str] = (),
+    sources: Mapping[str, str] | None = None, inputs: Sequence[Mapping] = (),
 ) -> list[Path]:
     """Write the summary page and one page per app (atomically); return the pages written.
 
     Every app in the tables gets a page, and so does every name in ``apps`` (an app whose input
-    gave no kernel and no diagnostic still gets its, empty, page).
+    gave no kernel and no diagnostic still gets its, empty, page). ``sources`` names each app's
+    input file (default: the tables' ``source_file``); ``inputs`` lists the ``inputs:`` entries
+    that gave no app (roofline.inputs.InputProblem as dicts), shown at the top of the summary.
 
     Raises
     ------
@@ -392,21 +433,23 @@ def write_pages(
         If an app name could not be a file name (letters, digits, ``.``, ``_``, ``-`` only).
     """
     apps = sorted((set(kernels["app"]) | set(diagnostics["app"]) | set(apps)) - {""})
-    bad = [a for a in apps if not APP_NAME.match(a) or a in {".", ".."}]
+    bad = [a for a in apps if not is_app_name(a)]
     if bad:
         raise ValueError(f"app names {bad} cannot be file names; use letters, digits, '.', '_', '-'")
     output, apps_dir = Path(output), Path(apps_dir)
     # Conformed once here, so that each page's own conform is a check; one chart per device for all pages.
     kernels, ceilings = conform(kernels, "kernels"), conform(ceilings, "ceilings")
     diagnostics, charts = conform(diagnostics, "diagnostics"), {}
-    write_text_atomic(output, summary_html(kernels, ceilings, diagnostics, title, charts))
+    sources = {**app_sources(kernels, diagnostics), **(sources or {})}
+    write_text_atomic(output, summary_html(kernels, ceilings, diagnostics, title, charts, sources, inputs, apps))
     written = [output]
     # Split once: picking each app's rows out of all of them would make the pages quadratic in apps.
     rows_of, notes_of = dict(tuple(kernels.groupby("app"))), dict(tuple(diagnostics.groupby("app")))
     for app in apps:
         page = apps_dir / f"{app}.html"
         write_text_atomic(page, _app_page(rows_of.get(app, kernels.iloc[:0]), kernels, ceilings,
-                                          notes_of.get(app, diagnostics.iloc[:0]), app, title, charts))
+                                          notes_of.get(app, diagnostics.iloc[:0]), app, title, charts,
+                                          sources.get(app)))
         written.append(page)
     return written
 
@@ -419,12 +462,14 @@ def write_report(
     apps_dir: str | os.PathLike,
     title: str,
     apps: Sequence[str] = (),
+    sources: Mapping[str, str] | None = None,
+    inputs: Sequence[Mapping] = (),
 ) -> list[Path]:
     """Read the stage tables (Parquet) and write the pages with :func:`write_pages`."""
     kernels = _read_all(kernels_paths, "kernels")
     ceilings = _read_all(ceilings_paths, "ceilings").drop_duplicates()
     diagnostics = _read_all(diagnostics_paths, "diagnostics")
-    return write_pages(kernels, ceilings, diagnostics, output, apps_dir, title, apps)
+    return write_pages(kernels, ceilings, diagnostics, output, apps_dir, title, apps, sources, inputs)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -436,8 +481,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--apps-dir", required=True)
     parser.add_argument("--title", default="Roofline summary")
     parser.add_argument("--apps", nargs="*", default=[], help="apps that must get a page even without rows")
+    parser.add_argument("--sources", default="{}", help="JSON: app -> its input file")
+    parser.add_argument("--input-problems", default="[]", help="JSON: the inputs: entries that gave no app")
     args = parser.parse_args(argv)
-    write_report(args.kernels, args.ceilings, args.diagnostics, args.output, args.apps_dir, args.title, args.apps)
+    write_report(args.kernels, args.ceilings, args.diagnostics, args.output, args.apps_dir, args.title, args.apps,
+                 json.loads(args.sources), json.loads(args.input_problems))
     return 0
 
 

@@ -26,7 +26,7 @@ import pandas as pd
 
 from roofline.decide import LABELS, DecisionParams, decide_all
 from roofline.history import SERIES_KEY, append_decisions, append_run, read_history, run_order
-from roofline.schemas import read_columns, read_table, write_text_atomic
+from roofline.schemas import conform, read_columns, read_table, write_text_atomic
 
 log = logging.getLogger("roofline.track")
 
@@ -357,7 +357,7 @@ def _findings_table(found: list[dict]) -> str:
 
 
 def _health(decisions: pd.DataFrame, tonight: pd.DataFrame) -> str:
-    rel = (tonight["noise_s"] / tonight["baseline_s"]).replace([np.inf, -np.inf], np.nan)
+    rel = (tonight["noise_s"] / tonight["baseline_s"]).astype(float).replace([np.inf, -np.inf], np.nan)
     noisy = tonight.assign(rel=rel).dropna(subset=["rel"]).nlargest(5, "rel")
     items = [f"<li>{html.escape(r.kernel_short or r.kernel)} ({html.escape(r.app)}): noise "
              f"{r.rel:.2%} of its baseline</li>" for r in noisy.itertuples()]
@@ -430,7 +430,14 @@ dots: labelled nights; dotted rules: segment starts.</p><div id=trends></div>
 # ------------------------------------------------------------------------------------------- CLI
 def track(kernels: pd.DataFrame, store: str | os.PathLike, run_id: str, context: Mapping,
           params: DecisionParams) -> tuple[pd.DataFrame, dict]:
-    """Append tonight, decide every series; return all decisions and tonight's summary."""
+    """Append tonight, decide every series; return all decisions and tonight's summary.
+
+    A night without any kernel (every input pattern found nothing: ``roofline.status --check``
+    says so) is not recorded: the store keeps the nights that ran, and the summary counts nothing.
+    """
+    if kernels.empty:
+        decisions = decide_all(read_history(store), params)
+        return decisions, summarize(decisions.iloc[:0], {**dict(context), "run_id": run_id}, params)
     append_run(store, run_id, kernels, context)
     history = read_history(store)
     order = run_order(history)  # judge tonight on the nights up to it (a rerun of an old night)
@@ -444,7 +451,7 @@ def track(kernels: pd.DataFrame, store: str | os.PathLike, run_id: str, context:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Record tonight's kernels and judge regressions.")
-    parser.add_argument("--kernels", nargs="+", required=True, help="kernels tables (Parquet)")
+    parser.add_argument("--kernels", nargs="*", default=[], help="kernels tables (Parquet; none: no app)")
     parser.add_argument("--counters", nargs="*", default=[],
                         help="counters tables: ncu version and SM clock where the context lacks them")
     parser.add_argument("--store", required=True, help="history store directory")
@@ -468,7 +475,8 @@ def main(argv: list[str] | None = None) -> int:
             counters = pd.concat([read_columns(p, "counters", needed) for p in args.counters])
             context = _with_observed(context, observed_context(counters))
         params = DecisionParams.from_mapping(json.loads(args.params) if args.params else None)
-        kernels = pd.concat([read_table(p, "kernels") for p in args.kernels], ignore_index=True)
+        tables = [read_table(p, "kernels") for p in args.kernels]
+        kernels = pd.concat(tables, ignore_index=True) if tables else conform(pd.DataFrame(), "kernels")
         decisions, summary = track(kernels, args.store, args.run_id, context, params)
     except ValueError as exc:
         log.error("%s", exc)

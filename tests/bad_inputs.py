@@ -14,12 +14,24 @@ Each case declares the behaviour the pipeline must show:
 - ``accepted``: nothing is wrong (odd but valid bytes); no diagnostic, values checked.
 - ``config``: a configuration problem: the workflow stops before any job with one message naming
   the key (ConfigError).
+
+:data:`PATTERN_CASES` are what an ``inputs:`` pattern finds beside a good input (roofline/inputs.py);
+none stops the run, and the good input is analysed:
+
+- ``named``: an odd file name or a compressed export: the file is an app under a derived name and
+  is analysed;
+- ``unreadable``: a file that cannot be read: an app whose parse records one ``error`` naming the
+  file and the fix;
+- ``no_app``: a pattern that matches nothing, a missing path, a folder without exports: no app, one
+  input warning naming the pattern (or folder) and the fix.
 """
 
 from __future__ import annotations
 
 import csv
+import gzip
 import io
+import os
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -471,18 +483,15 @@ CASES: list[Case] = [
     Case("app_name_dotdot", "config", _config({"apps": {"..": {"command": "./a"}}}), r"app name '\.\.'"),
     Case("app_name_parent_path", "config", _config({"apps": {"../evil": {"command": "./a"}}}),
          r"app name '\.\./evil'"),
-    Case("app_name_from_dotdot_file", "config", _config({"inputs": ["in/...yaml"]}, {"in/...yaml": _WHAT_IF_OK}),
-         r"app name '\.\.' \(from in/\.\.\.yaml\).*rename the file"),
-    Case("app_name_with_space", "config", _config({"inputs": ["in/*"]}, {"in/my app.yaml": _WHAT_IF_OK}),
-         r"app name 'my app' \(from in/my app\.yaml\).*rename the file"),
-    Case("app_name_unicode", "config", _config({"inputs": ["in/*"]}, {"in/ünïcødé.yaml": _WHAT_IF_OK}),
+    Case("app_name_with_space", "config", _config({"apps": {"my app": {"command": "./a"}}}),
+         r"app name 'my app' \(from apps:\) may use only letters, digits"),
+    Case("app_name_unicode", "config", _config({"apps": {"ünïcødé": {"command": "./a"}}}),
          r"app name 'ünïcødé'.*may use only letters"),
-    Case("duplicate_app_from_two_inputs", "config",
-         _config({"inputs": ["a/*", "b/*"]}, {"a/gemm.yaml": _WHAT_IF_OK, "b/gemm.yaml": _WHAT_IF_OK}),
-         r"two inputs give the app name 'gemm'.*name one of them under apps:"),
-    Case("duplicate_app_input_and_entry", "config",
-         _config({"inputs": ["a/*"], "apps": {"gemm": {"command": "./gemm"}}}, {"a/gemm.yaml": _WHAT_IF_OK}),
-         r"app 'gemm' is both an input file and an apps: entry"),
+    Case("apps_report_missing", "config", _config({"apps": {"gemm": {"report": "gone/gemm.ncu-rep"}}}),
+         r"apps\.gemm\.report: 'gone/gemm\.ncu-rep' does not exist"),
+    Case("apps_report_unknown_type", "config", _config({"apps": {"notes": {"report": "notes.txt"}}},
+                                                       {"notes.txt": "hand-made notes\n"}),
+         r"apps\.notes\.report: 'notes\.txt': unknown file type; accepted are \.ncu-rep"),
     Case("duplicate_app_key_in_yaml", "config",
          _config({"apps": {"gemm": {"command": "./b"}}},
                  raw_yaml="# hand-made\napps:\n  gemm: {command: ./a}\n  gemm: {command: ./b}\n"),
@@ -502,3 +511,143 @@ CONFIG_CASES = [c for c in CASES if c.is_config]
 def case(case_id: str) -> Case:
     """The case of that id."""
     return next(c for c in CASES if c.id == case_id)
+
+
+# -- what inputs: patterns find beside a good input ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PatternCase:
+    """What an ``inputs:`` pattern finds (or does not) beside a good input, and what must follow.
+
+    ``build(tmp, folder)`` writes the case's files under ``tmp / folder`` (``inputs/<id>``, so that
+    cases can share one run) and returns its config: ``inputs`` patterns, perhaps ``apps``.
+    """
+
+    id: str
+    behaviour: str  # named | unreadable | no_app
+    build: Callable[[Path, str], dict]
+    message: str = ""  # unreadable, no_app: regex the error or the warning (problem: fix) must match
+    apps: dict[str, str] = field(default_factory=dict)  # named, unreadable: file (under folder) -> app name
+    launches: int | None = None  # named: launches each of its apps must have
+    origin: str = "hand-made"
+    names: str = ""  # no_app: what the warning names ("" = the pattern); {d} is the case's folder
+
+
+def _found(files: dict[str, Callable[[], bytes | str] | bytes | str], patterns: list[str],
+           apps: dict | None = None) -> Callable[[Path, str], dict]:
+    """Files (name -> content, or a function making it) under the case's folder and its patterns;
+    ``{d}`` in a name, pattern or apps: path is that folder."""
+
+    def build(tmp: Path, folder: str) -> dict:
+        (tmp / folder).mkdir(parents=True, exist_ok=True)
+        for name, content in files.items():
+            _write(tmp / folder / name.format(d=folder), content() if callable(content) else content)
+        config = {"inputs": [p.format(d=folder) for p in patterns]}
+        if apps:
+            config["apps"] = {n: {k: v.format(d=folder) for k, v in a.items()} for n, a in apps.items()}
+        return config
+
+    return build
+
+
+def _nersc_csv() -> str:
+    header, rows = nersc_rows()
+    return _csv_text(header, rows)
+
+
+def _gzipped_nersc() -> bytes:
+    return gzip.compress(_nersc_csv().encode(), mtime=0)
+
+
+def _link(name: str, target: str) -> Callable[[Path, str], dict]:
+    def build(tmp: Path, folder: str) -> dict:
+        (tmp / folder).mkdir(parents=True, exist_ok=True)
+        os.symlink(target, tmp / folder / name)
+        return {"inputs": [f"{folder}/*"]}
+
+    return build
+
+
+def _pipe(name: str) -> Callable[[Path, str], dict]:
+    def build(tmp: Path, folder: str) -> dict:
+        if not hasattr(os, "mkfifo"):
+            pytest.skip("no named pipes on this system")
+        (tmp / folder).mkdir(parents=True, exist_ok=True)
+        os.mkfifo(tmp / folder / name)
+        return {"inputs": [f"{folder}/*"]}
+
+    return build
+
+
+def _folders(*names: str, files: dict[str, str] | None = None, pattern: str = "{d}/*") -> Callable[[Path, str], dict]:
+    def build(tmp: Path, folder: str) -> dict:
+        for name in names:
+            (tmp / folder / name).mkdir(parents=True, exist_ok=True)
+        for name, text in (files or {}).items():
+            _write(tmp / folder / name, text)
+        return {"inputs": [pattern.format(d=folder)]}
+
+    return build
+
+
+NARROW = r"narrow the pattern '{d}/\*' so that it does not match it"
+
+PATTERN_CASES: list[PatternCase] = [
+    # odd names and compressed exports: analysed under a derived name
+    PatternCase("csv_gzip_beside_good", "named", _found({"nersc_gz.csv.gz": _gzipped_nersc}, ["{d}/*"]),
+                apps={"nersc_gz.csv.gz": "nersc_gz"}, launches=NERSC_LAUNCHES, origin=FROM_NERSC),
+    PatternCase("csv_name_spaces_brackets", "named", _found({"my run (1).csv": _nersc_csv}, ["{d}/*"]),
+                apps={"my run (1).csv": "my_run_1"}, launches=NERSC_LAUNCHES, origin=FROM_NERSC),
+    PatternCase("yaml_name_unicode", "named", _found({"ünïcødé.yaml": _WHAT_IF_OK}, ["{d}/*"]),
+                apps={"ünïcødé.yaml": "unicode"}, launches=1),
+    PatternCase("yaml_name_leading_dot", "named", _found({".hidden_run.yaml": _WHAT_IF_OK}, ["{d}/.hidden_run.yaml"]),
+                apps={".hidden_run.yaml": "hidden_run"}, launches=1),
+    PatternCase("yaml_name_dots_only", "named", _found({"...yaml": _WHAT_IF_OK}, ["{d}/...yaml"]),
+                apps={"...yaml": "app"}, launches=1),
+    PatternCase("yaml_name_several_dots", "named", _found({"run.v1.2.yaml": _WHAT_IF_OK}, ["{d}/*"]),
+                apps={"run.v1.2.yaml": "run.v1.2"}, launches=1),
+    PatternCase("two_inputs_one_name", "named",
+                _found({"b/twin.yaml": _WHAT_IF_OK, "a/twin.yml": _WHAT_IF_OK}, ["{d}/b/*", "{d}/a/*"]),
+                apps={"a/twin.yml": "twin", "b/twin.yaml": "twin-2"}, launches=1),
+    PatternCase("input_name_taken_by_apps_entry", "named",
+                _found({"taken.yaml": _WHAT_IF_OK, "own.yaml": _WHAT_IF_OK}, ["{d}/taken.yaml"],
+                       {"taken": {"report": "{d}/own.yaml"}}),
+                apps={"taken.yaml": "taken-2", "own.yaml": "taken"}, launches=1),
+    # files a pattern found that cannot be read: an app with one error
+    PatternCase("unknown_file_type", "unreadable", _found({"notes.txt": "hand-made notes\n"}, ["{d}/*"]),
+                r"notes\.txt: unknown file type '\.txt'; accepted are \.ncu-rep.*rename it.*" + NARROW,
+                apps={"notes.txt": "notes"}),
+    PatternCase("unknown_compression", "unreadable", _found({"zipped.csv.zip": "hand-made\n"}, ["{d}/*"]),
+                r"zipped\.csv\.zip: ends in '\.zip' after '\.csv', which is not read.*\.gz.*rename or recompress",
+                apps={"zipped.csv.zip": "zipped.csv"}),
+    PatternCase("nsight_systems_report", "unreadable", _found({"timeline.nsys-rep": "hand-made\n"}, ["{d}/*"]),
+                r"timeline\.nsys-rep: an Nsight Systems report.*ncu --set roofline",
+                apps={"timeline.nsys-rep": "timeline"}),
+    PatternCase("broken_link", "unreadable", _link("moved.ncu-rep", "../elsewhere/moved.ncu-rep"),
+                r"moved\.ncu-rep: a link to '\.\./elsewhere/moved\.ncu-rep', which does not exist: restore the file",
+                apps={"moved.ncu-rep": "moved"}),
+    PatternCase("named_pipe", "unreadable", _pipe("stream.csv"),
+                r"stream\.csv: not a regular file.*remove it.*" + NARROW, apps={"stream.csv": "stream"}),
+    # what gave no app: one warning each
+    PatternCase("glob_matches_nothing", "no_app", _folders("captures", pattern="{d}/captures/*.ncu-rep"),
+                r"'{d}/captures/\*\.ncu-rep' matches no file.*check that it ran and wrote them"),
+    PatternCase("glob_folder_missing", "no_app", _folders(pattern="{d}/nightly/*.ncu-rep"),
+                r"'{d}/nightly/\*\.ncu-rep': the folder '{d}/nightly' does not exist.*check that it ran"),
+    PatternCase("path_does_not_exist", "no_app",
+                _found({"stencil_v1.yaml": _WHAT_IF_OK}, ["{d}/stencil_v1.yaml", "{d}/stencil_v2.yaml"]),
+                r"'{d}/stencil_v2\.yaml' does not exist.*did you mean '{d}/stencil_v1\.yaml'\?"),
+    PatternCase("folder_without_exports", "no_app", _folders("empty_night"),
+                r"{d}/empty_night: a folder without ncu CSV exports.*it is empty: check that the exports were written",
+                names="{d}/empty_night"),
+    PatternCase("folder_of_reports", "no_app",
+                _folders(files={"reports/a.yaml": _WHAT_IF_OK, "reports/b.yaml": _WHAT_IF_OK},
+                         pattern="{d}/reports"),
+                r"{d}/reports: a folder without ncu CSV exports.*holds 2 input file\(s\) \(\.yaml\).*'{d}/reports/\*'",
+                names="{d}/reports"),
+]
+
+
+def pattern_case(case_id: str) -> PatternCase:
+    """The pattern case of that id."""
+    return next(c for c in PATTERN_CASES if c.id == case_id)

@@ -5,7 +5,7 @@ import json
 import pytest
 from conftest import REPO
 
-from roofline.config import SCHEMA_PATH, ConfigError, load_config, resolve_apps
+from roofline.config import SCHEMA_PATH, ConfigError, input_kind, load_config, resolve_apps, resolve_inputs
 
 
 def test_exported_schema_is_up_to_date():
@@ -48,11 +48,18 @@ def test_apps_from_inputs_and_names(tmp_path):
     assert {a: (apps[a].kind) for a in apps} == {"one": "ncu-rep", "two": "csv", "three": "what-if", "gemm": "capture"}
 
 
-@pytest.mark.parametrize("bad", ["has space.ncu-rep", "ünïcode.ncu-rep", "semi;colon.ncu-rep"])
-def test_bad_app_names_are_refused(tmp_path, bad):
-    (tmp_path / bad).write_text("hand-made placeholder")
-    with pytest.raises(ConfigError, match="may use only letters"):
-        resolve_apps(load_config({"inputs": ["*"]}), tmp_path)
+@pytest.mark.parametrize("file, app", [("has space.ncu-rep", "has_space"), ("ünïcode.ncu-rep", "unicode"),
+                                       ("semi;colon.ncu-rep", "semi_colon"), ("run.csv.gz", "run")])
+def test_any_file_name_gives_an_app_name(tmp_path, file, app):
+    (tmp_path / file).write_text("hand-made placeholder")
+    apps = resolve_apps(load_config({"inputs": ["*"]}), tmp_path)
+    assert list(apps) == [app] and apps[app].source == file
+
+
+def test_explicit_app_names_are_still_checked_strictly():
+    for name in ("../evil", "a/b", "..", "my app", "ünï"):
+        with pytest.raises(ConfigError, match="may use only letters"):
+            resolve_apps(load_config({"apps": {name: {"command": "x"}}}))
 
 
 def test_app_names_cannot_escape_data_dir():
@@ -61,18 +68,49 @@ def test_app_names_cannot_escape_data_dir():
             resolve_apps(load_config({"apps": {name: {"command": "x"}}}))
 
 
-def test_duplicate_app_names_are_refused(tmp_path):
-    (tmp_path / "a").mkdir()
-    (tmp_path / "b").mkdir()
-    (tmp_path / "a" / "gemm.ncu-rep").write_text("x")
-    (tmp_path / "b" / "gemm.csv").write_text("x")
-    with pytest.raises(ConfigError, match="two inputs give the app name 'gemm'"):
-        resolve_apps(load_config({"inputs": ["a/*", "b/*"]}), tmp_path)
+def test_two_inputs_of_one_name_get_suffixes_in_path_order(tmp_path):
+    for folder, file in (("b", "gemm.csv"), ("a", "gemm.ncu-rep"), ("c", "gemm.yaml")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / file).write_text("x")
+    for patterns in (["a/*", "b/*", "c/*"], ["c/*", "b/*", "a/*"]):
+        apps = resolve_apps(load_config({"inputs": patterns}), tmp_path)
+        assert {n: a.source for n, a in apps.items()} == {"gemm": "a/gemm.ncu-rep", "gemm-2": "b/gemm.csv",
+                                                         "gemm-3": "c/gemm.yaml"}
 
 
-def test_missing_input_is_named(tmp_path):
-    with pytest.raises(ConfigError, match="'nope.ncu-rep' does not exist"):
-        resolve_apps(load_config({"inputs": ["nope.ncu-rep"]}), tmp_path)
+def test_an_apps_name_wins_over_a_file_of_that_name(tmp_path):
+    (tmp_path / "gemm.yaml").write_text("x")
+    apps = resolve_apps(load_config({"inputs": ["*.yaml"], "apps": {"gemm": {"command": "./gemm"}}}), tmp_path)
+    assert (apps["gemm"].kind, apps["gemm-2"].source) == ("capture", "gemm.yaml")
+
+
+def test_a_missing_input_is_an_input_problem_not_a_config_error(tmp_path):
+    apps, problems = resolve_inputs(load_config({"inputs": ["nope.ncu-rep", "none/*.csv"]}), tmp_path)
+    assert apps == {}
+    assert [p.pattern for p in problems] == ["nope.ncu-rep", "none/*.csv"]
+    assert "'nope.ncu-rep' does not exist" in problems[0].problem
+    assert "the folder 'none' does not exist" in problems[1].problem
+
+
+def test_a_missing_apps_report_still_stops_the_run(tmp_path):
+    with pytest.raises(ConfigError, match="apps.gemm.report: 'gone.ncu-rep' does not exist"):
+        resolve_apps(load_config({"apps": {"gemm": {"report": "gone.ncu-rep"}}}), tmp_path)
+
+
+@pytest.mark.parametrize("name, kind", [
+    ("x.csv.gz", "csv"), ("x.csv.xz", "csv"), ("x.CSV.ZST", "csv"), ("x.csv.zstd", "csv"), ("x.csv.bz2", "csv"),
+    ("x.yaml.gz", "what-if"), ("x.yml.gz", "what-if"), ("x.yml.xz", "what-if"), ("x.ncu-rep.gz", "ncu-rep"),
+])
+def test_compressed_inputs_keep_their_kind(tmp_path, name, kind):
+    assert input_kind(str(tmp_path / name)) == kind
+    (tmp_path / name).write_text("hand-made placeholder")
+    assert [a.kind for a in resolve_apps(load_config({"inputs": ["*"]}), tmp_path).values()] == [kind]
+
+
+def test_an_apps_report_of_unknown_type_stops_the_run(tmp_path):
+    (tmp_path / "notes.txt").write_text("hand-made")
+    with pytest.raises(ConfigError, match="unknown file type"):
+        resolve_apps(load_config({"apps": {"notes": {"report": "notes.txt"}}}), tmp_path)
 
 
 def test_annotation_regex_is_checked():

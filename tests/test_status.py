@@ -22,7 +22,8 @@ def test_no_diagnostics_is_ok_and_lists_every_app():
     assert result["ok"] is True and result["failed"] == []
     assert result["apps"] == {"a": {"status": "ok", "errors": 0, "warnings": 0},
                               "b": {"status": "ok", "errors": 0, "warnings": 0}}
-    assert result["counts"] == {"apps": 2, "failed": 0, "warned": 0, "errors": 0, "warnings": 0}
+    assert result["counts"] == {"apps": 2, "failed": 0, "warned": 0, "errors": 0, "warnings": 0, "input_warnings": 0}
+    assert result["inputs"] == []
 
 
 def test_errors_fail_the_run_and_warnings_do_not():
@@ -39,7 +40,7 @@ def test_errors_fail_the_run_and_warnings_do_not():
     assert result["apps"]["fine"]["status"] == "ok"
     assert result["failed"] == [{"app": "broken", "stage": "parse", "source_file": "inputs/broken.ncu-rep",
                                  "message": "inputs/broken.ncu-rep: the file is empty; re-run ncu"}]
-    assert result["counts"] == {"apps": 3, "failed": 1, "warned": 1, "errors": 1, "warnings": 2}
+    assert result["counts"] == {"apps": 3, "failed": 1, "warned": 1, "errors": 1, "warnings": 2, "input_warnings": 0}
     assert "broken" in status.summary_line(result)
 
 
@@ -129,3 +130,49 @@ def test_check_fails_on_regressions_when_asked(tmp_path):
     regressions.write_text(_json.dumps({"counts": {"regression": 0}}))
     assert check(status, regressions) == 0
     assert check(status, tmp_path / "missing.json") == 2
+
+
+NOTHING = {"pattern": "captures/*.ncu-rep", "problem": "'captures/*.ncu-rep' matches no file",
+           "fix": "check that the capture ran", "path": ""}
+
+
+def test_an_input_that_gave_no_app_is_not_ok_and_listed():
+    result = status.build_status([], apps=["good"], sources={"good": "inputs/good.yaml"}, inputs=[NOTHING])
+    assert result["ok"] is False and result["failed"] == []
+    assert result["inputs"] == [NOTHING] and result["counts"]["input_warnings"] == 1
+    assert result["apps"]["good"] == {"status": "ok", "errors": 0, "warnings": 0, "source": "inputs/good.yaml"}
+    line = status.summary_line(result)
+    assert "captures/*.ncu-rep" in line and "check that the capture ran" in line and "1 input(s) gave no app" in line
+
+
+@pytest.mark.parametrize("failed, inputs, code", [
+    (False, [], 0),
+    (False, [NOTHING], status.EXIT_NO_INPUT),
+    (True, [NOTHING], 1),  # a failed input is named first; the summary line lists both
+    (True, [], 1),
+])
+def test_check_exit_status_for_inputs_that_gave_no_app(tmp_path, failed, inputs, code, capsys):
+    tables = [pd.DataFrame([diag("broken", "error", "inputs/broken.ncu-rep: empty")])] if failed else []
+    path = tmp_path / "status.json"
+    path.write_text(json.dumps(status.build_status(tables, ["good", "broken"], inputs=inputs)))
+    assert status.check(path) == code
+    assert ("captures/*.ncu-rep" in capsys.readouterr().err) is bool(inputs)
+    assert status.EXIT_NO_INPUT == 4 and status.EXIT_NO_INPUT not in {0, 1, 2, status.EXIT_REGRESSION}
+
+
+def test_check_reads_a_status_written_before_the_inputs_list(tmp_path):
+    path = tmp_path / "status.json"  # hand-made: the version 1 layout without "inputs"
+    path.write_text(json.dumps({"ok": True, "counts": {"apps": 1, "failed": 0, "warnings": 0}, "failed": []}))
+    assert status.check(path) == 0
+
+
+def test_main_writes_sources_and_inputs(tmp_path):
+    paths = _write_run(tmp_path, error=False)
+    output = tmp_path / "status.json"
+    status.main(["--diagnostics", *paths, "--output", str(output), "--sources", json.dumps({"one": "in/one (1).csv"}),
+                 "--input-problems", json.dumps([NOTHING])])
+    written = json.loads(output.read_text())
+    assert written["apps"]["one"]["source"] == "in/one (1).csv" and "source" not in written["apps"]["two.v2"]
+    assert written["inputs"] == [NOTHING]
+    assert subprocess.run([sys.executable, "-m", "roofline.status", "--check", str(output)], cwd=REPO,
+                          capture_output=True).returncode == status.EXIT_NO_INPUT

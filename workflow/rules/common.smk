@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
+from snakemake.logging import logger
 from snakemake.utils import validate
 
 REPO = Path(workflow.basedir)
@@ -13,6 +14,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from roofline.config import ConfigError, interpreter_first_on_path, load_workflow_config  # noqa: E402
+from roofline.inputs import folder_exports, write_refusal  # noqa: E402
 from roofline.jobs import run_stage  # noqa: E402, F401 - the stage rules' `run:` blocks call it
 
 # The analysis stages run in processes forked by roofline.jobs.run_stage from Snakemake's own
@@ -20,13 +22,18 @@ from roofline.jobs import run_stage  # noqa: E402, F401 - the stage rules' `run:
 # project's environment), whether or not the environment was activated: jobs inherit the PATH.
 interpreter_first_on_path()
 
-# Every config problem stops the run here, before any job: one message naming the key and the fix,
-# no traceback (a scheduler's log shows the message; the exit status is 1).
+# Only a malformed config stops the run, here, before any job: one message naming the key and the
+# fix (exit status 1). What the inputs: patterns find is judged per input (config/README.md).
 try:
-    CONFIG, APPS = load_workflow_config(config, workflow.configfiles, ".", REPO)
+    CONFIG, APPS, INPUT_PROBLEMS = load_workflow_config(config, workflow.configfiles, ".", REPO)
 except ConfigError as error:
-    print(f"roofline: {error}", file=sys.stderr)
-    sys.exit(1)
+    # Snakemake prints the frames of an error raised in a Snakefile under its message ('File
+    # ".../common.smk", line 27'); with none to print it prints the message alone. The process ends
+    # with this error, so the limit changes nothing else.
+    sys.tracebacklimit = 0
+    raise WorkflowError(f"roofline: {error}") from None
+for problem in INPUT_PROBLEMS:
+    logger.warning(f"roofline: input {problem.problem}: {problem.fix}")
 validate(config, str(REPO / "workflow" / "schemas" / "config.schema.json"))
 
 
@@ -48,11 +55,28 @@ def app_source(wildcards):
 
 
 def app_input(wildcards):
-    """The files behind app_source (a folder of CSV exports lists its files)."""
-    source = app_source(wildcards)
-    if APPS[wildcards.app].kind == "csv-dir":
-        return sorted(str(p) for p in Path(source).glob("*.csv"))
-    return source
+    """The files behind app_source (a folder of CSV exports lists its files; an input that cannot be
+    read lists none: Snakemake would stop at a broken link or a pipe)."""
+    app = APPS[wildcards.app]
+    if app.kind == "unreadable":
+        return []
+    if app.kind == "csv-dir":
+        return [str(p) for p in folder_exports(app.source)]
+    return app_source(wildcards)
+
+
+def app_problem(wildcards):
+    """Why the app's input cannot be read ("" when it can): its parse job records this error."""
+    return APPS[wildcards.app].problem
+
+
+def parse_app(app, log, params, output):
+    """The parse job: the parse stage, or the error of an input that cannot be read."""
+    if params.problem:
+        write_refusal(app, params.source, params.problem, output.counters, output.diagnostics, log)
+    else:
+        run_stage("parse", log, input=params.source, app=app, kind=params.kind, device=params.device,
+                  output=output.counters, diagnostics=output.diagnostics)
 
 
 def app_device(wildcards):
@@ -113,6 +137,16 @@ def diagnostics_tables():
     """Every diagnostics table: one per app from parse, one for the devices' ceilings."""
     return [*expand("data/diagnostics/{app}.parse.parquet", app=sorted(APPS)),
             "data/diagnostics/devices.ceilings.parquet"]
+
+
+def app_sources():
+    """Each app's input as the config found it (captured apps: none), for the pages and status."""
+    return as_json({name: app.source for name, app in sorted(APPS.items()) if app.source})
+
+
+def input_problems():
+    """The inputs: entries that gave no app, for the summary and status.json."""
+    return as_json([problem.as_dict() for problem in INPUT_PROBLEMS])
 
 
 def final_outputs():

@@ -1,7 +1,8 @@
 rule parse:
     input:
         report=app_input,
-        code=pkg_code("parse.py", "derive.py", "what_if.py", "units.py", "ncu_csv.py", "ncu_rep.py", "config.py"),
+        code=pkg_code("parse.py", "derive.py", "what_if.py", "units.py", "ncu_csv.py", "ncu_rep.py", "config.py",
+                      "inputs.py"),
     output:
         counters="data/counters/{app}.parquet",
         diagnostics="data/diagnostics/{app}.parse.parquet",
@@ -9,8 +10,8 @@ rule parse:
         kind=app_kind,
         source=app_source,
         device=app_device,
+        problem=app_problem,
     log:
         "logs/parse/{app}.log",
     run:
-        run_stage("parse", log[0], input=params.source, app=wildcards.app, kind=params.kind, device=params.device,
-                  output=output.counters, diagnostics=output.diagnostics)
+        parse_app(wildcards.app, log[0], params, output)

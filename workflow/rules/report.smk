@@ -10,8 +10,11 @@ rule report:
     params:
         title=CONFIG.report.title,
         apps=sorted(APPS),
+        sources=app_sources(),
+        inputs=input_problems(),
     log:
         "logs/report/summary.log",
     run:
         run_stage("report", log[0], kernels=input.kernels, ceilings=input.ceilings, diagnostics=input.diagnostics,
-                  output=output.summary, apps_dir="reports/apps", title=params.title, apps=params.apps)
+                  output=output.summary, apps_dir="reports/apps", title=params.title, apps=params.apps,
+                  sources=params.sources, input_problems=params.inputs)

@@ -1,12 +1,17 @@
 # Status: every diagnostics table -> reports/status.json, the run's verdict for a scheduler
-# (`python -m roofline.status --check reports/status.json` exits 1 when any input failed).
+# (`python -m roofline.status --check reports/status.json` exits 1 when any input failed, 4 when an
+# inputs: entry gave no app).
 rule status:
     input:
         diagnostics=diagnostics_tables(),
         code=pkg_code("status.py"),
     output:
         status="reports/status.json",
+    params:
+        sources=app_sources(),
+        inputs=input_problems(),
     log:
         "logs/status/status.log",
     run:
-        run_stage("status", log[0], diagnostics=input.diagnostics, output=output.status)
+        run_stage("status", log[0], diagnostics=input.diagnostics, output=output.status,
+                  sources=params.sources, input_problems=params.inputs)
