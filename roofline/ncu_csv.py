@@ -22,7 +22,9 @@ The layout is detected from the header row, never from the file name:
 
 Lines before the header (program output, ``==PROF==`` lines) and ``==``-prefixed log lines among
 the rows are skipped; rule rows (empty metric name) are dropped; rows shorter than the header are
-padded.
+padded. A compressed file (gzip, xz, zstd, bzip2, told by its bytes: :mod:`roofline.compressed`)
+is decompressed in memory and read as the plain file would be. A file that holds ncu's log instead
+of a table, or no launch, is refused with what the log says and the fix (:mod:`roofline.ncu_log`).
 Bytes that are not UTF-8 are replaced by U+FFFD with a :class:`NcuCsvWarning`; files with a UTF-8 or
 UTF-16 byte-order mark are decoded accordingly. A kept metric whose unit the converter does not
 know is left out with a :class:`roofline.units.UnitWarning` when no recipe reads it (it is not in
@@ -164,7 +166,9 @@ def read_ncu_csv(path: str | Path) -> pd.DataFrame:
     NcuCsvError
         Empty, binary or non-ncu files, a wrong delimiter, a wide export without its units row,
         unknown/binary/bit units on metrics the recipes read, values that are not numbers, duplicate
-        rows that disagree.
+        rows that disagree; files that hold only ncu's log (no kernel profiled, an ncu error).
+    InputError
+        A compressed file that is truncated or damaged.
 
     Warns
     -----
