@@ -75,10 +75,22 @@ def _damaged(path: Path, compression: str, exc: Exception) -> InputError:
     )
 
 
+def codec_available(codec: str) -> bool:
+    """Whether pyarrow has ``codec``: every pyarrow wheel has gzip, bz2 and zstd, a source build may not."""
+    return pa.Codec.is_available(codec)
+
+
 def _open(path: Path, compression: str) -> BinaryIO:
     if compression == "xz":
         return lzma.open(path, "rb")
-    return pa.input_stream(str(path), compression=_PYARROW_CODEC[compression])
+    codec = _PYARROW_CODEC[compression]
+    if not codec_available(codec):
+        unpack = COMPRESSIONS[compression][2]
+        raise InputError(
+            f"{path}: {compression}-compressed, and this pyarrow has no {compression} codec: decompress it with "
+            f"`{unpack} {path.name}` and give the decompressed file"
+        )
+    return pa.input_stream(str(path), compression=codec)
 
 
 def read_bytes(path: str | Path, limit: int | None = None) -> bytes:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from roofline import compressed
 from roofline.compressed import (
     archive_kind,
     compression_of,
@@ -123,3 +124,12 @@ def test_archive_kind_names_the_tool() -> None:
     assert archive_kind(zipped.getvalue()) == ("a zip archive", "unzip it")
     assert archive_kind(tarred.getvalue())[1] == "extract it with `tar -xf`"
     assert archive_kind(TEXT) is None
+
+
+def test_a_codec_pyarrow_lacks_names_the_tool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "export.csv.zst"
+    path.write_bytes(b"\x28\xb5\x2f\xfd" + bytes(64))  # hand-made: the zstd magic bytes only
+    monkeypatch.setattr(compressed, "codec_available", lambda codec: codec != "zstd")  # a pyarrow built without
+    with pytest.raises(InputError, match=r"export\.csv\.zst: zstd-compressed, and this pyarrow has no zstd codec: "
+                       r"decompress it with `zstd -d export\.csv\.zst`"):
+        read_bytes(path)
