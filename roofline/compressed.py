@@ -67,11 +67,11 @@ def plain_name(name: str) -> str:
 
 
 def _damaged(path: Path, compression: str, exc: Exception) -> InputError:
-    _, test, unpack = COMPRESSIONS[compression]
+    test = COMPRESSIONS[compression][1]
+    # No advice to decompress what can be read: a cut export would lose its last launches without a word.
     return InputError(
-        f"{path}: the {compression}-compressed file is truncated or damaged ({exc}); copy it again from "
-        f"where it was written (`{test} {path.name}` checks a copy), or decompress it with `{unpack}` to "
-        "keep what can be read"
+        f"{path}: the {compression}-compressed file is truncated or damaged ({exc}); no launch of it is "
+        f"analysed. Copy it again from where it was written (`{test} {path.name}` checks a copy)"
     )
 
 

@@ -65,7 +65,7 @@ def test_truncated_file_names_the_file_and_the_check(tmp_path: Path, compression
     path = tmp_path / "cut.csv.z"
     path.write_bytes(data[: len(data) // 2])
     with pytest.raises(InputError, match=rf"cut\.csv\.z: the {compression}-compressed file is truncated or damaged"
-                       r".*copy it again.*-t cut\.csv\.z"):
+                       r".*Copy it again.*-t cut\.csv\.z"):
         read_bytes(path)
 
 

@@ -506,7 +506,7 @@ def test_truncated_gzip_export_names_the_file(tmp_path: Path) -> None:
     path = tmp_path / "cut.csv.gz"  # derived from the real NERSC export: its gzip cut in half
     path.write_bytes(data[: len(data) // 2])
     with pytest.raises(InputError, match=rf"^{re.escape(str(path))}: the gzip-compressed file is truncated or "
-                       r"damaged.*copy it again.*`gzip -t cut\.csv\.gz`"):
+                       r"damaged.*Copy it again.*`gzip -t cut\.csv\.gz`"):
         read_ncu_csv(path)
 
 
