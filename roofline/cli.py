@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -61,6 +62,10 @@ def analyse_all(
     counters, diagnostics, errors = [], [], []
     for path, app in zip(paths, names or app_names(paths)):
         try:
+            # the workflow's judgement of a file a pattern found: the same message, naming the fix
+            problem = inputs.file_problem(path) if os.path.lexists(path) and not os.path.isdir(path) else ""
+            if problem:
+                raise ValueError(problem)
             frame = parse_input(path, app, input_kind(str(path)))
             if frame.empty:
                 raise ValueError("no kernel launches in the file")

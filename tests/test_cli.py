@@ -61,3 +61,19 @@ def test_app_names_unique():
         names.append(cli.app_name(Path(path), taken))
         taken.add(names[-1])
     assert names == ["profile", "profile-2", "x"]
+
+
+def test_app_names_are_the_workflows(tmp_path, capsys):
+    """Any file name gives the app name the workflow gives it (roofline.inputs.app_name); a file of no
+    known type gets the workflow's message, and the report names each app's original file."""
+    odd = tmp_path / "my run (1).yaml"
+    odd.write_bytes(TEXTBOOK.read_bytes())
+    notes = tmp_path / "notes.txt"
+    notes.write_text("hand-made notes\n")
+    assert cli.app_names([str(odd), "a/ünï.csv.gz", "b/ünï.csv"]) == ["my_run_1", "uni", "uni-2"]
+    out = tmp_path / "reports" / "summary.html"
+    assert cli.main(["report", str(odd), str(notes), "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert f"roofline: {notes}: unknown file type '.txt'" in err and "rename it" in err
+    assert "(my run (1).yaml)" in out.read_text()
+    assert f"input: <code>{odd}</code>" in (tmp_path / "reports" / "apps" / "my_run_1.html").read_text()
