@@ -3,7 +3,7 @@ rule report:
         kernels=all_kernel_tables(),
         ceilings=DEVICE_CEILINGS,
         diagnostics=diagnostics_tables(),
-        code=pkg_code("report.py", "chart.py", "assets/report.css", "assets/report.js"),
+        code=pkg_code("report.py", "chart.py", "inputs.py", "assets/report.css", "assets/report.js"),
     output:
         summary=report("reports/summary.html", category="Roofline", caption="../report/summary.rst"),
         apps=expand("reports/apps/{app}.html", app=sorted(APPS)),
