@@ -88,9 +88,9 @@ def _capture_failure(path: Path) -> str:
 
 
 def csv_exports(folder: Path) -> list[Path]:
-    """The CSV exports in ``folder`` in name order: ``*.csv`` files, compressed ones (``*.csv.gz``,
+    """The CSV exports in ``folder`` in name order: ``*.csv`` files (any case), compressed ones (``*.csv.gz``,
     ``.xz``, ``.zst``, ``.bz2``) too."""
-    return sorted(p for p in folder.iterdir() if p.is_file() and plain_name(p.name).endswith(".csv"))
+    return sorted(p for p in folder.iterdir() if p.is_file() and plain_name(p.name).lower().endswith(".csv"))
 
 
 def read_input(path: str | Path, kind: str) -> pd.DataFrame:
