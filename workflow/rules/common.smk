@@ -36,6 +36,15 @@ for problem in INPUT_PROBLEMS:
     logger.warning(f"roofline: input {problem.problem}: {problem.fix}")
 validate(config, str(REPO / "workflow" / "schemas" / "config.schema.json"))
 
+# Environment problems (a read-only, forbidden or full output directory) stop the run here in one
+# line, before Snakemake touches an output; one met later ends the job that meets it, in one line.
+from roofline.errors import preflight, quiet_log_files  # noqa: E402
+
+quiet_log_files()
+if not workflow.dryrun and (environment_problem := preflight()) is not None:
+    sys.tracebacklimit = 0  # the message alone, as for a config error above
+    raise WorkflowError(environment_problem)
+
 
 wildcard_constraints:
     app="[A-Za-z0-9._-]+",
