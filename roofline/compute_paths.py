@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from roofline.recipe import Quantity, Recipe
+
 # Compute classes in the order the report lists them. Tensor-core classes are one datatype and
 # accumulator on one path: dense, or 2:4 structured sparse (``_sparse``), each with its own roof.
 # ``tensor_fp16`` is FP16 inputs with FP16 accumulate, or with either accumulator where the counters
@@ -296,3 +298,63 @@ def _tensor_description(cls: str) -> str:
 
 
 TENSOR_DESCRIPTIONS = {cls: _tensor_description(cls) for cls in TENSOR_CLASSES}
+
+
+# NERSC's V100 constant: FLOP per tensor-pipe warp instruction (sm_70, no tensor op counters)
+VOLTA_TENSOR_FLOP_PER_INST = 512.0
+
+
+def _ops(variant: str, suffix: str) -> str:
+    return f"sm__ops_path_tensor_{variant}.sum{suffix}"
+
+
+def tensor_quantities(cls: str) -> tuple[Quantity, Quantity]:
+    """The work and roof quantities of tensor class ``cls``: one pair of recipes per path."""
+    work, peak = [], []
+    for path in TENSOR_PATHS[cls]:
+        arch = {"cc_min": path.cc_min, "cc_max": path.cc_max}
+        work.append(Recipe(f"{path.name}_count", tuple((1.0, _ops(v, "")) for v in path.work), note=path.note, **arch))
+        work.append(
+            Recipe(
+                f"{path.name}_rate_x_sm_cycles",
+                tuple((1.0, _ops(v, ".per_cycle_elapsed")) for v in path.work),
+                scale=("@sm_cycles",),
+                note="sm__ops_path_tensor_* per-cycle rates x SM elapsed cycles"
+                + (f"; {path.note}" if path.note else ""),
+                **arch,
+            )
+        )
+        if not any(r.name == f"{path.name}_peak_x_sm_clock" for r in peak):
+            peak.append(
+                Recipe(
+                    f"{path.name}_peak_x_sm_clock",
+                    ((path.peak_coef, _ops(path.peak, ".peak_sustained")),),
+                    scale=("@sm_clock_hz",),
+                    note=path.note,
+                    **arch,
+                )
+            )
+    if cls == "tensor_fp16":
+        work.append(
+            Recipe(
+                "volta_pipe_tensor_x512",
+                ((VOLTA_TENSOR_FLOP_PER_INST, "sm__inst_executed_pipe_tensor.sum"),),
+                note="NERSC's V100 constant: 512 FLOP per tensor-pipe warp instruction (sm_70 only)",
+                cc_min=70,
+                cc_max=72,
+            )
+        )
+        work.append(
+            Recipe(
+                "volta_pipe_tensor_rate_x512",
+                ((VOLTA_TENSOR_FLOP_PER_INST, "smsp__inst_executed_pipe_tensor.sum.per_cycle_elapsed"),),
+                scale=("@smsp_cycles",),
+                cc_min=70,
+                cc_max=72,
+            )
+        )
+    what = TENSOR_DESCRIPTIONS[cls]
+    return (
+        Quantity(f"flop_{cls}", "FLOP", tuple(work), f"tensor-core ops (1 op = 1 FLOP), {what}"),
+        Quantity(f"peak_flops_{cls}", "FLOP/s", tuple(peak), f"per-launch peak of tensor-core ops, {what}"),
+    )

@@ -18,7 +18,8 @@ import pandas as pd
 import pyarrow as pa
 
 from roofline import metrics
-from roofline.metrics import COMPUTE_CLASSES, MEMORY_LEVELS, QUANTITIES, Recipe
+from roofline.metrics import COMPUTE_CLASSES, MEMORY_LEVELS, QUANTITIES
+from roofline.recipe import Recipe
 
 # -- recipes ---------------------------------------------------------------------------------------
 

@@ -12,7 +12,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from roofline.metrics import IDENTITY_METRICS, LAUNCH_METRICS, QUANTITIES, Quantity, Recipe
+from roofline.metrics import IDENTITY_METRICS, LAUNCH_METRICS, QUANTITIES
+from roofline.recipe import Quantity, Recipe
 
 # Metrics ncu always offers although ``--query-metrics`` does not list them.
 ALWAYS_AVAILABLE = ("device__attribute_", "launch__")

@@ -24,8 +24,6 @@ compute path, applied to work and roof alike whichever source gives the roof (ve
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from roofline.compute_paths import (  # noqa: F401 - re-exported: the classes are this table's vocabulary
     ACC32_OF,
     CATALOG_CLASSES,
@@ -37,7 +35,9 @@ from roofline.compute_paths import (  # noqa: F401 - re-exported: the classes ar
     TENSOR_DENSE_CLASSES,
     TENSOR_DESCRIPTIONS,
     TENSOR_PATHS,
+    tensor_quantities,
 )
+from roofline.recipe import Quantity, Recipe
 
 # The counting conventions of every derived number, stored with it (column ``convention``) and in
 # the history store: a change of convention starts a new tracking segment instead of a regression.
@@ -46,52 +46,11 @@ CONVENTION = "2026.12"
 
 SECTOR_BYTES = 32.0
 L1_WRITEBACK_BYTES_PER_CYCLE = 128.0
-VOLTA_TENSOR_FLOP_PER_INST = 512.0
 SMSP_PER_SM = 4.0
 # The compiler's HFMA2.MMA register moves, which ncu's hfma counter includes: thread instructions of
 # that opcode from the per-opcode SASS counts of full-set reports (SourceCounters section), read by
 # the .ncu-rep reader under this name (the metric's instance for that opcode).
 HFMA2_MMA_METRIC = "sass__thread_inst_executed_true_per_opcode_with_modifier_all[HFMA2.MMA]"
-
-
-@dataclass(frozen=True)
-class Recipe:
-    """One way to derive a quantity: ``sum(coef * metric) * prod(scale) / prod(divide)``.
-
-    ``scale`` and ``divide`` name other metrics or, prefixed with ``@``, other quantities.
-    """
-
-    name: str
-    terms: tuple[tuple[float, str], ...]
-    scale: tuple[str, ...] = ()
-    divide: tuple[str, ...] = ()
-    note: str = ""
-    # Compute capabilities (major*10+minor) the recipe is valid for; None = any.
-    cc_min: int | None = None
-    cc_max: int | None = None
-
-    def inputs(self) -> tuple[str, ...]:
-        """The ncu metric names this recipe reads (quantities excluded)."""
-        names = [metric for _, metric in self.terms]
-        names += [n for n in self.scale + self.divide if not n.startswith("@")]
-        return tuple(names)
-
-    def depends_on(self) -> tuple[str, ...]:
-        """The quantities this recipe needs first."""
-        return tuple(n[1:] for n in self.scale + self.divide if n.startswith("@"))
-
-
-@dataclass(frozen=True)
-class Quantity:
-    """A canonical per-launch quantity with its unit and recipes in order of preference."""
-
-    name: str
-    unit: str
-    recipes: tuple[Recipe, ...]
-    description: str = ""
-    needed_for_roofline: bool = False
-    capture: bool = True  # whether capture asks for the first recipe's metrics
-    extra: dict[str, str] = field(default_factory=dict)
 
 
 def _sass(op: str, suffix: str = ".sum") -> str:
@@ -154,61 +113,6 @@ def _peak_flop_recipe(op: str, per_fma: float) -> tuple[Recipe, ...]:
             scale=("@sm_clock_hz",),
             note=f"{per_fma:g} x {op.upper()} peak_sustained per cycle x SM clock measured in the launch",
         ),
-    )
-
-
-def _ops(variant: str, suffix: str) -> str:
-    return f"sm__ops_path_tensor_{variant}.sum{suffix}"
-
-
-def _tensor_quantity(cls: str) -> tuple[Quantity, Quantity]:
-    work, peak = [], []
-    for path in TENSOR_PATHS[cls]:
-        arch = {"cc_min": path.cc_min, "cc_max": path.cc_max}
-        work.append(Recipe(f"{path.name}_count", tuple((1.0, _ops(v, "")) for v in path.work), note=path.note, **arch))
-        work.append(
-            Recipe(
-                f"{path.name}_rate_x_sm_cycles",
-                tuple((1.0, _ops(v, ".per_cycle_elapsed")) for v in path.work),
-                scale=("@sm_cycles",),
-                note="sm__ops_path_tensor_* per-cycle rates x SM elapsed cycles"
-                + (f"; {path.note}" if path.note else ""),
-                **arch,
-            )
-        )
-        if not any(r.name == f"{path.name}_peak_x_sm_clock" for r in peak):
-            peak.append(
-                Recipe(
-                    f"{path.name}_peak_x_sm_clock",
-                    ((path.peak_coef, _ops(path.peak, ".peak_sustained")),),
-                    scale=("@sm_clock_hz",),
-                    note=path.note,
-                    **arch,
-                )
-            )
-    if cls == "tensor_fp16":
-        work.append(
-            Recipe(
-                "volta_pipe_tensor_x512",
-                ((VOLTA_TENSOR_FLOP_PER_INST, "sm__inst_executed_pipe_tensor.sum"),),
-                note="NERSC's V100 constant: 512 FLOP per tensor-pipe warp instruction (sm_70 only)",
-                cc_min=70,
-                cc_max=72,
-            )
-        )
-        work.append(
-            Recipe(
-                "volta_pipe_tensor_rate_x512",
-                ((VOLTA_TENSOR_FLOP_PER_INST, "smsp__inst_executed_pipe_tensor.sum.per_cycle_elapsed"),),
-                scale=("@smsp_cycles",),
-                cc_min=70,
-                cc_max=72,
-            )
-        )
-    what = TENSOR_DESCRIPTIONS[cls]
-    return (
-        Quantity(f"flop_{cls}", "FLOP", tuple(work), f"tensor-core ops (1 op = 1 FLOP), {what}"),
-        Quantity(f"peak_flops_{cls}", "FLOP/s", tuple(peak), f"per-launch peak of tensor-core ops, {what}"),
     )
 
 
@@ -291,7 +195,7 @@ QUANTITIES: tuple[Quantity, ...] = (
         _flop_recipes("h", fma_weight=4.0, add_weight=2.0),
         "FP16 FLOP on CUDA cores, half2 convention (every H instruction two lanes)",
     ),
-    *(q for cls in TENSOR_CLASSES for q in _tensor_quantity(cls)[:1]),
+    *(tensor_quantities(cls)[0] for cls in TENSOR_CLASSES),
     Quantity(
         "flop_fp16_register_moves",
         "FLOP",
@@ -390,7 +294,7 @@ QUANTITIES: tuple[Quantity, ...] = (
     Quantity("peak_flops_fp64", "FLOP/s", _peak_flop_recipe("dfma", 2.0)),
     Quantity("peak_flops_fp32", "FLOP/s", _peak_flop_recipe("ffma", 2.0)),
     Quantity("peak_flops_fp16", "FLOP/s", _peak_flop_recipe("hfma", 4.0)),
-    *(q for cls in TENSOR_CLASSES for q in _tensor_quantity(cls)[1:]),
+    *(tensor_quantities(cls)[1] for cls in TENSOR_CLASSES),
     Quantity(
         "peak_dram_bw",
         "B/s",

@@ -25,7 +25,7 @@ from roofline.capture import (
 )
 from roofline.config import AppConfig, load_config, resolve_apps
 from roofline.metric_plan import compute_capability, plan_metrics
-from roofline.metrics import Quantity, Recipe
+from roofline.recipe import Quantity, Recipe
 
 RMSNORM = REAL / "h100pcie-rmsnorm-full-ncu2025.1" / "2025-04-21_v1.ncu-rep"
 VOLTA_TENSOR = "sm__inst_executed_pipe_tensor.sum"

@@ -52,7 +52,8 @@ wildcard_constraints:
 
 def pkg_code(*modules):
     """Package modules a stage imports: listed as inputs, so editing them reruns the stage."""
-    return [str(PKG / m) for m in ("__init__.py", "schemas.py", "metrics.py", "compute_paths.py", *modules)]
+    table = ("__init__.py", "schemas.py", "metrics.py", "compute_paths.py", "recipe.py")
+    return [str(PKG / m) for m in (*table, *modules)]
 
 
 def app_source(wildcards):
