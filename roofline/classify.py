@@ -341,10 +341,11 @@ def aggregate_kernels(counters: pd.DataFrame, ceilings: pd.DataFrame, **options)
     somewhere = np.zeros((group.max() + 1, len(quantities)), dtype=bool)
     np.logical_or.at(somewhere, group, present)
     lacking = somewhere[group] & ~present
+    group_lacks = np.zeros_like(somewhere)  # per kernel (ngroup order = the totals' row order)
+    np.logical_or.at(group_lacks, group, lacking)
     frame["_complete"] = ~lacking.any(axis=1)
-    frame["_lacks"] = [";".join(q for q, miss in zip(quantities, row) if miss) for row in lacking]
     frame["_time_all"] = frame["duration_s"]
-    used = frame.where(frame["_complete"], other=np.nan)[sums]
+    used = frame[sums].where(frame["_complete"], other=np.nan)
     used[KERNEL_KEYS] = frame[KERNEL_KEYS]
     grouped = used.groupby(KERNEL_KEYS, sort=False, dropna=False)
     totals = grouped[sums].sum(min_count=1).reset_index()
@@ -357,7 +358,6 @@ def aggregate_kernels(counters: pd.DataFrame, ceilings: pd.DataFrame, **options)
     if "convention" in frame.columns:
         totals["convention"] = everything["convention"].first().to_numpy()
     time_all = everything["_time_all"].sum(min_count=1).to_numpy()
-    lacks = everything["_lacks"].agg(lambda texts: ";".join(sorted({q for t in texts for q in t.split(";") if q})))
     classified = classify_frame(totals, ceilings, **options)
     app_time = pd.Series(time_all, index=classified.index).groupby(classified["app"]).transform("sum")
     classified["time_share"] = time_all / app_time
@@ -365,7 +365,8 @@ def aggregate_kernels(counters: pd.DataFrame, ceilings: pd.DataFrame, **options)
     notes = classified["note"].to_numpy(dtype=object)
     for i in np.flatnonzero(partial):
         used_n, all_n = int(classified["launches_used"].iat[i]), int(classified["launches"].iat[i])
-        text = f"totals over {used_n} of {all_n} launches: the others lack {lacks.iat[i].replace(';', ', ')}"
+        lacks = ", ".join(q for q, miss in zip(quantities, group_lacks[i]) if miss)
+        text = f"totals over {used_n} of {all_n} launches: the others lack {lacks}"
         notes[i] = f"{text}; {notes[i]}" if notes[i] else text
     classified["note"] = notes
     roof = (classified["roof_pct"] / 100).clip(upper=1.0)
