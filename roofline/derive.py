@@ -224,10 +224,10 @@ def derive_counters(raw: pd.DataFrame) -> pd.DataFrame:
         # StringDtype (pd.NA) text without missing values is what conform() keeps as it is
         text = pa.array(texts, pa.string(), from_pandas=True).take(pa.array(text_code))
         out[f"{name}_recipe"] = pd.arrays.ArrowStringArray(text)
-        why = np.full(len(raw), "", dtype=object)
-        for row, reason in refusals[name].items():
-            why[row] = reason
-        out[f"{name}_refused"] = pd.array(why, dtype="str")
+        reasons = ["", *refusals[name].values()]  # codes into the texts, as for the recipe names
+        why = np.zeros(len(raw), dtype=np.int64)
+        why[list(refusals[name])] = np.arange(1, len(reasons))
+        out[f"{name}_refused"] = pd.arrays.ArrowStringArray(pa.array(reasons, pa.string()).take(pa.array(why)))
     # NaN when every tensor class is NaN, else their sum (NaN counted 0), as pandas' sum(min_count=1)
     tensor = np.stack([values[f"flop_{c}"] for c in metrics.TENSOR_CLASSES])
     none = np.isnan(tensor).all(axis=0)
