@@ -7,6 +7,9 @@ rerun after the cause is fixed writes the same outputs as an undisturbed run.
 
 ``roofline: cannot write data/classified/x.parquet: No space left on device (ENOSPC); free space on
 the filesystem at /scratch and rerun: outputs written so far are complete or absent``
+
+A capture that cannot succeed as configured (ncu missing, counters admin-only, the application
+failing under ncu) raises :class:`CaptureError`, whose one message likewise says the fix.
 """
 
 from __future__ import annotations
@@ -35,6 +38,10 @@ EXIT_STATUS = 75
 
 # Where a run writes, relative to its working directory: Snakemake's metadata, job logs, tables, pages.
 OUTPUT_DIRS = (".snakemake", "logs", "data", "reports")
+
+
+class CaptureError(RuntimeError):
+    """A capture that cannot succeed as configured; the message says the fix."""
 
 
 class CannotWrite(OSError):

@@ -14,16 +14,11 @@ import pytest
 from conftest import REAL, REPO, snakemake_command
 
 from roofline import capture as cap
-from roofline.capture import (
-    NCU_MISSING,
-    CaptureError,
-    app_regex,
-    capture_plan,
-    ncu_command,
-    parse_gpu_list,
-    parse_query_metrics,
-)
+from roofline import gpu_probe
+from roofline.capture import app_regex, capture_plan, ncu_command
 from roofline.config import AppConfig, load_config, resolve_apps
+from roofline.errors import CaptureError
+from roofline.gpu_probe import NCU_MISSING, parse_gpu_list, parse_query_metrics
 from roofline.metric_plan import compute_capability, plan_metrics
 from roofline.recipe import Quantity, Recipe
 
@@ -309,7 +304,7 @@ def test_zero_kernels_points_at_the_filters(tmp_path):
 
 def test_missing_ncu_is_a_clear_error(tmp_path, caplog):
     with pytest.raises(CaptureError, match=NCU_MISSING):
-        cap.find_ncu(str(tmp_path / "no-such-ncu"))
+        gpu_probe.find_ncu(str(tmp_path / "no-such-ncu"))
     rc = cap.main(
         [
             "--app",

@@ -8,7 +8,7 @@ CAPTURES = capture_plan(CONFIG, {name: app.kind for name, app in APPS.items()})
 
 rule capture:
     input:
-        code=pkg_code("capture.py", "metric_plan.py", "config.py"),
+        code=pkg_code("capture.py", "gpu_probe.py", "ncu_run.py", "metric_plan.py", "config.py"),
     output:
         report=f"{CONFIG.capture.raw_dir}/{{app}}.ncu-rep",
         sidecar=f"{CONFIG.capture.raw_dir}/{{app}}.capture.json",
