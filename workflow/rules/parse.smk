@@ -1,8 +1,8 @@
 rule parse:
     input:
         report=app_input,
-        code=pkg_code("parse.py", "derive.py", "what_if.py", "units.py", "ncu_csv.py", "ncu_rep.py", "config.py",
-                      "inputs.py"),
+        code=pkg_code("parse.py", "derive.py", "what_if.py", "units.py", "ncu_rep.py", "config.py", "inputs.py",
+                      *(f"ncu_csv/{p.name}" for p in sorted((PKG / "ncu_csv").glob("*.py")))),
     output:
         counters="data/counters/{app}.parquet",
         diagnostics="data/diagnostics/{app}.parse.parquet",
