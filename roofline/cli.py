@@ -1,30 +1,64 @@
-"""The ``roofline`` console command: the stages run in-process on a few files, without Snakemake.
+"""The ``roofline`` console command (also ``python -m roofline``): the stages run in-process on a
+few files, without Snakemake, through :func:`roofline.api.analyse` (the notebook API's).
 
-``roofline show FILE...`` prints the classified kernels as a text table, highest priority first;
+``roofline show FILE...`` prints the classified kernels, highest priority first;
+``roofline ceilings FILE...`` the ceilings of each device, with where each value comes from;
 ``roofline report FILE... -o out.html`` writes the offline summary page (and a page per app).
 A file that cannot be analysed gets one line on stderr; the others are still shown, and the exit
-status is 1.
+status is 1. ``--format csv|json`` print the full-precision numbers in SI base units, for scripts
+(as ncu's ``--csv --print-units base``).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
+import math
 import os
+import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from roofline import inputs
-from roofline.metrics import MEMORY_LEVELS
-from roofline.schemas import conform
+from roofline.errors import EXIT_STATUS as EXIT_WRITE
+from roofline.errors import cannot_write, is_environmental, message
 
-DEFAULT_CATALOG = Path(__file__).resolve().parent.parent / "config" / "gpus.yaml"
-DEFAULT_POLICY = "report,datasheet"
+if TYPE_CHECKING:
+    import pandas as pd
+
+EXIT_OK, EXIT_INPUT, EXIT_USAGE = 0, 1, 2
+FORMATS = ("table", "csv", "json", "markdown")
+SORTS = ("priority", "time", "roof")
 SHOW_COLUMNS = ["kernel", "app", "device", "bound", "% roof", "time share", "AI [FLOP/B]", "performance"]
+# The machine-readable columns of ``show`` (contract names of data/kernels/{app}.parquet; units in
+# roofline/schemas.py), in reading order; --all-columns prints every column of the table.
+KERNEL_FIELDS = [
+    "rank", "kernel", "kernel_short", "app", "device", "grid", "block", "launches", "launches_used", "bound",
+    "compute_class", "binding_level", "roof_pct", "time_share", "duration_s", "flop", "performance",
+    "attainable", "roof_flops", "ai_dram", "ai_l2", "ai_l1", "ai_shared", "ceiling_source", "priority", "note",
+]
+CEILING_COLUMNS = ["device", "kind", "name", "value", "source", "selected", "clock", "launches", "spread",
+                   "citation"]
+# ... and their machine-readable columns: the ceilings table's (data/ceilings/devices.parquet), with the unit
+CEILING_FIELDS = ["device", "kind", "name", "value", "unit", "source", "selected", "clock_hz", "launches", "spread",
+                  "citation"]
+DEVICE_HINT = "name the GPU with --device NAME (a name of the GPU catalog, e.g. \"NVIDIA A100-SXM4-80GB\")"
+EPILOG = """\
+exit status:
+  0   every input was analysed
+  1   some input could not be analysed: one line on stderr each, naming the file
+      and the fix; the other inputs are still shown
+  2   usage error: an unknown option or a bad value (a catalog that cannot be read)
+  75  an output could not be written (disk full, quota, read-only or forbidden
+      directory): one line says which and how; fix it and rerun
+
+--format csv and json print every number at full precision in SI base units
+(s, FLOP, FLOP/s, B/s, FLOP/B; roof_pct in %, time_share a fraction), empty
+(csv) or null (json) where a value is missing; table and markdown are for reading.
+"""
 
 
 def app_name(path: str | Path, taken: set[str]) -> str:
@@ -35,141 +69,271 @@ def app_name(path: str | Path, taken: set[str]) -> str:
 
 def app_names(paths: Sequence[str]) -> list[str]:
     """The app name of each file, in the order given (a later file with the same name gets ``-2``)."""
-    names: list[str] = []
-    for path in paths:
-        names.append(app_name(path, set(names)))
-    return names
+    from roofline.api import app_names as names
+
+    return names(paths)
 
 
-def analyse(path: str | Path, app: str, catalog: str | Path, policy: list[str]) -> tuple[pd.DataFrame, ...]:
-    """Run parse -> ceilings -> classify on one input; returns (kernels, ceilings, diagnostics)."""
-    kernels, ceilings, diagnostics, errors = analyse_all([str(path)], catalog, policy, names=[app])
-    if errors:
-        raise ValueError(errors[0].split(": ", 2)[-1])
-    return kernels, ceilings, diagnostics
+# -- choosing and ordering the kernels -------------------------------------------------------------
 
 
-def analyse_all(
-    paths: Sequence[str], catalog: str | Path, policy: list[str], names: Sequence[str] | None = None
-) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, list[str]]:
-    """Analyse every file against one ceilings table per device (as the workflow does); a failing
-    file becomes an error row and a message, the rest go on."""
-    from roofline.ceilings import build_ceilings
-    from roofline.classify import aggregate_kernels
-    from roofline.config import input_kind
-    from roofline.parse import diagnostics_for, parse_input
+def sort_kernels(kernels: pd.DataFrame, by: str = "priority") -> pd.DataFrame:
+    """The kernels in the order asked for: ``priority`` (the data contract's: time share x distance
+    from the roof, unjudged kernels by their time share), ``time`` (total GPU time, longest first)
+    or ``roof`` (% of the binding roof, furthest from it first); missing values last."""
+    rank = kernels["priority"].fillna(kernels["time_share"])
+    keyed = kernels.assign(_rank=rank)
+    keys = {"priority": (["_rank", "duration_s"], [False, False]),
+            "time": (["duration_s", "_rank"], [False, False]),
+            "roof": (["roof_pct", "duration_s"], [True, False])}[by]
+    ordered = keyed.sort_values(keys[0], ascending=keys[1], na_position="last", kind="stable")
+    return ordered.drop(columns="_rank").reset_index(drop=True)
 
-    counters, diagnostics, errors = [], [], []
-    for path, app in zip(paths, names or app_names(paths)):
-        try:
-            # the workflow's judgement of a file a pattern found: the same message, naming the fix
-            problem = inputs.file_problem(path) if os.path.lexists(path) and not os.path.isdir(path) else ""
-            if problem:
-                raise ValueError(problem)
-            frame = parse_input(path, app, input_kind(str(path)))
-            if frame.empty:
-                raise ValueError("no kernel launches in the file")
-        except Exception as exc:  # one bad input must not stop the others
-            kind = "" if isinstance(exc, (ValueError, OSError)) else f"{type(exc).__name__}: "
-            message = f"{kind}{exc}".strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            message = message.removeprefix(f"{path}: ")
-            errors.append(f"roofline: {path}: {message}")
-            diagnostics.append(
-                conform(
-                    pd.DataFrame(
-                        [
-                            {
-                                "app": app,
-                                "stage": "cli",
-                                "severity": "error",
-                                "source_file": str(path),
-                                "message": message,
-                            }
-                        ]
-                    ),
-                    "diagnostics",
-                )
-            )
-            continue
-        counters.append(frame)
-        diagnostics.append(conform(diagnostics_for(frame, app), "diagnostics"))
 
-    def cat(frames: list[pd.DataFrame], table: str) -> pd.DataFrame:
-        frames = [f for f in frames if len(f)]
-        return conform(pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(), table)
+def select_kernels(kernels: pd.DataFrame, sort: str = "priority", pattern: re.Pattern | None = None,
+                   top: int | None = None) -> pd.DataFrame:
+    """Sorted, then those whose full name matches ``pattern`` (searched, as Python's ``re``), then
+    the first ``top``; ``rank`` numbers them in that order from 1."""
+    frame = sort_kernels(kernels, sort)
+    if pattern is not None:
+        frame = frame[[bool(pattern.search(str(k))) for k in frame["kernel"]]]
+    if top is not None:
+        frame = frame.head(top)
+    return frame.reset_index(drop=True).assign(rank=range(1, len(frame) + 1))
 
-    if not counters:
-        return cat([], "kernels"), cat([], "ceilings"), cat(diagnostics, "diagnostics"), errors
-    everything = cat(counters, "counters")
-    ceilings = build_ceilings(everything, catalog, policy)
-    kernels = aggregate_kernels(everything, ceilings)
-    return kernels, ceilings, cat(diagnostics, "diagnostics"), errors
+
+# -- rendering -------------------------------------------------------------------------------------
+
+
+def _kernel_cells(kernels: pd.DataFrame) -> list[list[str]]:
+    """The readable cells of :data:`SHOW_COLUMNS`, one list per kernel."""
+    from roofline.chart import si
+    from roofline.metrics import MEMORY_LEVELS
+
+    def finite(value: object) -> bool:
+        return isinstance(value, int | float) and math.isfinite(value)
+
+    rows = []
+    for r in kernels.to_dict("records"):
+        level = r["binding_level"] if r["binding_level"] in MEMORY_LEVELS else "dram"
+        performance = (si(r["performance"], "FLOP/s") if finite(r["performance"])
+                       else f"{si(r['attainable'], 'FLOP/s')} predicted" if finite(r["attainable"]) else "-")
+        rows.append([
+            r["kernel_short"], r["app"], r["device"], r["bound"],
+            f"{r['roof_pct']:.1f} %" if finite(r["roof_pct"]) else "-",
+            f"{100 * r['time_share']:.1f} %" if finite(r["time_share"]) else "-",
+            f"{r[f'ai_{level}']:.3g} ({level})" if finite(r[f"ai_{level}"]) else "-",
+            performance,
+        ])
+    return rows
+
+
+def _ceiling_cells(ceilings: pd.DataFrame) -> list[list[str]]:
+    """The readable cells of :data:`CEILING_COLUMNS`, one list per ceiling."""
+    from roofline.chart import si
+
+    rows = []
+    for r in ceilings.to_dict("records"):
+        unit = "FLOP/s" if r["kind"] == "compute" else "B/s"
+        clock, spread = r["clock_hz"], r["spread"]
+        rows.append([
+            r["device"], r["kind"], r["name"], si(r["value"], unit), r["source"], "yes" if r["selected"] else "",
+            si(clock, "Hz") if math.isfinite(clock) else "-", str(r["launches"]) if r["launches"] > 0 else "-",
+            f"{spread:.3f}" if math.isfinite(spread) else "-", r["citation"],
+        ])
+    return rows
+
+
+def text_table(headers: list[str], rows: list[list[str]], left: int, limits: dict[int, int] | None = None) -> str:
+    """Aligned plain-text columns: the first ``left`` columns left-aligned, the others right-aligned;
+    a column ``i`` of ``limits`` cut at ``limits[i]`` characters (with an ellipsis)."""
+    limits = limits or {}
+
+    def cut(i: int, text: object) -> str:
+        text = str(text)
+        return text[: limits[i] - 1] + "…" if i in limits and len(text) > limits[i] else text
+
+    cells = [[cut(i, c) for i, c in enumerate(row)] for row in rows]
+    widths = [max(len(h), *(len(row[i]) for row in cells)) for i, h in enumerate(headers)]
+
+    def line(row: list[str]) -> str:
+        return "  ".join(t.ljust(w) if i < left else t.rjust(w) for i, (t, w) in enumerate(zip(row, widths))).rstrip()
+
+    return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in cells)])
+
+
+def markdown_table(headers: list[str], rows: list[list[str]], left: int) -> str:
+    """A GitHub-flavoured Markdown table (``|`` in a cell escaped), numbers right-aligned."""
+
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(str(c).replace("|", "\\|").replace("\n", " ") for c in cells) + " |"
+
+    rule = ["---" if i < left else "---:" for i in range(len(headers))]
+    return "\n".join([line(headers), line(rule), *(line(r) for r in rows)])
 
 
 def show_table(kernels: pd.DataFrame) -> str:
-    """The kernels as a plain text table, highest priority first."""
-    from roofline.chart import si
-
-    k = kernels.sort_values(["priority", "duration_s"], ascending=False, na_position="last")
-    rows = []
-    for r in k.to_dict("records"):
-        level = r["binding_level"] if r["binding_level"] in MEMORY_LEVELS else "dram"
-        measured = np.isfinite(r["performance"])
-        rows.append(
-            [
-                r["kernel_short"],
-                r["app"],
-                r["device"],
-                r["bound"],
-                f"{r['roof_pct']:.1f} %" if np.isfinite(r["roof_pct"]) else "-",
-                f"{100 * r['time_share']:.1f} %" if np.isfinite(r["time_share"]) else "-",
-                f"{r[f'ai_{level}']:.3g} ({level})" if np.isfinite(r[f"ai_{level}"]) else "-",
-                si(r["performance"], "FLOP/s")
-                if measured
-                else (f"{si(r['attainable'], 'FLOP/s')} predicted" if np.isfinite(r["attainable"]) else "-"),
-            ]
-        )
-    widths = [max(len(h), *(len(str(row[i])) for row in rows)) for i, h in enumerate(SHOW_COLUMNS)]
-    widths[0] = min(widths[0], 60)
-
-    def line(cells: list[str]) -> str:
-        text = [
-            str(c)[: widths[0] - 1] + "…" if i == 0 and len(str(c)) > widths[0] else str(c) for i, c in enumerate(cells)
-        ]
-        return "  ".join(t.ljust(w) if i < 4 else t.rjust(w) for i, (t, w) in enumerate(zip(text, widths))).rstrip()
-
-    return "\n".join([line(SHOW_COLUMNS), line(["-" * w for w in widths]), *(line(r) for r in rows)])
+    """The kernels as a plain text table, in the order given (long names cut at 60 characters)."""
+    return text_table(SHOW_COLUMNS, _kernel_cells(kernels), left=4, limits={0: 60})
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="roofline", description="Hierarchical roofline of Nsight Compute profiles.")
-    sub = parser.add_subparsers(dest="command", required=True)
+def machine_text(frame: pd.DataFrame, fmt: str) -> str:
+    """``frame`` as CSV or as a JSON list of row objects: every value at full precision (Python's
+    shortest round-trip repr), a missing one empty (CSV) or ``null`` (JSON; also +-inf, which JSON
+    cannot write)."""
+    if fmt == "csv":
+        return frame.to_csv(index=False, lineterminator="\n").rstrip("\n")
+    records = frame.astype(object).where(frame.notna(), None).to_dict("records")
+    clean = [{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in r.items()}
+             for r in records]
+    return json.dumps(clean, indent=2, ensure_ascii=False, allow_nan=False)
+
+
+def render(frame: pd.DataFrame, fmt: str, columns: list[str], cells: Callable[[pd.DataFrame], list[list[str]]],
+           headers: list[str], left: int, limits: dict[int, int]) -> str:
+    """One table in the format asked for: ``columns`` of ``frame`` for csv/json, the readable
+    ``cells`` under ``headers`` for table/markdown."""
+    if fmt in ("csv", "json"):
+        return machine_text(frame[[c for c in columns if c in frame.columns]], fmt)
+    if fmt == "markdown":
+        return markdown_table(headers, cells(frame), left)
+    return text_table(headers, cells(frame), left, limits)
+
+
+# -- the command -----------------------------------------------------------------------------------
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
+    return value
+
+
+def _regex(text: str) -> re.Pattern:
+    try:
+        return re.compile(text)
+    except re.error as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a regular expression ({exc})") from None
+
+
+def _policy(text: str) -> list[str]:
+    from roofline.api import SOURCES
+
+    names = [s.strip() for s in text.split(",") if s.strip()]
+    bad = [s for s in names if s not in SOURCES]
+    if bad or not names:
+        raise argparse.ArgumentTypeError(f"{text!r}: unknown ceiling source(s) {bad}; use a comma list of "
+                                         f"{', '.join(SOURCES)}")
+    return names
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the command (no analysis module imported: ``--help`` is instant)."""
+    parser = argparse.ArgumentParser(prog="roofline", description="Hierarchical roofline of Nsight Compute profiles.",
+                                     epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{show,ceilings,report}")
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("files", nargs="+", metavar="FILE", help=".ncu-rep, ncu CSV export or what-if table")
-    common.add_argument("--catalog", default=str(DEFAULT_CATALOG), help="GPU datasheet catalog (YAML)")
-    common.add_argument("--policy", default=DEFAULT_POLICY, help="ceiling sources in order of preference")
-    sub.add_parser("show", parents=[common], help="print the classified kernels as a table")
-    report = sub.add_parser("report", parents=[common], help="write the offline HTML summary")
+    common.add_argument("files", nargs="+", metavar="FILE",
+                        help=".ncu-rep, ncu CSV export (or a folder of them) or what-if table; .gz/.xz/.zst/.bz2 too")
+    common.add_argument("--device", metavar="NAME",
+                        help="the GPU of exports that do not record it (e.g. \"NVIDIA A100-SXM4-80GB\"); "
+                             "a device the file records wins")
+    common.add_argument("--catalog", metavar="YAML",
+                        help="GPU datasheet catalog (default: the one shipped with roofline)")
+    common.add_argument("--policy", type=_policy, default=["report", "datasheet"], metavar="SOURCES",
+                        help="ceiling sources in order of preference (default: report,datasheet)")
+    printed = argparse.ArgumentParser(add_help=False)
+    printed.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
+    printed.add_argument("--csv", dest="format", action="store_const", const="csv", help="same as --format csv")
+    kw = {"parents": [common, printed], "epilog": EPILOG, "formatter_class": argparse.RawDescriptionHelpFormatter}
+    show = sub.add_parser("show", help="print the classified kernels, highest priority first", **kw)
+    show.add_argument("--sort", choices=SORTS, default="priority",
+                      help="priority (time share x distance from the roof), time (GPU time) or roof "
+                           "(%% of roof, lowest first); default: priority")
+    show.add_argument("--filter", type=_regex, metavar="REGEX", help="only kernels whose full name matches (re.search)")
+    show.add_argument("--top", type=_positive, metavar="N", help="only the first N kernels (after --filter)")
+    show.add_argument("--all-columns", action="store_true", help="csv/json: every column of the kernels table")
+    ceilings = sub.add_parser("ceilings", help="print each device's ceilings and where each comes from", **kw)
+    ceilings.add_argument("--selected", action="store_true", help="only the ceilings the policy selected")
+    kw["parents"] = [common]
+    report = sub.add_parser("report", help="write the offline HTML summary", **kw)
     report.add_argument("-o", "--output", required=True, help="summary page, e.g. reports/summary.html")
     report.add_argument("--apps-dir", help="per-app pages (default: apps/ next to the summary)")
     report.add_argument("--title", default="Roofline summary")
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="roofline: %(levelname)s %(name)s: %(message)s")
+    return parser
 
-    kernels, ceilings, diagnostics, errors = analyse_all(args.files, args.catalog, args.policy.split(","))
-    for message in errors:
-        print(message, file=sys.stderr)
-    if args.command == "show":
-        if len(kernels):
-            print(show_table(kernels))
+
+def _write_pages(args: argparse.Namespace, analysis) -> int:
+    from roofline.api import source_paths
+    from roofline.report import write_pages
+
+    output = Path(args.output)
+    apps_dir = Path(args.apps_dir) if args.apps_dir else output.parent / "apps"
+    try:
+        write_pages(analysis.kernels, analysis.ceilings, analysis.diagnostics, output, apps_dir, args.title,
+                    sources=source_paths(args.files))
+    except OSError as exc:
+        if is_environmental(exc):
+            print(message(cannot_write(exc.filename or output, exc)), file=sys.stderr)
+            return EXIT_WRITE
+        print(f"roofline: cannot write {exc.filename or output}: {exc.strerror or exc}; choose another -o/--apps-dir",
+              file=sys.stderr)
+        return EXIT_USAGE
+    return EXIT_OK
+
+
+def run(args: argparse.Namespace) -> int:
+    """Analyse ``args.files`` and do what the subcommand asks; returns the exit status."""
+    from roofline import api
+
+    if args.catalog:
+        from roofline.catalog import load_catalog
+
+        try:
+            load_catalog(args.catalog)
+        except ValueError as exc:
+            print(f"roofline: --catalog {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    analysis = api.analyse(args.files, args.catalog, args.policy, device=args.device, errors="ignore",
+                           device_hint=DEVICE_HINT)
+    for line in analysis.errors:
+        print(f"roofline: {line}", file=sys.stderr)
+    d = analysis.diagnostics
+    for line in d.loc[(d["stage"] == "ceilings") & (d["severity"] == "warning"), "message"]:
+        print(f"roofline: warning: {line}", file=sys.stderr)
+    status = EXIT_INPUT if analysis.errors else EXIT_OK
+    if args.command == "report":
+        return max(status, _write_pages(args, analysis))
+    if args.command == "ceilings":
+        frame = api.ceilings_of(analysis, args.selected)
+        frame = frame.assign(unit=frame["kind"].map({"compute": "FLOP/s", "memory": "B/s"}))
+        text = render(frame, args.format, CEILING_FIELDS, _ceiling_cells, CEILING_COLUMNS, 3, {9: 70})
     else:
-        from roofline.report import write_pages
+        frame = select_kernels(analysis.kernels, args.sort, args.filter, args.top)
+        if args.filter is not None and frame.empty and len(analysis.kernels):
+            print(f"roofline: no kernel name matches --filter {args.filter.pattern!r} "
+                  f"(of {len(analysis.kernels)} kernels)", file=sys.stderr)
+        columns = ["rank", *analysis.kernels.columns] if args.all_columns else KERNEL_FIELDS
+        text = render(frame, args.format, columns, _kernel_cells, SHOW_COLUMNS, 4, {0: 60})
+    if len(frame) or args.format in ("csv", "json"):
+        print(text)
+    return status
 
-        output = Path(args.output)
-        apps_dir = Path(args.apps_dir) if args.apps_dir else output.parent / "apps"
-        sources = dict(zip(app_names(args.files), args.files))
-        write_pages(kernels, ceilings, diagnostics, output, apps_dir, args.title, sources=sources)
-    return 1 if errors else 0
+
+def main(argv: list[str] | None = None) -> int:
+    """The console entry point: ``roofline`` (and ``python -m roofline``)."""
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="roofline: %(levelname)s %(name)s: %(message)s")
+    try:
+        return run(args)
+    except BrokenPipeError:  # `roofline show ... | head`: the reader has what it wanted
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
 
 
 if __name__ == "__main__":

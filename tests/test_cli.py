@@ -1,49 +1,208 @@
-"""The ``roofline`` command on the bundled what-if example and on a real report."""
+"""The ``roofline`` command on the bundled what-if example and on real reports: formats that parse
+back to the analysis' own numbers, sorting and filtering, ``--device`` for exports that do not name
+their GPU, the ceilings with their sources, and the exit status (0, 1, 2) with one line per problem."""
 
+import csv
+import io
+import json
+import math
+import subprocess
+import sys
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
+import yaml
 from conftest import REPO, real_fixture
 
-from roofline import cli
+from roofline import api, cli
+from roofline.catalog import CATALOG_PATH
 
 TEXTBOOK = REPO / "data" / "examples" / "textbook.yaml"
+A100_80 = "NVIDIA A100-SXM4-80GB"
 
 
-@pytest.fixture(autouse=True)
-def _needs_catalog():
-    if not cli.DEFAULT_CATALOG.exists():
-        pytest.skip(f"GPU catalog {cli.DEFAULT_CATALOG} not found")
+def nersc_csv() -> Path:
+    """The long NERSC-style export that records no device (PROVENANCE: 'Device is NOT recorded')."""
+    return real_fixture("a100-dropout-nersc-metrics-csv") / "nsight162.csv"
+
+
+def silu_report() -> Path:
+    return next(real_fixture("a100sxm-silu-full-ncu2025.1").glob("*.ncu-rep"))
+
+
+def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
+    code = cli.main([str(a) for a in argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def catalog_entry(device: str) -> dict:
+    """The catalog's entry of ``device``, read from the YAML directly (not through roofline.catalog)."""
+    gpus = yaml.safe_load(CATALOG_PATH.read_text())["gpus"]
+    return next(e for e in gpus.values() if device in e["names"])
 
 
 def test_show_textbook(capsys):
-    assert cli.main(["show", str(TEXTBOOK)]) == 0
-    out = capsys.readouterr().out.splitlines()
-    assert out[0].split() == ["kernel", "app", "device", "bound", "%", "roof", "time", "share", "AI", "[FLOP/B]",
-                              "performance"]
-    body = "\n".join(out[2:])
+    code, out, _ = run_cli(capsys, "show", TEXTBOOK)
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].split() == ["kernel", "app", "device", "bound", "%", "roof", "time", "share", "AI", "[FLOP/B]",
+                                "performance"]
+    body = "\n".join(lines[2:])
     assert "seed_normalization" in body and "83.3 %" in body and "12 (dram)" in body
     assert "120 TFLOP/s predicted" in body  # what-if kernel without duration
-    assert out[2].startswith("seed_normalization")  # highest priority first
+    assert lines[2].startswith("seed_normalization")  # highest priority first
 
 
 def test_show_real_report(capsys):
-    report = next(real_fixture("a100sxm-silu-full-ncu2025.1").glob("*.ncu-rep"))
-    assert cli.main(["show", str(report)]) == 0
-    out = capsys.readouterr().out
+    code, out, _ = run_cli(capsys, "show", silu_report())
+    assert code == 0
     assert "silu_kernel" in out and "NVIDIA A100-SXM4-40GB" in out and "memory:dram" in out
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json"])
+def test_machine_formats_parse_back_to_the_analysis(capsys, fmt):
+    """csv and json carry the same rows, in the same order, with the full-precision numbers of
+    roofline.analyse (not the table's rounded strings); missing values stay missing."""
+    code, out, _ = run_cli(capsys, "show", TEXTBOOK, "--format", fmt)
+    assert code == 0
+    back = pd.read_csv(io.StringIO(out), keep_default_na=False, na_values=[""]) if fmt == "csv" else \
+        pd.DataFrame(json.loads(out))
+    expected = cli.select_kernels(api.analyse([TEXTBOOK]).kernels)
+    assert list(back.columns) == cli.KERNEL_FIELDS
+    assert len(back) == len(expected) > 5
+    assert list(back["rank"]) == list(range(1, len(back) + 1))
+    for column in ("kernel", "app", "device", "bound", "compute_class", "binding_level"):
+        assert list(back[column].fillna("")) == list(expected[column].fillna("").astype(str)), column
+    for column in ("roof_pct", "time_share", "duration_s", "ai_dram", "performance", "roof_flops", "priority"):
+        got, want = back[column].to_numpy(dtype=float), expected[column].to_numpy(dtype=float)
+        np.testing.assert_array_equal(got, want, err_msg=column)  # exact: the shortest round-trip repr
+    assert back["duration_s"].isna().any()  # the what-if kernels without a measured time
+
+
+def test_markdown_and_csv_shortcut(capsys):
+    code, out, _ = run_cli(capsys, "show", TEXTBOOK, "--format", "markdown", "--top", "3")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].startswith("| kernel | app | device | bound | % roof |") and len(lines) == 2 + 3
+    assert lines[1].startswith("| --- | --- | --- | --- | ---: |")
+    _, shortcut, _ = run_cli(capsys, "show", TEXTBOOK, "--csv")
+    _, explicit, _ = run_cli(capsys, "show", TEXTBOOK, "--format", "csv")
+    assert shortcut == explicit
+
+
+def test_sort_filter_top(capsys):
+    def rows(*extra):
+        code, out, _ = run_cli(capsys, "show", TEXTBOOK, "--format", "json", *extra)
+        assert code == 0
+        return pd.DataFrame(json.loads(out))
+
+    by_time = rows("--sort", "time")["duration_s"].to_numpy(dtype=float)
+    measured = by_time[~np.isnan(by_time)]
+    assert np.all(np.diff(measured) <= 0) and np.isnan(by_time[len(measured):]).all()  # missing last
+    by_roof = rows("--sort", "roof")["roof_pct"].to_numpy(dtype=float)
+    judged = by_roof[~np.isnan(by_roof)]
+    assert len(judged) > 2 and np.all(np.diff(judged) >= 0)  # furthest from its roof first
+    seeds = rows("--filter", "^seed_(tiled|bandwidth)")
+    assert len(seeds) == 3 and all(k.startswith(("seed_tiled", "seed_bandwidth")) for k in seeds["kernel"])
+    top = rows("--sort", "time", "--top", "2")
+    assert list(top["rank"]) == [1, 2] and list(top["duration_s"]) == list(measured[:2])
+    code, out, err = run_cli(capsys, "show", TEXTBOOK, "--format", "json", "--filter", "no-such-kernel")
+    assert code == 0 and json.loads(out) == [] and "no kernel name matches --filter 'no-such-kernel'" in err
+    everything = rows("--all-columns")
+    assert {"flop_fp32", "dram_bytes", "roof_dram_bw", "headroom"} <= set(everything.columns)
+
+
+def test_device_names_the_gpu_of_an_export_that_records_none(capsys):
+    """The NERSC export names no GPU: without --device its kernel is `unknown` (and stderr says how
+    to fix that); with --device it gets the catalog roofs, and the numbers check out against the
+    raw CSV (read with the csv module) and the catalog YAML."""
+    path = nersc_csv()
+    code, out, err = run_cli(capsys, "show", path, "--format", "json")
+    (row,) = json.loads(out)
+    assert code == 0 and row["bound"] == "unknown" and row["device"] == "unnamed GPU" and row["roof_pct"] is None
+    assert "--device NAME" in err and str(path) in err and "Traceback" not in err
+
+    code, out, err = run_cli(capsys, "show", path, "--format", "json", "--device", A100_80)
+    (row,) = json.loads(out)
+    assert code == 0 and err == ""
+    assert row["device"] == A100_80 and row["bound"] == "memory:dram" and row["ceiling_source"] == "datasheet"
+    entry = catalog_entry(A100_80)
+    assert row["roof_flops"] == entry["compute"]["fp64"]["value"]  # the dominant class of this fp64 kernel
+    totals = {"dram__bytes.sum": 0.0, "gpu__time_duration.sum": 0.0}
+    launches = set()
+    with path.open(newline="") as f:
+        for rec in csv.DictReader(f):
+            if rec["Metric Name"] in totals:
+                scale = {"byte": 1.0, "nsecond": 1e-9}[rec["Metric Unit"]]
+                totals[rec["Metric Name"]] += float(rec["Metric Value"].replace(",", "")) * scale
+                launches.add(rec["ID"])
+    assert row["launches"] == len(launches) == 162
+    assert math.isclose(row["duration_s"], totals["gpu__time_duration.sum"], rel_tol=1e-12)
+    bandwidth = totals["dram__bytes.sum"] / totals["gpu__time_duration.sum"]
+    assert math.isclose(row["roof_pct"], 100 * bandwidth / entry["memory"]["dram"]["value"], rel_tol=1e-9)
+
+
+def test_ceilings_command_prints_every_source(capsys):
+    """`roofline ceilings` on a real report: the report's own peaks and the datasheet's, each with its
+    source, clock, citation, exactly one selected per roof; the datasheet values are the catalog's."""
+    report = silu_report()
+    code, out, _ = run_cli(capsys, "ceilings", report, "--format", "csv")
+    assert code == 0
+    table = pd.read_csv(io.StringIO(out), keep_default_na=False, na_values=[""])
+    assert list(table.columns) == cli.CEILING_FIELDS
+    assert set(table["source"]) == {"report", "datasheet"} and set(table["device"]) == {"NVIDIA A100-SXM4-40GB"}
+    assert (table.groupby(["device", "kind", "name"])["selected"].sum() == 1).all()
+    entry = catalog_entry("NVIDIA A100-SXM4-40GB")
+    sheet = table[table["source"] == "datasheet"].set_index("name")
+    assert sheet.at["fp32", "value"] == entry["compute"]["fp32"]["value"]
+    assert sheet.at["dram", "value"] == entry["memory"]["dram"]["value"] and sheet.at["dram", "unit"] == "B/s"
+    measured = table[table["source"] == "report"]
+    assert (measured["launches"] == 3).all() and measured["citation"].str.len().gt(0).all()
+    # the report's DRAM peak is the one the classified kernel was judged against (policy report first)
+    kernels = api.analyse([report]).kernels
+    dram = measured.set_index("name").at["dram", "value"]
+    assert dram == kernels["roof_dram_bw"].iat[0]
+
+    code, out, _ = run_cli(capsys, "ceilings", report, "--selected", "--format", "json")
+    selected = pd.DataFrame(json.loads(out))
+    assert code == 0 and selected["selected"].all() and len(selected) == table["selected"].sum()
+    code, out, _ = run_cli(capsys, "ceilings", report)
+    assert code == 0 and out.splitlines()[0].split()[:4] == ["device", "kind", "name", "value"]
+
+
+def test_ceilings_of_a_device_named_on_the_command_line(capsys):
+    code, out, _ = run_cli(capsys, "ceilings", nersc_csv(), "--device", A100_80, "--format", "json")
+    rows = {(r["kind"], r["name"]): r for r in json.loads(out)}
+    entry = catalog_entry(A100_80)
+    assert code == 0 and rows[("memory", "dram")]["value"] == entry["memory"]["dram"]["value"]
+    assert rows[("compute", "tensor_fp16")]["value"] == entry["compute"]["tensor_fp16"]["value"]
+    assert all(r["source"] == "datasheet" and r["clock_hz"] in (None, entry["boost_clock_hz"]) for r in rows.values())
 
 
 def test_bad_file_is_reported_and_others_still_shown(capsys, tmp_path):
     bad = tmp_path / "broken.ncu-rep"
     bad.write_bytes(b"not a report")
-    code = cli.main(["show", str(bad), str(TEXTBOOK), str(tmp_path / "missing.csv")])
-    captured = capsys.readouterr()
+    code, out, err = run_cli(capsys, "show", bad, TEXTBOOK, tmp_path / "missing.csv")
     assert code == 1
-    errors = [line for line in captured.err.splitlines() if line.startswith("roofline: ")]
+    errors = [line for line in err.splitlines() if line.startswith("roofline: ")]
     assert len(errors) == 2
     assert str(bad) in errors[0] and "missing.csv" in errors[1]
-    assert "seed_normalization" in captured.out
+    assert "seed_normalization" in out
+
+
+def test_usage_errors_exit_2(capsys, tmp_path):
+    for argv in (["show"], ["show", str(TEXTBOOK), "--format", "xml"], ["show", str(TEXTBOOK), "--top", "0"],
+                 ["show", str(TEXTBOOK), "--filter", "("], ["show", str(TEXTBOOK), "--policy", "report,guess"],
+                 ["frobnicate", str(TEXTBOOK)]):
+        with pytest.raises(SystemExit) as exit_:
+            cli.main(argv)
+        assert exit_.value.code == 2, argv
+        assert "usage: roofline" in capsys.readouterr().err
+    code, out, err = run_cli(capsys, "show", TEXTBOOK, "--catalog", tmp_path / "none.yaml")
+    assert code == 2 and out == "" and len(err.splitlines()) == 1 and "none.yaml" in err and "catalog" in err
 
 
 def test_report_writes_summary_and_app_pages(tmp_path):
@@ -52,6 +211,13 @@ def test_report_writes_summary_and_app_pages(tmp_path):
     page = out.read_text()
     assert "<title>Textbook</title>" in page and "seed_a100_fp16_gemm" in page
     assert (tmp_path / "reports" / "apps" / "textbook.html").exists()
+
+
+def test_report_to_an_impossible_place_is_one_line(capsys, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    code, _, err = run_cli(capsys, "report", TEXTBOOK, "-o", blocker / "summary.html")
+    assert code == 2 and len(err.splitlines()) == 1 and "cannot write" in err and "choose another" in err
 
 
 def test_app_names_unique():
@@ -77,3 +243,22 @@ def test_app_names_are_the_workflows(tmp_path, capsys):
     assert f"roofline: {notes}: unknown file type '.txt'" in err and "rename it" in err
     assert "(my run (1).yaml)" in out.read_text()
     assert f"input: <code>{odd}</code>" in (tmp_path / "reports" / "apps" / "my_run_1.html").read_text()
+
+
+def test_python_m_roofline(tmp_path):
+    """`python -m roofline` is the command: --help documents the exit status; a bad input is one
+    line on stderr, never a traceback, and the exit status is 1 while the good input is shown."""
+    helped = subprocess.run([sys.executable, "-m", "roofline", "show", "--help"], capture_output=True, text=True)
+    assert helped.returncode == 0
+    for text in ("exit status:", "--device NAME", "--format {table,csv,json,markdown}", "--sort", "--filter REGEX",
+                 "75"):
+        assert text in helped.stdout, text
+    bad = tmp_path / "cut.ncu-rep"
+    bad.write_bytes(b"\x00" * 64)
+    ran = subprocess.run([sys.executable, "-m", "roofline", "show", str(bad), str(TEXTBOOK), "--format", "csv"],
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert ran.returncode == 1
+    assert "Traceback" not in ran.stderr and ran.stderr.count("\n") == 1 and str(bad) in ran.stderr
+    assert len(pd.read_csv(io.StringIO(ran.stdout))) == len(api.analyse([TEXTBOOK]).kernels)
+    bare = subprocess.run([sys.executable, "-m", "roofline"], capture_output=True, text=True)
+    assert bare.returncode == 2 and "usage: roofline" in bare.stderr
