@@ -68,9 +68,12 @@ class Analysis:
         return sorted(d for d in self.kernels["device"].dropna().unique() if d)
 
     def __repr__(self) -> str:
+        def count(n: int, what: str) -> str:
+            return f"{n} {what}{'s' if n != 1 else ''}"
+
         apps = self.kernels["app"].nunique()
-        return (f"<roofline.Analysis: {len(self.kernels)} kernels of {apps} app{'s' if apps != 1 else ''} "
-                f"on {', '.join(self.devices) or 'no device'}; {len(self.errors)} input(s) not analysed>")
+        return (f"<roofline.Analysis: {count(len(self.kernels), 'kernel')} of {count(apps, 'app')}"
+                f" on {', '.join(self.devices) or 'no device'}; {count(len(self.errors), 'input')} not analysed>")
 
 
 def read(path: PathLike, device: str | None = None, app: str | None = None) -> pd.DataFrame:

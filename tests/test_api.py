@@ -1,0 +1,202 @@
+"""The notebook API (roofline.read / analyse / chart): the same tables as the CLI and the workflow,
+a cheap ``import roofline``, and the README's example run as written, so the docs cannot rot."""
+
+import ast
+import json
+import re
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import altair as alt
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import REPO, real_fixture
+
+import roofline
+from roofline import api
+from roofline.catalog import CATALOG_PATH
+
+TEXTBOOK = REPO / "data" / "examples" / "textbook.yaml"
+A100_80 = "NVIDIA A100-SXM4-80GB"
+
+
+def nersc_csv() -> Path:
+    return real_fixture("a100-dropout-nersc-metrics-csv") / "nsight162.csv"
+
+
+def silu_report() -> Path:
+    return next(real_fixture("a100sxm-silu-full-ncu2025.1").glob("*.ncu-rep"))
+
+
+def test_import_roofline_is_cheap():
+    """`import roofline` loads neither pandas nor Altair (nor numpy, pyarrow, pydantic); the API's
+    names are there, imported on first use."""
+    code = (
+        "import sys, json, roofline\n"
+        "heavy = ('pandas', 'numpy', 'altair', 'pyarrow', 'pydantic', 'roofline.api')\n"
+        "before = [m for m in heavy if m in sys.modules]\n"
+        "names = sorted(n for n in ('read', 'analyse', 'chart', 'Analysis') if n in dir(roofline))\n"
+        "roofline.read\n"
+        "print(json.dumps([before, names, 'pandas' in sys.modules, 'altair' in sys.modules]))\n"
+    )
+    ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    before, names, pandas_after, altair_after = json.loads(ran.stdout)
+    assert before == [] and names == ["Analysis", "analyse", "chart", "read"]
+    assert pandas_after and not altair_after  # read needs pandas, not Altair
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        roofline.nothing  # noqa: B018
+
+
+def test_chart_is_the_module_and_the_function():
+    """`from roofline import chart` is still the chart module; calling it is roofline.api.chart."""
+    from roofline import chart
+    from roofline.chart import roofline_chart
+
+    assert chart.roofline_chart is roofline_chart and roofline.chart is chart and callable(chart)
+
+
+def test_read_names_the_device_of_an_export():
+    path = nersc_csv()
+    unnamed = roofline.read(path)
+    named = roofline.read(path, device=A100_80, app="dropout")
+    assert len(unnamed) == len(named) == 162
+    assert set(unnamed["device"]) == {"unnamed GPU"} and set(named["device"]) == {A100_80}
+    assert set(unnamed["app"]) == {"nsight162"} and set(named["app"]) == {"dropout"}
+    pd.testing.assert_series_equal(unnamed["dram_bytes"], named["dram_bytes"])
+    recorded = roofline.read(silu_report(), device=A100_80)  # a device the file records wins
+    assert set(recorded["device"]) == {"NVIDIA A100-SXM4-40GB"}
+
+
+def test_read_a_bad_file_says_which_and_why(tmp_path):
+    with pytest.raises(ValueError, match=re.escape(str(tmp_path / "missing.ncu-rep"))):
+        roofline.read(tmp_path / "missing.ncu-rep")
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not a profile\n")
+    with pytest.raises(ValueError, match="unknown file type '.txt'.*rename it"):
+        roofline.read(notes)
+
+
+def test_analyse_files_or_tables_alike():
+    """Paths and the tables read() returned give the same analysis; launches are the classified
+    table, one row per launch; kernels are judged against the selected ceilings."""
+    report = silu_report()
+    from_path = roofline.analyse(report)
+    from_table = roofline.analyse([roofline.read(report)])
+    pd.testing.assert_frame_equal(from_path.kernels, from_table.kernels)
+    pd.testing.assert_frame_equal(from_path.ceilings, from_table.ceilings)
+    assert isinstance(from_path, roofline.Analysis) and from_path.errors == ()
+    launches = from_path.launches
+    assert len(launches) == len(from_path.counters) == 3 and set(launches["bound"]) == {"memory:dram"}
+    dram = from_path.ceilings.query("selected and kind == 'memory' and name == 'dram'")["value"].iat[0]
+    assert (launches["roof_dram_bw"] == dram).all()
+    assert "1 kernel of 1 app on NVIDIA A100-SXM4-40GB" in repr(from_path)
+
+
+def test_analyse_with_the_catalog_policy_and_device():
+    """device= gives an export the catalog's roofs: with policy datasheet only, every selected
+    ceiling is the catalog's (checked against roofline.catalog's own rows for that GPU)."""
+    from roofline.catalog import catalog_ceilings, load_catalog
+
+    result = roofline.analyse(nersc_csv(), catalog=CATALOG_PATH, policy=["datasheet"], device=A100_80)
+    (kernel,) = result.kernels.to_dict("records")
+    assert kernel["bound"] == "memory:dram" and kernel["ceiling_source"] == "datasheet"
+    sheet = catalog_ceilings(load_catalog(CATALOG_PATH), A100_80).set_index(["kind", "name"])["value"]
+    chosen = result.ceilings[result.ceilings["selected"]].set_index(["kind", "name"])["value"]
+    pd.testing.assert_series_equal(chosen.sort_index(), sheet.sort_index(), check_names=False)
+    assert kernel["roof_dram_bw"] == sheet[("memory", "dram")]
+
+
+def test_analyse_without_a_device_warns_how_to_name_it():
+    result = roofline.analyse(nersc_csv())
+    assert result.kernels["bound"].tolist() == ["unknown"]
+    (hint,) = result.diagnostics.query("stage == 'ceilings'")["message"]
+    assert "'unnamed GPU'" in hint and "device=" in hint
+
+
+def test_analyse_errors_warn_raise_or_collect(tmp_path):
+    bad = tmp_path / "broken.ncu-rep"
+    bad.write_bytes(b"not a report")
+    with pytest.warns(UserWarning, match=re.escape(str(bad))):
+        warned = roofline.analyse([bad, TEXTBOOK])
+    assert len(warned.errors) == 1 and warned.errors[0].startswith(f"{bad}: ") and len(warned.kernels) > 5
+    assert warned.diagnostics.query("severity == 'error'")["source_file"].tolist() == [str(bad)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        quiet = roofline.analyse([bad], errors="ignore")
+    assert quiet.kernels.empty and quiet.ceilings.empty and quiet.launches.empty and len(quiet.errors) == 1
+    with pytest.raises(ValueError, match=re.escape(str(bad))):
+        roofline.analyse([TEXTBOOK, bad], errors="raise")
+    with pytest.raises(ValueError, match="unknown source"):
+        roofline.analyse(TEXTBOOK, policy=["guess"])
+
+
+def test_chart_draws_the_reports_roofline():
+    """chart() is roofline.chart.roofline_chart for the one device; Vega-Lite compiles it (vl-convert,
+    offline) and Jupyter gets an HTML bundle that draws without a CDN when asked to."""
+    import vl_convert
+
+    from roofline.chart import roofline_chart
+
+    result = roofline.analyse(silu_report())
+    drawn = roofline.chart(result)
+    assert isinstance(drawn, alt.TopLevelMixin)
+    reference = roofline_chart(result.kernels, result.ceilings, "NVIDIA A100-SXM4-40GB")
+    assert drawn.to_dict() == reference.to_dict()
+    svg = vl_convert.vegalite_to_svg(drawn.to_json())
+    assert svg.startswith("<svg") and "NVIDIA A100-SXM4-40GB" in svg
+    with alt.renderers.enable("html", template="inline"):
+        bundle = drawn._repr_mimebundle_()
+    html = (bundle[0] if isinstance(bundle, tuple) else bundle)["text/html"]
+    assert "silu_kernel" in html and "cdn.jsdelivr" not in html
+
+
+def test_chart_asks_for_a_device_when_there_are_several():
+    result = roofline.analyse([silu_report(), roofline.read(nersc_csv(), device=A100_80)])
+    assert result.devices == ["NVIDIA A100-SXM4-40GB", A100_80]
+    with pytest.raises(ValueError, match="pass device= one of"):
+        roofline.chart(result)
+    with pytest.raises(ValueError, match="has no kernel"):
+        roofline.chart(result, device="NVIDIA H100")
+    assert isinstance(roofline.chart(result, device=A100_80), alt.TopLevelMixin)
+
+
+def readme_example() -> str:
+    """The ```python block of the README's notebook section."""
+    text = (REPO / "README.md").read_text()
+    section = text.split("## In a notebook (Python API)", 1)[1].split("\n## ", 1)[0]
+    (block,) = re.findall(r"```python\n(.*?)```", section, flags=re.S)
+    return block
+
+
+def test_readme_example_runs():
+    """The README's notebook example, run as written with its two file names replaced by the real
+    fixtures it stands for; its last line (what a notebook would draw) is a chart."""
+    block = readme_example()
+    for name, path in (("profile.ncu-rep", silu_report()), ("nsight162.csv", nersc_csv())):
+        assert block.count(f'"{name}"') == 1, f"the README example no longer names {name!r}"
+        block = block.replace(f'"{name}"', repr(str(path)))
+    tree = ast.parse(block)
+    last = tree.body.pop()
+    assert isinstance(last, ast.Expr), "the README example should end with the chart it draws"
+    namespace: dict = {}
+    exec(compile(tree, "README.md", "exec"), namespace)  # noqa: S102 - the documentation's own code
+    shown = eval(compile(ast.Expression(last.value), "README.md", "eval"), namespace)  # noqa: S307
+    assert isinstance(shown, alt.TopLevelMixin)
+    result = namespace["result"]
+    assert set(result.kernels["device"]) == {"NVIDIA A100-SXM4-40GB", A100_80}
+    assert np.isfinite(result.kernels["roof_pct"]).all() and result.errors == ()
+
+
+def test_cli_and_api_agree(capsys):
+    """`roofline show --format json` prints roofline.analyse's kernels (the CLI calls it)."""
+    from roofline import cli
+
+    assert cli.main(["show", str(nersc_csv()), "--device", A100_80, "--format", "json", "--all-columns"]) == 0
+    (printed,) = json.loads(capsys.readouterr().out)
+    (kernel,) = api.analyse(nersc_csv(), device=A100_80).kernels.to_dict("records")
+    for column, value in kernel.items():
+        if isinstance(value, float) and np.isfinite(value):
+            assert printed[column] == value, column
