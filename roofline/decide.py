@@ -4,26 +4,34 @@
 ../shared/guides/tracking.md §4.3 (robust median/MAD baseline, relative floor, 2-night
 persistence, segments on environment changes and on changes of the counting conventions,
 column ``convention``: "" for rows stored before it existed); :func:`decide` returns one night's rows.
+Both advance an :class:`Engine` (every series' :class:`~roofline.decide_series.SeriesState` and the
+night-level rule) one night at a time, as the nightly run does from its stored state
+(:mod:`roofline.decision_state`), so a night is decided the same way by either.
 docs/tracking.md states the rule in words and the rates measured on the simulator.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 import re
-import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pandas as pd
 
+from roofline.decide_series import (
+    DECISION_COLUMNS,
+    LABELS,
+    RULE_VERSION,
+    USED,
+    SeriesState,
+    join_note,
+)
 from roofline.history import SERIES_KEY, run_order
 
-RULE_VERSION = "track-2"  # track-2: a change of counting conventions starts a segment
-LABELS = ("regression", "improvement", "suspicious", "outlier", "workload_changed",
-          "environment_change", "unstable_env", "missing", "error", "new", "insufficient_data",
-          "unchanged")
+__all__ = ["DECISION_COLUMNS", "LABELS", "RULE_VERSION", "DecisionParams", "Engine", "Night",
+           "decide", "decide_all"]
+_COMPARED = ("regression", "improvement", "suspicious", "outlier", "unchanged")
 
 
 # ------------------------------------------------------------------------------------ parameters
@@ -88,329 +96,114 @@ class DecisionParams:
 
 
 # ------------------------------------------------------------------------------------- decisions
-DECISION_COLUMNS = [
-    "run_id", "run_date", *SERIES_KEY, "kernel_short", "clock_control", "cache_control",
-    "convention", "label", "revised_label", "direction", "metric", "value_s", "baseline_s",
-    "noise_s", "lower_s", "upper_s", "limit_rel", "ratio", "z", "n_baseline", "baseline_runs",
-    "nights_in_violation", "segment", "segment_start", "launches", "time_share", "impact",
-    "performance", "performance_baseline", "perf_ratio", "roof_pct", "roof_pct_baseline",
-    "ai_dram", "ai_dram_baseline", "bound", "bound_side", "bound_flip", "flop_ratio",
-    "dram_bytes_ratio", "roof_flops", "roof_dram_bw", "sm_clock_hz", "environment_shift",
-    "note", "rule_version",
-]
-_USED = ("run_id", "kernel_short", "bound", "launches", "duration_s", "flop_total", "flop",
-         "dram_bytes", "performance", "roof_pct", "ai_dram", "sm_clock_hz", "time_share",
-         "roof_flops", "roof_dram_bw", "ridge_ratio", "clock_control", "cache_control", "convention")
-_COMPARED = ("regression", "improvement", "suspicious", "outlier", "unchanged")
-_DIRECTION = {1: "up", -1: "down", 0: ""}
+@dataclass
+class Night:
+    """One night's decisions: the records in series order (``keys``), and the revisions of earlier
+    records that tonight's verdicts make: (run id, place in that night's records, revised label)."""
+
+    run_id: str
+    keys: list[tuple[str, ...]]
+    records: list[dict]
+    revisions: list[tuple[str, int, str]]
 
 
-def _f(value) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return math.nan
+class Engine:
+    """Every series' rule state, advanced one night at a time, and the night-level rule.
 
-
-def _rel(a: float, b: float) -> float:
-    """a / b - 1; NaN when either is missing or b is zero."""
-    return a / b - 1 if math.isfinite(a) and math.isfinite(b) and b != 0 else math.nan
-
-
-def _median(values: list[float]) -> float:
-    finite = [v for v in values if math.isfinite(v)]
-    return float(statistics.median(finite)) if finite else math.nan
-
-
-def _rel_sigma(values: list[float], method: str = "level") -> float:
-    """Robust relative noise of nightly values.
-
-    ``level``: 1.4826 x MAD of the values / their median. ``diff``: the night-to-night changes of
-    log(value): 1.4826 x MAD, then the RMS of the changes within 3 of those, / sqrt(2); a step
-    or a spike inside the window barely moves it.
+    ``runs`` is the number of nights judged so far (tonight's place in the run order) and
+    ``last_commit`` the app commits of the last of them (None before the first): the night-level
+    rule compares tonight's commits with it.
     """
-    if method == "diff":
-        if len(values) < 3:
-            return math.nan
-        logs = [math.log(v) for v in values]
-        d = [b - a for a, b in zip(logs, logs[1:], strict=False)]
-        centre = statistics.median(d)
-        dev = [abs(x - centre) for x in d]
-        mad = 1.4826 * statistics.median(dev)
-        kept = [x for x in dev if x <= 3 * mad]  # one reweighting step: MAD alone is noisy
-        scale = math.sqrt(sum(x * x for x in kept) / len(kept)) if len(kept) >= 2 else mad
-        return scale / math.sqrt(2)
-    med = statistics.median(values)
-    return 1.4826 * statistics.median([abs(x - med) for x in values]) / med if med > 0 else math.nan
+
+    def __init__(self, params: DecisionParams, series: dict[tuple[str, ...], SeriesState] | None = None,
+                 runs: int = 0, last_commit: str | None = None) -> None:
+        self.p = params
+        self.keys = [*SERIES_KEY, *params.settings]
+        # the columns of a history row the rule reads
+        self.columns = list(dict.fromkeys([*self.keys, *params.segment_fields, *USED, "run_date",
+                                           "app_commit"]))
+        self.series = {} if series is None else series
+        self.runs, self.last_commit = runs, last_commit
+        self._per_kernel: dict[str, DecisionParams] = {}
+
+    def params_for(self, kernel: str) -> DecisionParams:
+        """The parameters of one kernel's series (``per_kernel`` overrides applied), cached."""
+        p = self._per_kernel.get(kernel)
+        if p is None:
+            p = self._per_kernel[kernel] = self.p.for_kernel(kernel)
+        return p
+
+    def rows(self, frame: pd.DataFrame) -> list[dict]:
+        """The rows of a history frame as dicts of the columns the rule reads."""
+        # plain Python objects: iterating Arrow-backed strings row by row is slow
+        table = {c: frame[c].to_numpy(dtype=object).tolist() for c in self.columns if c in frame}
+        return [dict(zip(table, values, strict=True)) for values in zip(*table.values(), strict=True)]
+
+    def night(self, run_id: str, run_date: str, rows: list[dict]) -> Night:
+        """Judge every series on one night (``rows``: that night's history rows, non-empty) and
+        advance the state; a series seen before but absent tonight gets ``missing`` for a window."""
+        tonight: dict[tuple[str, ...], dict] = {}
+        for row in rows:  # a series twice in one night: its last row counts
+            tonight[tuple(str(row.get(k, "")) for k in self.keys)] = row
+        waiting = [s.pending for s in self.series.values()
+                   if s.pending is not None and not s.pending.get("pinned")]
+        i = self.runs
+        keys: list[tuple[str, ...]] = []
+        records: list[dict] = []
+        for key in sorted(self.series.keys() | tonight.keys()):
+            state, row = self.series.get(key), tonight.get(key)
+            if row is None:
+                rec = state.absent(i, run_id, run_date)
+                if rec is None:
+                    continue
+            else:
+                if state is None:
+                    state = self.series[key] = SeriesState(self.params_for(key[2]))
+                rec = state.step(i, run_id, run_date, row)
+                if state.pending is not None and state.pending["run_id"] == run_id:
+                    state.pending["row"] = len(records)
+            keys.append(key)
+            records.append(rec)
+        commit = ",".join(sorted({str(row.get("app_commit", "")) for row in rows}))
+        for j in _night_level(records, commit, self.last_commit, self.p):
+            pending = self.series[keys[j]].pending
+            if pending is not None and pending["run_id"] == run_id:
+                pending["pinned"] = True  # its record says suspicious whatever the next night says
+        # Every waiting night's label after tonight, changed or not: a rerun of tonight that
+        # changes nothing for a series restores what a first run may have revised.
+        revisions = [(n["run_id"], n["row"], n["label"]) for n in waiting]
+        self.runs, self.last_commit = i + 1, commit
+        return Night(run_id, keys, records, revisions)
 
 
-def _join(a: str, b: str) -> str:
-    return f"{a}; {b}" if a else b
+def _night_level(records: list[dict], commit: str, previous: str | None,
+                 p: DecisionParams) -> list[int]:
+    """Many kernels moving together on one night: one ``environment_shift`` flag, not N alerts.
 
-
-def _segment_note(fields: tuple[str, ...], old: tuple[str, ...], new: tuple[str, ...]) -> str:
-    """What started a segment, in words: "new segment: driver_version: 550 → 560; ..."."""
-    said = [f"counting conventions changed {a or '(before versioning)'} → {b or '(none)'}"
-            if f == "convention" else f"{f}: {a or '?'} → {b or '?'}"
-            for f, a, b in zip(fields, old, new, strict=True) if a != b]
-    return "new segment: " + "; ".join(said)
-
-
-def _ident(row: Mapping, fields: tuple[str, ...]) -> tuple[str, ...]:
-    out = []
-    for name in fields:
-        value = str(row.get(name) or "").strip()
-        if name == "ncu_version":  # a new segment per major.minor, not per build
-            value = ".".join(re.findall(r"\d+", value)[:2]) or value
-        out.append(value)
-    return tuple(out)
-
-
-class _Bound:
-    """Memory or compute side of the ridge with a hysteresis band; flips confirmed over N nights."""
-
-    def __init__(self, band: float, nights: int) -> None:
-        self.band, self.nights = band, nights
-        self.side, self.candidate, self.count = "", "", 0
-
-    def step(self, ridge_ratio: float) -> str:
-        if not (math.isfinite(ridge_ratio) and ridge_ratio > 0):
-            return ""
-        if not self.side:
-            self.side = "compute" if ridge_ratio >= 1 else "memory"
-            return ""
-        raw = ""
-        if ridge_ratio >= 1 + self.band:
-            raw = "compute"
-        elif ridge_ratio <= 1 - self.band:
-            raw = "memory"
-        if not raw or raw == self.side:
-            self.candidate, self.count = "", 0
-            return ""
-        self.count = self.count + 1 if raw == self.candidate else 1
-        self.candidate = raw
-        if self.count < self.nights:
-            return ""
-        flip, self.side, self.candidate, self.count = f"{self.side}→{raw}", raw, "", 0
-        return flip
-
-
-def _night(row: Mapping, run_id: str) -> dict:
-    """Per-launch values of one series on one night."""
-    launches = _f(row.get("launches"))
-    n = launches if launches > 0 else 1.0
-    flop = _f(row.get("flop_total"))
-    flop = flop if math.isfinite(flop) else _f(row.get("flop"))
-    return {"run_id": run_id, "value": _f(row.get("duration_s")) / n, "flop": flop / n,
-            "bytes": _f(row.get("dram_bytes")) / n, "perf": _f(row.get("performance")),
-            "roof": _f(row.get("roof_pct")), "ai": _f(row.get("ai_dram")),
-            "clock": _f(row.get("sm_clock_hz")), "label": "", "dir": 0, "record": None}
-
-
-def _record(row: Mapping, run_id: str, run_date: str) -> dict:
-    rec = dict.fromkeys(DECISION_COLUMNS, math.nan)
-    for name in (*SERIES_KEY, "kernel_short", "clock_control", "cache_control", "convention",
-                 "bound"):
-        rec[name] = str(row.get(name) or "")
-    for name in ("launches", "time_share", "performance", "roof_pct", "ai_dram", "roof_flops",
-                 "roof_dram_bw", "sm_clock_hz"):
-        rec[name] = _f(row.get(name))
-    rec.update(run_id=run_id, run_date=run_date, label="", revised_label="", direction="",
-               metric="time", baseline_runs="", bound_side="", bound_flip="", note="",
-               environment_shift=False, rule_version=RULE_VERSION, n_baseline=0,
-               nights_in_violation=0)
-    return rec
-
-
-def _scaled(night: dict, tonight: dict, work: str, tol: float) -> float:
-    """A baseline night's time scaled to tonight's work, when the work moved beyond ``tol``."""
-    w, wn = tonight[work], night[work]
-    if math.isfinite(w) and math.isfinite(wn) and w > 0 and wn > 0 and abs(wn / w - 1) > tol:
-        return night["value"] * w / wn
-    return night["value"]
-
-
-def _set_label(night: dict, label: str) -> None:
-    night["label"] = label
-    night["record"]["revised_label"] = label
-
-
-def _judge(p: DecisionParams, night: dict, nights: list[dict], pending: dict | None, rec: dict,
-           row: Mapping, carried: float) -> None:
-    """Tonight's baseline, noise, limits, ratio, z and label, before the persistence bookkeeping."""
-    last = nights[-1] if nights else None
-    changed = []
-    for name, what, column in (("flop", "FLOP", "flop_ratio"),
-                               ("bytes", "DRAM bytes", "dram_bytes_ratio")):
-        moved = _rel(night[name], last[name]) if last else math.nan
-        rec[column] = moved + 1
-        if math.isfinite(moved) and abs(moved) > p.work_tol:
-            changed.append(f"{what} {moved:+.1%}")
-    memory = str(row.get("bound") or "").startswith("memory") or not night["flop"] > 0
-    work = "bytes" if memory else "flop"
-    # Tonight and last night are judged together against the valid nights before them.
-    recent = nights[-(p.noise_window + p.window + 2):]
-    kept = [n for n in recent if n["label"] != "outlier" and n is not pending]
-    if len(kept) > p.min_nights and kept[-1] is last:
-        kept = kept[:-1]
-    pool = kept[-p.window:]
-    values = [_scaled(n, night, work, p.work_tol) for n in pool]
-    nb = len(values)
-    rec.update(n_baseline=nb, baseline_runs=",".join(n["run_id"] for n in pool),
-               performance_baseline=_median([n["perf"] for n in pool]),
-               roof_pct_baseline=_median([n["roof"] for n in pool]),
-               ai_dram_baseline=_median([n["ai"] for n in pool]))
-    rec["perf_ratio"] = _rel(night["perf"], rec["performance_baseline"]) + 1
-    rec["label"] = "workload_changed" if changed else "insufficient_data"
-    if changed:
-        rec["metric"] = "throughput"
-        rec["note"] = f"work moved ({', '.join(changed)}): time judged per unit of {work}"
-    if nb == 0:
-        return
-    base = float(statistics.median(values))
-    ratio = night["value"] / base
-    rec.update(baseline_s=base, ratio=ratio, impact=(ratio - 1) * _f(rec["time_share"]))
-    if nb < p.min_nights:  # information only: a plain relative rule
-        info = 1 if ratio - 1 > p.info_rel else -1 if 1 - ratio > p.info_rel else 0
-        rec["direction"] = _DIRECTION[info]
-        if info:
-            rec["note"] = _join(rec["note"], f"{ratio - 1:+.1%} vs {nb} night(s) (info only)")
-        return
-    if p.noise_method == "diff":
-        rel = _rel_sigma([_scaled(n, night, work, p.work_tol) for n in kept[-p.noise_window:]], "diff")
-    else:
-        rel = _rel_sigma(values)
-    if nb < p.window or not math.isfinite(rel):  # few nights: borrow, or a raised floor
-        lent = carried if math.isfinite(carried) else p.short_sigma_floor
-        rel = max(rel, lent) if math.isfinite(rel) else lent
-    rel = max(rel, p.sigma_floor)
-    limit = max(p.rel_min, p.z_min * rel)
-    z = (ratio - 1) / rel
-    rec.update(noise_s=rel * base, limit_rel=limit, z=z, lower_s=base * (1 - limit),
-               upper_s=base * (1 + limit))
-    single = 1 if ratio - 1 > limit else -1 if 1 - ratio > limit else 0
-    persistent = 0
-    if last is not None:
-        # Two nights at one new level: both beyond rel_min, their mean beyond z_min sigma/sqrt(2),
-        # and close to each other (a spike next to a blip is no level).
-        prev = _scaled(last, night, work, p.work_tol) / base
-        two = max(p.rel_min, p.z_min * rel / math.sqrt(2))
-        mean = (ratio + prev) / 2 - 1
-        level = abs(ratio - prev) <= max(p.z_min * rel * math.sqrt(2), abs(mean) / 2)
-        for s in (1, -1):
-            both = min(s * (ratio - 1), s * (prev - 1)) > p.rel_min
-            if both and level and s * mean > two:
-                persistent = s
-    big = 0
-    if ratio >= p.big_ratio and z >= p.big_z:
-        big = 1
-    elif ratio <= 1 / p.big_ratio and z <= -p.big_z:
-        big = -1
-    night["dir"], night["persistent"] = persistent or big or single, bool(persistent)
-    rec["direction"] = _DIRECTION[night["dir"]]
-    if changed:
-        return
-    if persistent or big:
-        rec["label"] = "regression" if night["dir"] > 0 else "improvement"
-        if big and not persistent:
-            rec["note"] = _join(rec["note"], f"big jump: ratio {ratio:.3f}, z {z:.1f}")
-    elif single:
-        rec["label"] = "suspicious"
-    else:
-        rec["label"] = "unchanged"
-        roof = _rel(night["roof"], rec["roof_pct_baseline"])
-        if math.isfinite(roof) and abs(roof) > p.rel_min:
-            rec["note"] = _join(rec["note"], f"% of roof {roof:+.1%} with time flat: ceiling moved")
-
-
-def _replay(p: DecisionParams, rows: dict[int, dict], runs: list[tuple[str, str]]) -> list[dict]:
-    """One series' decisions on every night from its first (causal, except ``revised_label``)."""
-    out: list[dict] = []
-    nights: list[dict] = []  # valid nights of the current segment
-    ident: tuple[str, ...] | None = None
-    seg, seg_start, carried = -1, "", math.nan
-    last_i: int | None = None
-    streak = streak_dir = 0
-    pending: dict | None = None  # last night's lone violation, awaiting tonight's verdict
-    bound = _Bound(p.ridge_band, p.flip_nights)
-    template = rows[min(rows)]
-    for i in range(min(rows), len(runs)):
-        run_id, run_date = runs[i]
-        row = rows.get(i)
-        if row is None:
-            if last_i is not None and i - last_i <= p.window:
-                rec = _record(template, run_id, run_date)
-                rec.update(label="missing", revised_label="missing", segment=seg,
-                           segment_start=seg_start, note=f"absent; last seen {runs[last_i][0]}",
-                           baseline_s=_median([n["value"] for n in nights[-p.window:]]))
-                for name in ("launches", "performance", "roof_pct", "ai_dram", "sm_clock_hz"):
-                    rec[name] = math.nan
-                out.append(rec)
+    Returns the places of the records whose regression became ``suspicious`` (the app commit is
+    the previous night's: the environment moved, not the code).
+    """
+    labels = [r["label"] for r in records]
+    directions = [r["direction"] for r in records]
+    compared = sum(label in _COMPARED for label in labels)
+    hits: list[int] = []
+    for direction in ("up", "down"):
+        moved = sum(d == direction and label in _COMPARED for label, d in zip(labels, directions,
+                                                                               strict=True))
+        if moved < p.shift_min_kernels or moved < p.shift_fraction * compared:
             continue
-        last_i, template = i, row
-        night = _night(row, run_id)
-        rec = _record(row, run_id, run_date)
-        rec["value_s"], night["record"] = night["value"], rec
-        out.append(rec)
-        new_ident = _ident(row, p.segment_fields)
-        if new_ident != ident:  # first night, or a new segment: no comparison tonight
-            label, note = "new", "first night of this series"
-            if ident is not None:
-                label = "environment_change"
-                note = _segment_note(p.segment_fields, ident, new_ident)
-                kept = [n["value"] for n in nights if n["label"] != "outlier"]
-                pool = kept[-(p.noise_window if p.noise_method == "diff" else p.window):]
-                rel = _rel_sigma(pool, p.noise_method)
-                if len(pool) >= p.min_nights and math.isfinite(rel):  # carried to the new segment
-                    carried = max(rel, p.sigma_floor)
-            seg, seg_start, ident = seg + 1, run_id, new_ident
-            nights, streak, streak_dir, pending = [], 0, 0, None
-            bound = _Bound(p.ridge_band, p.flip_nights)
-            bound.step(_f(row.get("ridge_ratio")))
-            rec.update(label=label, revised_label=label, note=note, segment=seg,
-                       segment_start=seg_start, bound_side=bound.side)
-            if night["value"] > 0:
-                night["label"] = label
-                nights.append(night)
-            continue
-        rec.update(segment=seg, segment_start=seg_start)
-        if not night["value"] > 0:  # never timed (a what-if row): nothing to judge, no alarm
-            label = "error" if nights else "insufficient_data"
-            rec.update(label=label, revised_label=label,
-                       note="no valid duration tonight (profile failed or kernel not timed)")
-            continue
-        clock = _rel(night["clock"], _median([n["clock"] for n in nights[-p.window:]]))
-        if math.isfinite(clock) and abs(clock) > p.clock_tol:
-            rec.update(label="unstable_env", revised_label="unstable_env",
-                       note=f"SM clock {clock:+.1%} off the series' usual clock: not compared")
-            continue
-        _judge(p, night, nights, pending, rec, row, carried)
-        flip = bound.step(_f(row.get("ridge_ratio")))
-        rec.update(bound_side=bound.side, bound_flip=flip)
-        if flip:
-            same_ai = abs(_rel(night["ai"], rec["ai_dram_baseline"])) <= p.work_tol
-            why = " with the intensity unchanged: the ridge moved" if same_ai else ""
-            rec["note"] = _join(rec["note"], f"bound flip {flip}{why}")
-        direction = night["dir"]
-        streak = streak + 1 if direction and direction == streak_dir else (1 if direction else 0)
-        streak_dir = direction
-        rec["nights_in_violation"] = streak
-        label = rec["label"]
-        if pending is not None:
-            if night.get("persistent") and pending["dir"] == direction:
-                _set_label(pending, label)  # the lone night was the onset
-            elif label != "workload_changed":
-                _set_label(pending, "outlier")
-                if label == "unchanged":
-                    rec["label"] = "outlier"
-                    rec["note"] = _join(rec["note"], f"{pending['run_id']} was a single-night "
-                                        "spike, now excluded from the baseline")
-        lone = label == "suspicious" or (label in ("regression", "improvement")
-                                         and not night.get("persistent"))
-        pending = night if lone else None
-        _set_label(night, rec["label"])
-        nights.append(night)
-    return out
+        for rec in records:
+            rec["environment_shift"] = True
+        if previous is None or not commit or commit != previous:
+            continue  # the app changed too: the kernels' own alerts stand
+        why = f"environment shift: {moved} kernels moved {direction}, app commit unchanged"
+        for j, (label, d) in enumerate(zip(labels, directions, strict=True)):
+            if label == "regression" and d == direction:
+                rec = records[j]
+                rec["label"] = rec["revised_label"] = "suspicious"
+                rec["note"] = join_note(rec["note"], why)
+                hits.append(j)
+    return hits
 
 
 def decide_all(history: pd.DataFrame,
@@ -435,46 +228,22 @@ def decide_all(history: pd.DataFrame,
     p = params if isinstance(params, DecisionParams) else DecisionParams.from_mapping(params)
     if history.empty:
         return pd.DataFrame(columns=DECISION_COLUMNS)
-    order = run_order(history)
+    engine = Engine(p)
     dates = history.groupby("run_id")["run_date"].first()
-    runs = [(r, str(dates[r])) for r in order]
-    position = {r: i for i, r in enumerate(order)}
-    keys = SERIES_KEY + list(p.settings)
-    wanted = list(dict.fromkeys([*keys, *p.segment_fields, *_USED]))
-    # plain Python objects: iterating Arrow-backed strings row by row is slow
-    table = {c: history[c].to_numpy(dtype=object).tolist() for c in wanted if c in history}
-    series: dict[tuple, dict[int, dict]] = {}
-    for values in zip(*table.values(), strict=True):
-        row = dict(zip(table, values, strict=True))
-        series.setdefault(tuple(row.get(k, "") for k in keys), {})[position[row["run_id"]]] = row
-    records: list[dict] = []
-    for key in sorted(series):
-        records += _replay(p.for_kernel(str(key[2])), series[key], runs)
-    return _night_level(pd.DataFrame(records, columns=DECISION_COLUMNS), history, order, p)
-
-
-def _night_level(frame: pd.DataFrame, history: pd.DataFrame, order: list[str],
-                 p: DecisionParams) -> pd.DataFrame:
-    """Many kernels moving together on one night: one ``environment_shift`` flag, not N alerts."""
-    commits = history.groupby("run_id")["app_commit"].agg(lambda s: ",".join(sorted(set(s))))
-    nights = frame.groupby("run_id").indices
-    for n, run in enumerate(order):
-        night = frame.index[nights.get(run, [])]
-        labels, directions = frame.loc[night, "label"], frame.loc[night, "direction"]
-        compared = labels.isin(_COMPARED)
-        for direction in ("up", "down"):
-            moved = int((compared & (directions == direction)).sum())
-            if moved < p.shift_min_kernels or moved < p.shift_fraction * compared.sum():
-                continue
-            frame.loc[night, "environment_shift"] = True
-            commit = commits.get(run, "")
-            if n == 0 or not commit or commit != commits.get(order[n - 1]):
-                continue  # the app changed too: the kernels' own alerts stand
-            hit = night[((labels == "regression") & (directions == direction)).to_numpy()]
-            frame.loc[hit, ["label", "revised_label"]] = "suspicious"
-            why = f"environment shift: {moved} kernels moved {direction}, app commit unchanged"
-            frame.loc[hit, "note"] = [_join(s, why) for s in frame.loc[hit, "note"]]
-    return frame
+    by_run: dict[str, list[dict]] = {}
+    for row in engine.rows(history):
+        by_run.setdefault(row["run_id"], []).append(row)
+    by_key: dict[tuple[str, ...], list[dict]] = {}
+    nights: dict[str, list[dict]] = {}
+    for run in run_order(history):
+        night = engine.night(run, str(dates[run]), by_run[run])
+        nights[run] = night.records
+        for target, place, label in night.revisions:
+            nights[target][place]["revised_label"] = label
+        for key, rec in zip(night.keys, night.records, strict=True):
+            by_key.setdefault(key, []).append(rec)
+    records = [rec for key in sorted(by_key) for rec in by_key[key]]
+    return pd.DataFrame(records, columns=DECISION_COLUMNS)
 
 
 def decide(history: pd.DataFrame, run_id: str,

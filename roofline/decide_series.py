@@ -1,0 +1,403 @@
+"""The decision rule of one kernel series, one night at a time.
+
+:class:`SeriesState` is everything the layered rule of ../shared/guides/tracking.md §4.3 keeps about
+a series between nights (its segment, the valid nights it still looks at, the noise carried from
+the previous segment, the lone violation awaiting tonight's verdict, the bound-side hysteresis), and
+:meth:`SeriesState.step` judges one night from that state and the night's row. The full replay
+(:func:`roofline.decide.decide_all`) and the nightly run from the stored state
+(:mod:`roofline.decision_state`) both advance this one object, so the two cannot drift apart.
+docs/tracking.md states the rule in words.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import statistics
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from roofline.history import SERIES_KEY
+
+if TYPE_CHECKING:
+    from roofline.decide import DecisionParams
+
+RULE_VERSION = "track-2"  # track-2: a change of counting conventions starts a segment
+LABELS = ("regression", "improvement", "suspicious", "outlier", "workload_changed",
+          "environment_change", "unstable_env", "missing", "error", "new", "insufficient_data",
+          "unchanged")
+DECISION_COLUMNS = [
+    "run_id", "run_date", *SERIES_KEY, "kernel_short", "clock_control", "cache_control",
+    "convention", "label", "revised_label", "direction", "metric", "value_s", "baseline_s",
+    "noise_s", "lower_s", "upper_s", "limit_rel", "ratio", "z", "n_baseline", "baseline_runs",
+    "nights_in_violation", "segment", "segment_start", "launches", "time_share", "impact",
+    "performance", "performance_baseline", "perf_ratio", "roof_pct", "roof_pct_baseline",
+    "ai_dram", "ai_dram_baseline", "bound", "bound_side", "bound_flip", "flop_ratio",
+    "dram_bytes_ratio", "roof_flops", "roof_dram_bw", "sm_clock_hz", "environment_shift",
+    "note", "rule_version",
+]
+# Columns of a history row the rule reads (besides the series key and the segment fields).
+USED = ("run_id", "kernel_short", "bound", "launches", "duration_s", "flop_total", "flop",
+        "dram_bytes", "performance", "roof_pct", "ai_dram", "sm_clock_hz", "time_share",
+        "roof_flops", "roof_dram_bw", "ridge_ratio", "clock_control", "cache_control", "convention")
+# What a "missing" record copies from the series' last row (its other numbers are NaN).
+TEMPLATE_TEXT = ("kernel_short", "clock_control", "cache_control", "convention", "bound")
+TEMPLATE_NUMBERS = ("time_share", "roof_flops", "roof_dram_bw")
+NIGHT_NUMBERS = ("value", "flop", "bytes", "perf", "roof", "ai", "clock")
+_DIRECTION = {1: "up", -1: "down", 0: ""}
+
+
+def _f(value) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _rel(a: float, b: float) -> float:
+    """a / b - 1; NaN when either is missing or b is zero."""
+    return a / b - 1 if math.isfinite(a) and math.isfinite(b) and b != 0 else math.nan
+
+
+def _median(values: list[float]) -> float:
+    finite = [v for v in values if math.isfinite(v)]
+    return float(statistics.median(finite)) if finite else math.nan
+
+
+def _rel_sigma(values: list[float], method: str = "level") -> float:
+    """Robust relative noise of nightly values.
+
+    ``level``: 1.4826 x MAD of the values / their median. ``diff``: the night-to-night changes of
+    log(value): 1.4826 x MAD, then the RMS of the changes within 3 of those, / sqrt(2); a step
+    or a spike inside the window barely moves it.
+    """
+    if method == "diff":
+        if len(values) < 3:
+            return math.nan
+        logs = [math.log(v) for v in values]
+        d = [b - a for a, b in zip(logs, logs[1:], strict=False)]
+        centre = statistics.median(d)
+        dev = [abs(x - centre) for x in d]
+        mad = 1.4826 * statistics.median(dev)
+        kept = [x for x in dev if x <= 3 * mad]  # one reweighting step: MAD alone is noisy
+        scale = math.sqrt(sum(x * x for x in kept) / len(kept)) if len(kept) >= 2 else mad
+        return scale / math.sqrt(2)
+    med = statistics.median(values)
+    return 1.4826 * statistics.median([abs(x - med) for x in values]) / med if med > 0 else math.nan
+
+
+def join_note(a: str, b: str) -> str:
+    """Two notes in one field."""
+    return f"{a}; {b}" if a else b
+
+
+def _segment_note(fields: tuple[str, ...], old: tuple[str, ...], new: tuple[str, ...]) -> str:
+    """What started a segment, in words: "new segment: driver_version: 550 → 560; ..."."""
+    said = [f"counting conventions changed {a or '(before versioning)'} → {b or '(none)'}"
+            if f == "convention" else f"{f}: {a or '?'} → {b or '?'}"
+            for f, a, b in zip(fields, old, new, strict=True) if a != b]
+    return "new segment: " + "; ".join(said)
+
+
+def _ident(row: Mapping, fields: tuple[str, ...]) -> tuple[str, ...]:
+    out = []
+    for name in fields:
+        value = str(row.get(name) or "").strip()
+        if name == "ncu_version":  # a new segment per major.minor, not per build
+            value = ".".join(re.findall(r"\d+", value)[:2]) or value
+        out.append(value)
+    return tuple(out)
+
+
+class Bound:
+    """Memory or compute side of the ridge with a hysteresis band; flips confirmed over N nights."""
+
+    __slots__ = ("band", "nights", "side", "candidate", "count")
+
+    def __init__(self, band: float, nights: int) -> None:
+        self.band, self.nights = band, nights
+        self.side, self.candidate, self.count = "", "", 0
+
+    def step(self, ridge_ratio: float) -> str:
+        """Tonight's ridge ratio; returns the confirmed flip ("memory→compute") or ""."""
+        if not (math.isfinite(ridge_ratio) and ridge_ratio > 0):
+            return ""
+        if not self.side:
+            self.side = "compute" if ridge_ratio >= 1 else "memory"
+            return ""
+        raw = ""
+        if ridge_ratio >= 1 + self.band:
+            raw = "compute"
+        elif ridge_ratio <= 1 - self.band:
+            raw = "memory"
+        if not raw or raw == self.side:
+            self.candidate, self.count = "", 0
+            return ""
+        self.count = self.count + 1 if raw == self.candidate else 1
+        self.candidate = raw
+        if self.count < self.nights:
+            return ""
+        flip, self.side, self.candidate, self.count = f"{self.side}→{raw}", raw, "", 0
+        return flip
+
+
+def _night(row: Mapping, run_id: str) -> dict:
+    """Per-launch values of one series on one night."""
+    launches = _f(row.get("launches"))
+    n = launches if launches > 0 else 1.0
+    flop = _f(row.get("flop_total"))
+    flop = flop if math.isfinite(flop) else _f(row.get("flop"))
+    return {"run_id": run_id, "value": _f(row.get("duration_s")) / n, "flop": flop / n,
+            "bytes": _f(row.get("dram_bytes")) / n, "perf": _f(row.get("performance")),
+            "roof": _f(row.get("roof_pct")), "ai": _f(row.get("ai_dram")),
+            "clock": _f(row.get("sm_clock_hz")), "label": "", "dir": 0, "persistent": False}
+
+
+def _record(row: Mapping, run_id: str, run_date: str) -> dict:
+    rec = dict.fromkeys(DECISION_COLUMNS, math.nan)
+    for name in (*SERIES_KEY, "kernel_short", "clock_control", "cache_control", "convention",
+                 "bound"):
+        rec[name] = str(row.get(name) or "")
+    for name in ("launches", "time_share", "performance", "roof_pct", "ai_dram", "roof_flops",
+                 "roof_dram_bw", "sm_clock_hz"):
+        rec[name] = _f(row.get(name))
+    rec.update(run_id=run_id, run_date=run_date, label="", revised_label="", direction="",
+               metric="time", baseline_runs="", bound_side="", bound_flip="", note="",
+               environment_shift=False, rule_version=RULE_VERSION, n_baseline=0,
+               nights_in_violation=0)
+    return rec
+
+
+def _scaled(night: dict, tonight: dict, work: str, tol: float) -> float:
+    """A baseline night's time scaled to tonight's work, when the work moved beyond ``tol``."""
+    w, wn = tonight[work], night[work]
+    if math.isfinite(w) and math.isfinite(wn) and w > 0 and wn > 0 and abs(wn / w - 1) > tol:
+        return night["value"] * w / wn
+    return night["value"]
+
+
+def _judge(p: DecisionParams, night: dict, nights: list[dict], pending: dict | None, rec: dict,
+           row: Mapping, carried: float) -> None:
+    """Tonight's baseline, noise, limits, ratio, z and label, before the persistence bookkeeping."""
+    last = nights[-1] if nights else None
+    changed = []
+    for name, what, column in (("flop", "FLOP", "flop_ratio"),
+                               ("bytes", "DRAM bytes", "dram_bytes_ratio")):
+        moved = _rel(night[name], last[name]) if last else math.nan
+        rec[column] = moved + 1
+        if math.isfinite(moved) and abs(moved) > p.work_tol:
+            changed.append(f"{what} {moved:+.1%}")
+    memory = str(row.get("bound") or "").startswith("memory") or not night["flop"] > 0
+    work = "bytes" if memory else "flop"
+    # Tonight and last night are judged together against the valid nights before them.
+    recent = nights[-(p.noise_window + p.window + 2):]
+    kept = [n for n in recent if n["label"] != "outlier" and n is not pending]
+    if len(kept) > p.min_nights and kept[-1] is last:
+        kept = kept[:-1]
+    pool = kept[-p.window:]
+    values = [_scaled(n, night, work, p.work_tol) for n in pool]
+    nb = len(values)
+    rec.update(n_baseline=nb, baseline_runs=",".join(n["run_id"] for n in pool),
+               performance_baseline=_median([n["perf"] for n in pool]),
+               roof_pct_baseline=_median([n["roof"] for n in pool]),
+               ai_dram_baseline=_median([n["ai"] for n in pool]))
+    rec["perf_ratio"] = _rel(night["perf"], rec["performance_baseline"]) + 1
+    rec["label"] = "workload_changed" if changed else "insufficient_data"
+    if changed:
+        rec["metric"] = "throughput"
+        rec["note"] = f"work moved ({', '.join(changed)}): time judged per unit of {work}"
+    if nb == 0:
+        return
+    base = float(statistics.median(values))
+    ratio = night["value"] / base
+    rec.update(baseline_s=base, ratio=ratio, impact=(ratio - 1) * _f(rec["time_share"]))
+    if nb < p.min_nights:  # information only: a plain relative rule
+        info = 1 if ratio - 1 > p.info_rel else -1 if 1 - ratio > p.info_rel else 0
+        rec["direction"] = _DIRECTION[info]
+        if info:
+            rec["note"] = join_note(rec["note"], f"{ratio - 1:+.1%} vs {nb} night(s) (info only)")
+        return
+    if p.noise_method == "diff":
+        rel = _rel_sigma([_scaled(n, night, work, p.work_tol) for n in kept[-p.noise_window:]], "diff")
+    else:
+        rel = _rel_sigma(values)
+    if nb < p.window or not math.isfinite(rel):  # few nights: borrow, or a raised floor
+        lent = carried if math.isfinite(carried) else p.short_sigma_floor
+        rel = max(rel, lent) if math.isfinite(rel) else lent
+    rel = max(rel, p.sigma_floor)
+    limit = max(p.rel_min, p.z_min * rel)
+    z = (ratio - 1) / rel
+    rec.update(noise_s=rel * base, limit_rel=limit, z=z, lower_s=base * (1 - limit),
+               upper_s=base * (1 + limit))
+    single = 1 if ratio - 1 > limit else -1 if 1 - ratio > limit else 0
+    persistent = 0
+    if last is not None:
+        # Two nights at one new level: both beyond rel_min, their mean beyond z_min sigma/sqrt(2),
+        # and close to each other (a spike next to a blip is no level).
+        prev = _scaled(last, night, work, p.work_tol) / base
+        two = max(p.rel_min, p.z_min * rel / math.sqrt(2))
+        mean = (ratio + prev) / 2 - 1
+        level = abs(ratio - prev) <= max(p.z_min * rel * math.sqrt(2), abs(mean) / 2)
+        for s in (1, -1):
+            both = min(s * (ratio - 1), s * (prev - 1)) > p.rel_min
+            if both and level and s * mean > two:
+                persistent = s
+    big = 0
+    if ratio >= p.big_ratio and z >= p.big_z:
+        big = 1
+    elif ratio <= 1 / p.big_ratio and z <= -p.big_z:
+        big = -1
+    night["dir"], night["persistent"] = persistent or big or single, bool(persistent)
+    rec["direction"] = _DIRECTION[night["dir"]]
+    if changed:
+        return
+    if persistent or big:
+        rec["label"] = "regression" if night["dir"] > 0 else "improvement"
+        if big and not persistent:
+            rec["note"] = join_note(rec["note"], f"big jump: ratio {ratio:.3f}, z {z:.1f}")
+    elif single:
+        rec["label"] = "suspicious"
+    else:
+        rec["label"] = "unchanged"
+        roof = _rel(night["roof"], rec["roof_pct_baseline"])
+        if math.isfinite(roof) and abs(roof) > p.rel_min:
+            rec["note"] = join_note(rec["note"], f"% of roof {roof:+.1%} with time flat: ceiling moved")
+
+
+class SeriesState:
+    """What the rule keeps about one series between nights, and the step that judges a night.
+
+    ``nights`` holds the valid nights of the current segment that a later night can still look at
+    (:meth:`trim`), each a dict of per-launch values and its label; ``pending`` is the last of them
+    when it was a lone violation (suspicious, or a big jump) whose verdict the next judged night
+    gives; a pending night's ``row`` is the place of its record in that night's decisions, and
+    ``pinned`` says the night-level rule already made that record ``suspicious`` for good.
+    ``last_i`` is the place in the run order of the series' last row; a series exists from its
+    first row on.
+    """
+
+    __slots__ = ("p", "ident", "seg", "seg_start", "carried", "last_i", "last_run", "template",
+                 "nights", "streak", "streak_dir", "pending", "bound")
+
+    def __init__(self, p: DecisionParams) -> None:
+        self.p = p
+        self.ident: tuple[str, ...] | None = None
+        self.seg, self.seg_start, self.carried = -1, "", math.nan
+        self.last_i, self.last_run = -1, ""
+        self.template: Mapping = {}
+        self.nights: list[dict] = []
+        self.streak = self.streak_dir = 0
+        self.pending: dict | None = None
+        self.bound = Bound(p.ridge_band, p.flip_nights)
+
+    def absent(self, i: int, run_id: str, run_date: str) -> dict | None:
+        """The record of a night without this series: ``missing`` within a window of its last
+        night, else none."""
+        p = self.p
+        if i - self.last_i > p.window:
+            return None
+        rec = _record(self.template, run_id, run_date)
+        rec.update(label="missing", revised_label="missing", segment=self.seg,
+                   segment_start=self.seg_start, note=f"absent; last seen {self.last_run}",
+                   baseline_s=_median([n["value"] for n in self.nights[-p.window:]]))
+        for name in ("launches", "performance", "roof_pct", "ai_dram", "sm_clock_hz"):
+            rec[name] = math.nan
+        return rec
+
+    def step(self, i: int, run_id: str, run_date: str, row: Mapping) -> dict:
+        """Judge the night at place ``i`` of the run order from this state and the series' row;
+        returns its decision record and advances the state. A pending night's new label (its
+        revision) is left in ``pending["label"]`` for the caller to write into its record."""
+        p = self.p
+        self.last_i, self.last_run, self.template = i, run_id, row
+        night = _night(row, run_id)
+        rec = _record(row, run_id, run_date)
+        rec["value_s"] = night["value"]
+        new_ident = _ident(row, p.segment_fields)
+        if new_ident != self.ident:  # first night, or a new segment: no comparison tonight
+            self._new_segment(run_id, row, night, rec, new_ident)
+            return rec
+        rec.update(segment=self.seg, segment_start=self.seg_start)
+        if not night["value"] > 0:  # never timed (a what-if row): nothing to judge, no alarm
+            label = "error" if self.nights else "insufficient_data"
+            rec.update(label=label, revised_label=label,
+                       note="no valid duration tonight (profile failed or kernel not timed)")
+            return rec
+        clock = _rel(night["clock"], _median([n["clock"] for n in self.nights[-p.window:]]))
+        if math.isfinite(clock) and abs(clock) > p.clock_tol:
+            rec.update(label="unstable_env", revised_label="unstable_env",
+                       note=f"SM clock {clock:+.1%} off the series' usual clock: not compared")
+            return rec
+        pending = self.pending
+        _judge(p, night, self.nights, pending, rec, row, self.carried)
+        flip = self.bound.step(_f(row.get("ridge_ratio")))
+        rec.update(bound_side=self.bound.side, bound_flip=flip)
+        if flip:
+            same_ai = abs(_rel(night["ai"], rec["ai_dram_baseline"])) <= p.work_tol
+            why = " with the intensity unchanged: the ridge moved" if same_ai else ""
+            rec["note"] = join_note(rec["note"], f"bound flip {flip}{why}")
+        direction = night["dir"]
+        same = direction and direction == self.streak_dir
+        self.streak = self.streak + 1 if same else (1 if direction else 0)
+        self.streak_dir = direction
+        rec["nights_in_violation"] = self.streak
+        label = rec["label"]
+        if pending is not None:
+            if night["persistent"] and pending["dir"] == direction:
+                pending["label"] = label  # the lone night was the onset
+            elif label != "workload_changed":
+                pending["label"] = "outlier"
+                if label == "unchanged":
+                    rec["label"] = "outlier"
+                    rec["note"] = join_note(rec["note"], f"{pending['run_id']} was a single-night "
+                                            "spike, now excluded from the baseline")
+        lone = label == "suspicious" or (label in ("regression", "improvement")
+                                         and not night["persistent"])
+        self.pending = night if lone else None
+        night["label"] = rec["revised_label"] = rec["label"]
+        self.nights.append(night)
+        self.trim()
+        return rec
+
+    def _new_segment(self, run_id: str, row: Mapping, night: dict, rec: dict,
+                     new_ident: tuple[str, ...]) -> None:
+        p = self.p
+        label, note = "new", "first night of this series"
+        if self.ident is not None:
+            label = "environment_change"
+            note = _segment_note(p.segment_fields, self.ident, new_ident)
+            kept = [n["value"] for n in self.nights if n["label"] != "outlier"]
+            pool = kept[-(p.noise_window if p.noise_method == "diff" else p.window):]
+            if len(pool) >= p.min_nights:  # carried to the new segment
+                rel = _rel_sigma(pool, p.noise_method)
+                if math.isfinite(rel):
+                    self.carried = max(rel, p.sigma_floor)
+        self.seg, self.seg_start, self.ident = self.seg + 1, run_id, new_ident
+        self.nights, self.streak, self.streak_dir, self.pending = [], 0, 0, None
+        self.bound = Bound(p.ridge_band, p.flip_nights)
+        self.bound.step(_f(row.get("ridge_ratio")))
+        rec.update(label=label, revised_label=label, note=note, segment=self.seg,
+                   segment_start=self.seg_start, bound_side=self.bound.side)
+        if night["value"] > 0:
+            night["label"] = label
+            self.nights.append(night)
+
+    def trim(self) -> None:
+        """Forget the nights no later night can look at, so the state stays the same size however
+        long the history: a night reads the last noise_window + window + 2 nights; a new segment
+        reads the last noise_window of them that are no outlier (the last night's label can still
+        change, so it does not count towards those)."""
+        p = self.p
+        nights = self.nights
+        excess = len(nights) - (p.noise_window + p.window + 2)
+        if excess <= 0:
+            return
+        valid = sum(n["label"] != "outlier" for n in nights[:-1])
+        cut = 0
+        while cut < excess:
+            left = valid - (nights[cut]["label"] != "outlier")
+            if left < p.noise_window:
+                break
+            valid, cut = left, cut + 1
+        if cut:
+            del nights[:cut]
