@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 DEFAULT_POLICY = ("report", "datasheet")
 SOURCES = ("report", "measured", "datasheet", "what-if")  # what build_ceilings can select from
+CROSS_CHECK_MARGIN = 0.25  # sources of one roof that differ by more are a warning (config's default)
 PathLike = str | os.PathLike
 Source = PathLike | pd.DataFrame
 
@@ -208,7 +209,7 @@ def analyse(
         ``errors="raise"`` for the first input that cannot be analysed.
     """
     from roofline.catalog import CATALOG_PATH
-    from roofline.ceilings import build_ceilings
+    from roofline.ceilings import build_ceilings, cross_check
     from roofline.classify import aggregate_kernels
 
     unknown = [s for s in policy if s not in SOURCES]
@@ -243,6 +244,8 @@ def analyse(
     else:
         ceilings = build_ceilings(everything, catalog, list(policy), measured=measured)
         kernels = aggregate_kernels(everything, ceilings)
+        notes.extend({"app": "", "stage": "ceilings", "severity": "warning", "source_file": "", "message": text}
+                     for text in cross_check(ceilings, CROSS_CHECK_MARGIN))
         notes.extend(_no_ceiling(everything, ceilings, catalog, device_hint))
     diagnostics = conform(pd.DataFrame(notes), "diagnostics") if notes else conform(pd.DataFrame(), "diagnostics")
     return Analysis(everything, ceilings, kernels, diagnostics, tuple(problems))
