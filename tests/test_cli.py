@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -262,3 +263,30 @@ def test_python_m_roofline(tmp_path):
     assert len(pd.read_csv(io.StringIO(ran.stdout))) == len(api.analyse([TEXTBOOK]).kernels)
     bare = subprocess.run([sys.executable, "-m", "roofline"], capture_output=True, text=True)
     assert bare.returncode == 2 and "usage: roofline" in bare.stderr
+
+
+def test_every_refused_input_is_one_line_naming_it(tmp_path):
+    """The bad-input corpus (tests/bad_inputs.py) through the command in one run: each input the
+    workflow refuses is one stderr line naming the file with the corpus' message (the fix), never a
+    traceback; the good input beside them is still shown, and the exit status is 1."""
+    from _pytest.outcomes import Skipped
+    from bad_inputs import INPUT_CASES
+
+    built = {}
+    for bad in (c for c in INPUT_CASES if c.behaviour == "refused"):
+        try:
+            built[str(bad.build(tmp_path / bad.id))] = bad
+        except Skipped:
+            continue
+    assert len(built) >= 20
+    ran = subprocess.run([sys.executable, "-m", "roofline", "show", *built, str(TEXTBOOK), "--format", "json"],
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert ran.returncode == 1 and "Traceback" not in ran.stderr
+    assert len(json.loads(ran.stdout)) == len(api.analyse([TEXTBOOK]).kernels)
+    lines = ran.stderr.splitlines()
+    assert all(line.startswith("roofline: ") for line in lines), ran.stderr
+    errors = [line for line in lines if not line.startswith(("roofline: warning", "roofline: WARNING"))]
+    assert len(errors) == len(built), "\n".join(errors)
+    for line, (path, bad) in zip(errors, built.items()):
+        assert line.startswith(f"roofline: {path}") or path in line, (bad.id, line)
+        assert re.search(bad.message, line, re.DOTALL), (bad.id, line, bad.message)
