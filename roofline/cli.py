@@ -18,7 +18,7 @@ import math
 import os
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -42,7 +42,8 @@ KERNEL_FIELDS = [
 ]
 CEILING_COLUMNS = ["device", "kind", "name", "value", "source", "selected", "clock", "launches", "spread",
                    "citation"]
-# ... and their machine-readable columns: the ceilings table's (data/ceilings/devices.parquet), with the unit
+KERNEL_TEXT, CEILING_TEXT = range(4), (0, 1, 2, 4, 5, 9)  # the left-aligned (text) columns of the tables
+# ... and the ceilings' machine-readable columns: the ceilings table's (data/ceilings/devices.parquet), with the unit
 CEILING_FIELDS = ["device", "kind", "name", "value", "unit", "source", "selected", "clock_hz", "launches", "spread",
                   "citation"]
 DEVICE_HINT = "name the GPU with --device NAME (a name of the GPU catalog, e.g. \"NVIDIA A100-SXM4-80GB\")"
@@ -144,9 +145,10 @@ def _ceiling_cells(ceilings: pd.DataFrame) -> list[list[str]]:
     return rows
 
 
-def text_table(headers: list[str], rows: list[list[str]], left: int, limits: dict[int, int] | None = None) -> str:
-    """Aligned plain-text columns: the first ``left`` columns left-aligned, the others right-aligned;
-    a column ``i`` of ``limits`` cut at ``limits[i]`` characters (with an ellipsis)."""
+def text_table(headers: list[str], rows: list[list[str]], left: Collection[int],
+               limits: dict[int, int] | None = None) -> str:
+    """Aligned plain-text columns: the columns ``left`` (text) left-aligned, the others (numbers)
+    right-aligned; a column ``i`` of ``limits`` cut at ``limits[i]`` characters (with an ellipsis)."""
     limits = limits or {}
 
     def cut(i: int, text: object) -> str:
@@ -157,24 +159,24 @@ def text_table(headers: list[str], rows: list[list[str]], left: int, limits: dic
     widths = [max(len(h), *(len(row[i]) for row in cells)) for i, h in enumerate(headers)]
 
     def line(row: list[str]) -> str:
-        return "  ".join(t.ljust(w) if i < left else t.rjust(w) for i, (t, w) in enumerate(zip(row, widths))).rstrip()
+        return "  ".join(t.ljust(w) if i in left else t.rjust(w) for i, (t, w) in enumerate(zip(row, widths))).rstrip()
 
     return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in cells)])
 
 
-def markdown_table(headers: list[str], rows: list[list[str]], left: int) -> str:
+def markdown_table(headers: list[str], rows: list[list[str]], left: Collection[int]) -> str:
     """A GitHub-flavoured Markdown table (``|`` in a cell escaped), numbers right-aligned."""
 
     def line(cells: list[str]) -> str:
         return "| " + " | ".join(str(c).replace("|", "\\|").replace("\n", " ") for c in cells) + " |"
 
-    rule = ["---" if i < left else "---:" for i in range(len(headers))]
+    rule = ["---" if i in left else "---:" for i in range(len(headers))]
     return "\n".join([line(headers), line(rule), *(line(r) for r in rows)])
 
 
 def show_table(kernels: pd.DataFrame) -> str:
     """The kernels as a plain text table, in the order given (long names cut at 60 characters)."""
-    return text_table(SHOW_COLUMNS, _kernel_cells(kernels), left=4, limits={0: 60})
+    return text_table(SHOW_COLUMNS, _kernel_cells(kernels), KERNEL_TEXT, limits={0: 60})
 
 
 def machine_text(frame: pd.DataFrame, fmt: str) -> str:
@@ -190,7 +192,7 @@ def machine_text(frame: pd.DataFrame, fmt: str) -> str:
 
 
 def render(frame: pd.DataFrame, fmt: str, columns: list[str], cells: Callable[[pd.DataFrame], list[list[str]]],
-           headers: list[str], left: int, limits: dict[int, int]) -> str:
+           headers: list[str], left: Collection[int], limits: dict[int, int]) -> str:
     """One table in the format asked for: ``columns`` of ``frame`` for csv/json, the readable
     ``cells`` under ``headers`` for table/markdown."""
     if fmt in ("csv", "json"):
@@ -311,14 +313,14 @@ def run(args: argparse.Namespace) -> int:
     if args.command == "ceilings":
         frame = api.ceilings_of(analysis, args.selected)
         frame = frame.assign(unit=frame["kind"].map({"compute": "FLOP/s", "memory": "B/s"}))
-        text = render(frame, args.format, CEILING_FIELDS, _ceiling_cells, CEILING_COLUMNS, 3, {9: 70})
+        text = render(frame, args.format, CEILING_FIELDS, _ceiling_cells, CEILING_COLUMNS, CEILING_TEXT, {9: 70})
     else:
         frame = select_kernels(analysis.kernels, args.sort, args.filter, args.top)
         if args.filter is not None and frame.empty and len(analysis.kernels):
             print(f"roofline: no kernel name matches --filter {args.filter.pattern!r} "
                   f"(of {len(analysis.kernels)} kernels)", file=sys.stderr)
         columns = ["rank", *analysis.kernels.columns] if args.all_columns else KERNEL_FIELDS
-        text = render(frame, args.format, columns, _kernel_cells, SHOW_COLUMNS, 4, {0: 60})
+        text = render(frame, args.format, columns, _kernel_cells, SHOW_COLUMNS, KERNEL_TEXT, {0: 60})
     if len(frame) or args.format in ("csv", "json"):
         print(text)
     return status
