@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Literal
 
@@ -52,7 +52,6 @@ class Analysis:
     kernels: pd.DataFrame
     diagnostics: pd.DataFrame
     errors: tuple[str, ...] = ()
-    options: dict = field(default_factory=dict)
 
     @cached_property
     def launches(self) -> pd.DataFrame:
@@ -61,7 +60,7 @@ class Analysis:
 
         if self.counters.empty:
             return conform(pd.DataFrame(), "classified")
-        return classify_launches(self.counters, self.ceilings, **self.options)
+        return classify_launches(self.counters, self.ceilings)
 
     @property
     def devices(self) -> list[str]:
