@@ -6,7 +6,7 @@ persistence, segments on environment changes and on changes of the counting conv
 column ``convention``: "" for rows stored before it existed); :func:`decide` returns one night's rows.
 Both advance an :class:`Engine` (every series' :class:`~roofline.decide_series.SeriesState` and the
 night-level rule) one night at a time, as the nightly run does from its stored state
-(:mod:`roofline.decision_state`), so a night is decided the same way by either.
+(:mod:`roofline.decide_state`), so a night is decided the same way by either.
 docs/tracking.md states the rule in words and the rates measured on the simulator.
 """
 
@@ -99,12 +99,13 @@ class DecisionParams:
 @dataclass
 class Night:
     """One night's decisions: the records in series order (``keys``), and the revisions of earlier
-    records that tonight's verdicts make: (run id, place in that night's records, revised label)."""
+    records that tonight's verdicts make: (run id, place in that night's records, revised label,
+    series key)."""
 
     run_id: str
     keys: list[tuple[str, ...]]
     records: list[dict]
-    revisions: list[tuple[str, int, str]]
+    revisions: list[tuple[str, int, str, tuple[str, ...]]]
 
 
 class Engine:
@@ -145,7 +146,7 @@ class Engine:
         tonight: dict[tuple[str, ...], dict] = {}
         for row in rows:  # a series twice in one night: its last row counts
             tonight[tuple(str(row.get(k, "")) for k in self.keys)] = row
-        waiting = [s.pending for s in self.series.values()
+        waiting = [(key, s.pending) for key, s in self.series.items()
                    if s.pending is not None and not s.pending.get("pinned")]
         i = self.runs
         keys: list[tuple[str, ...]] = []
@@ -171,7 +172,7 @@ class Engine:
                 pending["pinned"] = True  # its record says suspicious whatever the next night says
         # Every waiting night's label after tonight, changed or not: a rerun of tonight that
         # changes nothing for a series restores what a first run may have revised.
-        revisions = [(n["run_id"], n["row"], n["label"]) for n in waiting]
+        revisions = [(n["run_id"], n["row"], n["label"], key) for key, n in waiting]
         self.runs, self.last_commit = i + 1, commit
         return Night(run_id, keys, records, revisions)
 
@@ -238,7 +239,7 @@ def decide_all(history: pd.DataFrame,
     for run in run_order(history):
         night = engine.night(run, str(dates[run]), by_run[run])
         nights[run] = night.records
-        for target, place, label in night.revisions:
+        for target, place, label, _ in night.revisions:
             nights[target][place]["revised_label"] = label
         for key, rec in zip(night.keys, night.records, strict=True):
             by_key.setdefault(key, []).append(rec)

@@ -9,6 +9,12 @@ of a night); a killed append leaves the store as it was, and readers skip dot-pr
 Each row keeps the counting conventions of its numbers (column ``convention`` of the ``kernels``
 table); nights stored before that column existed read back with ``convention == ""``. The
 decision rule is in :mod:`roofline.decide`; its names stay importable from here.
+
+The nightly run reads only what it needs: :func:`run_files` lists the nights and a fingerprint of
+each file from the directory alone, :func:`read_run` reads one night, :func:`read_decisions` the
+decisions of the nights it is given. The store stays a plain hive-partitioned Parquet dataset
+(``run=<run_id>/part.parquet``) that DuckDB, polars, Spark or pyarrow read as it is
+(docs/tracking.md has the queries).
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from roofline import __version__
 from roofline.errors import cannot_write, is_environmental
@@ -118,22 +126,33 @@ def _clean_stale(store: Path) -> None:
 
 
 def _atomic_put(store: Path, run_id: str, frame: pd.DataFrame) -> Path:
-    final = store / f"run={_check_run_id(run_id)}"
+    return write_partition(store, f"run={_check_run_id(run_id)}", frame)
+
+
+def write_partition(parent: str | os.PathLike, name: str, data: pd.DataFrame | pa.Table) -> Path:
+    """Write ``<parent>/<name>/part.parquet`` atomically: a temp dir inside ``parent``, fsynced,
+    published with one rename (new) or one file ``os.replace`` (replacing); a killed write leaves
+    the old file or none. A ``pyarrow.Table`` keeps its schema metadata."""
+    parent = Path(parent)
+    final = parent / name
     try:
-        return _put(store, final, frame)
+        return _put(parent, final, data)
     except OSError as error:
         if is_environmental(error):  # out of space, read-only, denied: name the partition, not the temp dir
             raise cannot_write(final / PART, error) from error
         raise
 
 
-def _put(store: Path, final: Path, frame: pd.DataFrame) -> Path:
+def _put(store: Path, final: Path, data: pd.DataFrame | pa.Table) -> Path:
     store.mkdir(parents=True, exist_ok=True)
     _clean_stale(store)
     tmp: Path | None = Path(tempfile.mkdtemp(prefix=f"{_TMP_PREFIX}{os.getpid()}-", dir=store))
     try:
         part = tmp / PART
-        frame.to_parquet(part, index=False)
+        if isinstance(data, pa.Table):
+            pq.write_table(data, part)
+        else:
+            data.to_parquet(part, index=False)
         _fsync(part)
         _fsync(tmp)
         if final.is_dir():
@@ -211,6 +230,51 @@ def append_run(store_dir: str | os.PathLike, run_id: str, kernels: pd.DataFrame,
     return _atomic_put(Path(store_dir), run_id, history_frame(frame))
 
 
+def run_files(store_dir: str | os.PathLike) -> dict[str, tuple[int, int, int]]:
+    """Every stored night's run id and a fingerprint of its file (inode, size, mtime in ns), from
+    the directory listing alone: a night rewritten since (a rerun) has another fingerprint."""
+    store = Path(store_dir)
+    out: dict[str, tuple[int, int, int]] = {}
+    if not store.is_dir():
+        return out
+    with os.scandir(store) as entries:
+        for entry in entries:
+            if not entry.name.startswith("run=") or not entry.is_dir():
+                continue
+            try:
+                st = os.stat(Path(entry.path) / PART)
+            except FileNotFoundError:
+                continue
+            out[entry.name[len("run="):]] = (st.st_ino, st.st_size, st.st_mtime_ns)
+    return dict(sorted(out.items()))
+
+
+def _read_columns(path: Path, columns: list[str] | None, rename: bool = False) -> pd.DataFrame:
+    """A Parquet file's ``columns`` that it has (all when None); ``rename``: also the older names
+    of the wanted ``kernels`` columns (:func:`_upgrade` renames them)."""
+    if columns is None:
+        return pd.read_parquet(path)
+    wanted = set(columns)
+    names = pq.read_schema(path).names
+    keep = [n for n in names if n in wanted
+            or (rename and (_RENAMED.get(n) or _OLD_BW.sub(r"roof_\1_bw", n)) in wanted)]
+    return pd.read_parquet(path, columns=keep)
+
+
+def read_run(store_dir: str | os.PathLike, run_id: str, columns: list[str] | None = None) -> pd.DataFrame:
+    """One stored night, its rows as :func:`read_history` returns them (older versions' columns
+    upgraded); ``columns``: only those (the nightly decision reads ~30 of ~110).
+
+    Raises
+    ------
+    FileNotFoundError
+        If the store has no night ``run_id``.
+    """
+    path = Path(store_dir) / f"run={_check_run_id(run_id)}" / PART
+    frame = history_frame(_upgrade(_read_columns(path, columns, rename=True)))
+    return frame if columns is None else frame[[c for c in columns if c in frame.columns]]
+
+
 def run_order(history: pd.DataFrame) -> list[str]:
     """Run ids in night order: logical date, then record time, then id."""
     if history.empty:
@@ -235,12 +299,21 @@ def append_decisions(store_dir: str | os.PathLike, run_id: str, decisions: pd.Da
     return _atomic_put(Path(store_dir) / DECISIONS_DIR, run_id, decisions.reset_index(drop=True))
 
 
-def read_decisions(store_dir: str | os.PathLike) -> pd.DataFrame:
-    """Every persisted decision record (an empty frame when none)."""
+def read_decisions(store_dir: str | os.PathLike, runs: list[str] | None = None,
+                   columns: list[str] | None = None) -> pd.DataFrame:
+    """Persisted decision records (an empty frame when none): every night's, or only those of
+    ``runs`` (in that order; nights without records skipped), each with the ``columns`` it has."""
     from roofline.decide import DECISION_COLUMNS
 
-    parts = _read_parts(Path(store_dir) / DECISIONS_DIR)
-    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=DECISION_COLUMNS)
+    base = Path(store_dir) / DECISIONS_DIR
+    if runs is None:
+        paths = sorted(base.glob(f"run=*/{PART}")) if base.is_dir() else []
+    else:
+        paths = [p for p in (base / f"run={r}" / PART for r in runs) if p.is_file()]
+    parts = [_read_columns(p, columns) for p in paths]
+    if not parts:
+        return pd.DataFrame(columns=columns or DECISION_COLUMNS)
+    return pd.concat(parts, ignore_index=True)
 
 
 _MOVED = ("RULE_VERSION", "LABELS", "DecisionParams", "DECISION_COLUMNS", "decide_all", "decide")

@@ -1,10 +1,13 @@
 """Nightly tracking stage: tonight's kernels -> history store -> decisions -> regressions.json + trends.html.
 
 ``python -m roofline.track --kernels data/kernels/*.parquet --store data/history --run-id R
---trends reports/trends.html --regressions reports/regressions.json [--fail-on-regression]``
-appends the night (idempotent), judges every kernel series with :func:`roofline.decide.decide_all`
-and writes the machine-readable findings and an offline HTML page (one inline Vega bundle).
-Exit status 3 when ``--fail-on-regression`` is given and a kernel regressed.
+--trends reports/trends.html --regressions reports/regressions.json [--fail-on-regression]
+[--replay] [--trend-nights N]`` appends the night (idempotent), judges every kernel series from the
+stored decision state and tonight's rows (:func:`roofline.decide_state.update`: every night
+again when the rule or its parameters changed, or with ``--replay``) and writes the
+machine-readable findings and an offline HTML page (one inline Vega bundle) of the last
+``--trend-nights`` nights. Exit status 3 when ``--fail-on-regression`` is given and a kernel
+regressed.
 """
 
 from __future__ import annotations
@@ -24,8 +27,9 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from roofline.decide import LABELS, DecisionParams, decide_all
-from roofline.history import SERIES_KEY, append_decisions, append_run, read_history, run_order
+from roofline.decide import DECISION_COLUMNS, LABELS, DecisionParams
+from roofline.decide_state import update
+from roofline.history import CONTEXT, SERIES_KEY, append_run, read_decisions, read_run
 from roofline.schemas import conform, read_columns, read_table, write_text_atomic
 
 log = logging.getLogger("roofline.track")
@@ -33,6 +37,10 @@ log = logging.getLogger("roofline.track")
 EXIT_REGRESSION = 3
 MAX_TREND_CHARTS = 12
 MAX_SELECTOR_SERIES = 150  # the selector chart carries every night of this many series
+TREND_NIGHTS = 90  # nights on the trends page: a fixed window, however long the history
+# What the trends page reads of the nights before tonight (tonight's records are read whole).
+TREND_COLUMNS = [*SERIES_KEY, "kernel_short", "run_id", "run_date", "label", "value_s", "baseline_s",
+                 "lower_s", "upper_s", "ratio", "z", "note", "time_share"]
 _QUIET = ("unchanged",)
 _COLORS = {
     "regression": "#d62728", "improvement": "#2ca02c", "suspicious": "#ff7f0e",
@@ -364,7 +372,7 @@ def _health(decisions: pd.DataFrame, tonight: pd.DataFrame) -> str:
     missing = tonight[tonight["label"] == "missing"]
     new = tonight[tonight["label"] == "new"]
     nights = decisions["run_id"].nunique()
-    return (f"<p>{nights} nights stored; {len(tonight)} series tonight, {len(new)} new, "
+    return (f"<p>{nights} nights shown; {len(tonight)} series tonight, {len(new)} new, "
             f"{len(missing)} missing.</p><p>Noisiest series:</p><ul>{''.join(items)}</ul>")
 
 
@@ -429,24 +437,42 @@ dots: labelled nights; dotted rules: segment starts.</p><div id=trends></div>
 
 # ------------------------------------------------------------------------------------------- CLI
 def track(kernels: pd.DataFrame, store: str | os.PathLike, run_id: str, context: Mapping,
-          params: DecisionParams) -> tuple[pd.DataFrame, dict]:
-    """Append tonight, decide every series; return all decisions and tonight's summary.
+          params: DecisionParams, *, replay: bool = False,
+          trend_nights: int = TREND_NIGHTS) -> tuple[pd.DataFrame, dict]:
+    """Append tonight, decide every series; return the trends page's decisions and tonight's summary.
 
-    A night without any kernel (every input pattern found nothing: ``roofline.status --check``
-    says so) is not recorded: the store keeps the nights that ran, and the summary counts nothing.
+    Tonight is judged from the stored decision state and tonight's rows, so its cost does not grow
+    with the history; ``replay`` judges every night again (after a rule change; automatic when the
+    parameters or the rule's code changed). The decisions returned are those of the last
+    ``trend_nights`` nights up to tonight (tonight's with every column), read from the decisions
+    store. A night without any kernel (every input pattern found nothing: ``roofline.status
+    --check`` says so) is not recorded: the store keeps the nights that ran, and the summary
+    counts nothing.
     """
     if kernels.empty:
-        decisions = decide_all(read_history(store), params)
-        return decisions, summarize(decisions.iloc[:0], {**dict(context), "run_id": run_id}, params)
+        done = update(store, params, replay=replay)
+        decisions = _page_decisions(store, done.order[-trend_nights:], None)
+        nothing = pd.DataFrame(columns=DECISION_COLUMNS)
+        return decisions, summarize(nothing, {**dict(context), "run_id": run_id}, params)
     append_run(store, run_id, kernels, context)
-    history = read_history(store)
-    order = run_order(history)  # judge tonight on the nights up to it (a rerun of an old night)
-    decisions = decide_all(history[history["run_id"].isin(order[: order.index(run_id) + 1])], params)
-    tonight = decisions[decisions["run_id"] == run_id].reset_index(drop=True)
-    append_decisions(store, run_id, tonight)
-    stored = history[history["run_id"] == run_id].iloc[0].to_dict() if len(history) else {}
+    done = update(store, params, changed=[run_id], replay=replay)
+    tonight = read_decisions(store, [run_id])
+    upto = done.order[: done.order.index(run_id) + 1]  # a rerun of an old night: the page up to it
+    decisions = _page_decisions(store, upto[-trend_nights:-1], tonight)
+    wanted = [c.name for c in CONTEXT if c.name != "context_json"] + ["convention"]
+    night = read_run(store, run_id, [*SERIES_KEY, *wanted])
+    stored = night.sort_values(SERIES_KEY, kind="stable").iloc[0][wanted].to_dict()
     summary = summarize(tonight, {**stored, "run_id": run_id}, params)
     return decisions, summary
+
+
+def _page_decisions(store: str | os.PathLike, runs: list[str], tonight: pd.DataFrame | None) -> pd.DataFrame:
+    """The decisions the trends page draws: the trend columns of ``runs``, then tonight's records."""
+    past = read_decisions(store, runs, TREND_COLUMNS) if runs else None
+    frames = [f for f in (past, tonight) if f is not None and len(f)]
+    if not frames:
+        return pd.DataFrame(columns=DECISION_COLUMNS)
+    return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -464,6 +490,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--regressions", required=True)
     parser.add_argument("--fail-on-regression", action="store_true",
                         help=f"exit {EXIT_REGRESSION} when a kernel regressed")
+    parser.add_argument("--replay", action="store_true",
+                        help="judge every stored night again and rewrite their decisions "
+                             "(automatic when the parameters or the rule changed)")
+    parser.add_argument("--trend-nights", type=int, default=TREND_NIGHTS,
+                        help=f"nights on the trends page (default {TREND_NIGHTS})")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
@@ -477,7 +508,10 @@ def main(argv: list[str] | None = None) -> int:
         params = DecisionParams.from_mapping(json.loads(args.params) if args.params else None)
         tables = [read_table(p, "kernels") for p in args.kernels]
         kernels = pd.concat(tables, ignore_index=True) if tables else conform(pd.DataFrame(), "kernels")
-        decisions, summary = track(kernels, args.store, args.run_id, context, params)
+        if args.trend_nights < 1:
+            raise ValueError(f"--trend-nights must be at least 1, got {args.trend_nights}")
+        decisions, summary = track(kernels, args.store, args.run_id, context, params,
+                                   replay=args.replay, trend_nights=args.trend_nights)
     except ValueError as exc:
         log.error("%s", exc)
         return 2

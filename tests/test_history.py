@@ -12,6 +12,8 @@ from roofline.history import (
     decide_all,
     read_decisions,
     read_history,
+    read_run,
+    run_files,
     run_order,
 )
 
@@ -159,3 +161,59 @@ def test_store_files_are_fsynced_parquet(tmp_path):
     part = tmp_path / "run=r1" / "part.parquet"
     assert part.stat().st_size > 0 and os.access(part, os.R_OK)
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".tmp-")]
+
+
+def test_run_files_lists_nights_with_a_fingerprint_that_a_rerun_changes(tmp_path):
+    assert run_files(tmp_path / "absent") == {}
+    append_run(tmp_path, "2026-01-02", kernels())
+    append_run(tmp_path, "2026-01-03", kernels())
+    (tmp_path / ".tmp-999999999-x").mkdir()
+    (tmp_path / "run=2026-01-04").mkdir()  # no file (yet): not a night
+    first = run_files(tmp_path)
+    assert list(first) == ["2026-01-02", "2026-01-03"]
+    append_run(tmp_path, "2026-01-03", kernels())
+    again = run_files(tmp_path)
+    assert again["2026-01-02"] == first["2026-01-02"] and again["2026-01-03"] != first["2026-01-03"]
+
+
+def test_read_run_reads_one_night_as_read_history_does(tmp_path):
+    append_run(tmp_path, "2026-01-01", kernels().assign(roof_flops=1e13))
+    part = tmp_path / "run=2026-01-01" / "part.parquet"
+    old = pd.read_parquet(part).drop(columns=["convention", "roof_flops"]).assign(peak_flops=1e13)
+    old.to_parquet(part, index=False)  # a night stored by an older version
+    append_run(tmp_path, "2026-01-02", kernels(scale=2.0))
+    history = read_history(tmp_path)
+    for run_id in ("2026-01-01", "2026-01-02"):
+        one = read_run(tmp_path, run_id)
+        pd.testing.assert_frame_equal(one, history[history["run_id"] == run_id].reset_index(drop=True))
+    narrow = read_run(tmp_path, "2026-01-01", ["kernel", "roof_flops", "convention", "run_date"])
+    assert list(narrow.columns) == ["kernel", "roof_flops", "convention", "run_date"]
+    assert narrow["roof_flops"].tolist() == [1e13] * 3 and narrow["convention"].tolist() == [""] * 3
+    with pytest.raises(FileNotFoundError):
+        read_run(tmp_path, "2026-01-09")
+
+
+def test_read_decisions_of_some_nights_and_columns(tmp_path):
+    for run_id in ("r1", "r2", "r3"):
+        append_decisions(tmp_path, run_id, pd.DataFrame({"run_id": [run_id], "label": ["new"], "z": [1.0]}))
+    some = read_decisions(tmp_path, ["r3", "r1", "absent"], ["run_id", "z", "not_there"])
+    assert some.to_dict("list") == {"run_id": ["r3", "r1"], "z": [1.0, 1.0]}
+    assert read_decisions(tmp_path, [], ["run_id"]).columns.tolist() == ["run_id"]
+
+
+def test_the_store_is_a_plain_hive_partitioned_dataset(tmp_path):
+    """The pyarrow query of docs/tracking.md: one kernel over the last nights, decisions and the
+    decision state beside the nights left out by the dataset discovery."""
+    import pyarrow.dataset as ds
+
+    for day in range(1, 5):
+        append_run(tmp_path, f"2026-01-0{day}", kernels(scale=day))
+        append_decisions(tmp_path, f"2026-01-0{day}", pd.DataFrame({"label": ["new"]}))
+    (tmp_path / "_state" / "n=4").mkdir(parents=True)
+    pd.DataFrame({"x": [1]}).to_parquet(tmp_path / "_state" / "n=4" / "part.parquet")
+    dataset = ds.dataset(tmp_path, format="parquet", partitioning="hive")
+    last = sorted(dataset.to_table(columns=["run_id"]).column("run_id").unique().to_pylist())[-2:]
+    rows = dataset.to_table(filter=(ds.field("kernel") == "k<1>&") & ds.field("run").isin(last),
+                            columns=["run_id", "duration_s"]).to_pandas().sort_values("run_id")
+    assert rows["run_id"].tolist() == ["2026-01-03", "2026-01-04"]
+    assert rows["duration_s"].tolist() == pytest.approx([6e-3, 8e-3])

@@ -303,9 +303,21 @@ def test_regressions_json_counts_and_findings_by_impact(nightly):
 
 def test_fail_on_regression_exits_3_and_a_rerun_replaces_the_night(nightly):
     tmp, args, _, _ = nightly
+    before = json.loads((tmp / "reports" / "regressions.json").read_text())
     assert track.main([*args, "--fail-on-regression"]) == track.EXIT_REGRESSION
     assert len(list((tmp / "store").glob("run=*"))) == 45
-    assert len(list((tmp / "store" / "_decisions").glob("run=*"))) == 1
+    # the first run judged the 44 nights appended without it too: one partition per night
+    assert len(list((tmp / "store" / "_decisions").glob("run=*"))) == 45
+    assert json.loads((tmp / "reports" / "regressions.json").read_text()) == before
+
+
+def test_replay_flag_judges_every_night_again_with_the_same_result(nightly, caplog):
+    tmp, args, _, _ = nightly
+    before = json.loads((tmp / "reports" / "regressions.json").read_text())
+    with caplog.at_level("INFO", logger="roofline.decide_state"):
+        assert track.main([*args, "--replay"]) == 0
+    assert "judging every stored night again: asked for (--replay)" in caplog.text
+    assert json.loads((tmp / "reports" / "regressions.json").read_text()) == before
 
 
 def test_trends_page_is_offline_escaped_and_embeds_every_chart(nightly):

@@ -1,0 +1,347 @@
+"""The nightly decision's state, kept beside the history, so that tonight is decided from it and
+tonight's rows instead of a replay of every night.
+
+``<store>/_state/n=<N>/part.parquet`` is the rule's state after the first N nights of the run
+order: one row per series (segment, the valid nights it can still look at, the lone violation
+awaiting its verdict, the bound side: :class:`~roofline.decide_series.SeriesState`), and in the
+file's metadata what it was built from: a hash of the decision parameters and of the rule's code,
+the nights in order with a fingerprint of each night's file, the app commits of the last night.
+The last :data:`KEEP` states are kept: a rerun of one of the last nights starts from the state
+before it, so a rerun decides what the first run decided, and never counts tonight twice.
+
+:func:`update` judges the nights of the store that the newest fitting state has not seen; it
+replays every night instead (and says why) when there is no state, when the parameters or the
+rule's code changed, when ``replay`` is asked for, or when a stored night changed or sorts before
+the last judged one. Its writes are atomic (:func:`roofline.history.write_partition`) and ordered:
+decision records first, the state last, so a run killed half-way leaves the last complete state,
+from which the next run judges the same nights again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import math
+import os
+import shutil
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from roofline import decide, decide_series
+from roofline.decide import DECISION_COLUMNS, RULE_VERSION, DecisionParams, Engine
+from roofline.decide_series import (
+    NIGHT_NUMBERS,
+    SERIES_KEY,
+    TEMPLATE_NUMBERS,
+    TEMPLATE_TEXT,
+    Bound,
+    SeriesState,
+)
+from roofline.history import (
+    DECISIONS_DIR,
+    PART,
+    append_decisions,
+    read_run,
+    run_files,
+    write_partition,
+)
+
+log = logging.getLogger("roofline.decide_state")
+
+STATE_DIR = "_state"  # "_" prefix: dataset readers skip it, like _decisions
+STATE_VERSION = 1
+KEEP = 3  # states kept: reruns of the last KEEP - 1 nights start from a stored state
+HOLD = 8  # nights whose records a replay keeps in memory for revisions before writing them
+_META = b"roofline_state"
+
+
+@dataclass
+class Update:
+    """What :func:`update` did: every judged night in order, those judged now, and whether (and
+    why) it replayed every night."""
+
+    order: list[str]
+    judged: list[str]
+    replayed: bool
+    reason: str = ""
+
+
+class _Stale(Exception):
+    """The stored decisions do not fit the state: replay."""
+
+
+def rule_hash(params: DecisionParams) -> str:
+    """Hash of what decides the labels: the parameters, the rule version and the rule's code
+    (any edit of these modules replays once), so a stored state is used only by the rule that
+    built it."""
+    payload = json.dumps({"params": dataclasses.asdict(params), "rule": RULE_VERSION,
+                          "state": STATE_VERSION}, sort_keys=True, default=str).encode()
+    digest = hashlib.sha256(payload)
+    for module in (decide, decide_series, sys.modules[__name__]):
+        digest.update(Path(module.__file__).read_bytes())
+    return digest.hexdigest()[:16]
+
+
+# ------------------------------------------------------------------------------ state <-> table
+def _lists(values: list, offsets: list[int], kind: pa.DataType) -> pa.ListArray:
+    return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(values, kind))
+
+
+def state_table(engine: Engine, meta: dict) -> pa.Table:
+    """The engine's state as a table, one row per series, ``meta`` in the schema metadata."""
+    keys = sorted(engine.series)
+    states = [engine.series[k] for k in keys]
+    text, num = pa.string(), pa.float64()
+    cols: dict[str, pa.Array] = {
+        f"key.{name}": pa.array([k[j] for k in keys], text) for j, name in enumerate(engine.keys)}
+    offsets = [0]
+    for s in states:
+        offsets.append(offsets[-1] + len(s.ident))
+    cols["ident"] = _lists([v for s in states for v in s.ident], offsets, text)
+    for name, kind in (("seg", pa.int64()), ("seg_start", text), ("carried", num),
+                       ("last_i", pa.int64()), ("last_run", text), ("streak", pa.int64()),
+                       ("streak_dir", pa.int64())):
+        cols[name] = pa.array([getattr(s, name) for s in states], kind)
+    for name in TEMPLATE_TEXT:
+        cols[f"t.{name}"] = pa.array([str(s.template.get(name) or "") for s in states], text)
+    for name in TEMPLATE_NUMBERS:
+        cols[f"t.{name}"] = pa.array([decide_series._f(s.template.get(name)) for s in states], num)
+    cols["pending"] = pa.array([s.pending is not None for s in states], pa.bool_())
+    cols["pending_row"] = pa.array([s.pending.get("row", -1) if s.pending else -1 for s in states],
+                                   pa.int64())
+    cols["pinned"] = pa.array([bool(s.pending and s.pending.get("pinned")) for s in states], pa.bool_())
+    cols["bound_side"] = pa.array([s.bound.side for s in states], text)
+    cols["bound_candidate"] = pa.array([s.bound.candidate for s in states], text)
+    cols["bound_count"] = pa.array([s.bound.count for s in states], pa.int64())
+    offsets = [0]
+    for s in states:
+        offsets.append(offsets[-1] + len(s.nights))
+    nights = [n for s in states for n in s.nights]
+    cols["n.run_id"] = _lists([n["run_id"] for n in nights], offsets, text)
+    for name in NIGHT_NUMBERS:
+        cols[f"n.{name}"] = _lists([n[name] for n in nights], offsets, num)
+    cols["n.label"] = _lists([n["label"] for n in nights], offsets, text)
+    cols["n.dir"] = _lists([n["dir"] for n in nights], offsets, pa.int8())
+    cols["n.persistent"] = _lists([n["persistent"] for n in nights], offsets, pa.bool_())
+    table = pa.table(cols)
+    return table.replace_schema_metadata({_META: json.dumps(meta).encode()})
+
+
+def _flat(table: pa.Table, name: str) -> tuple[list, list[int]]:
+    column = table.column(name).combine_chunks()
+    return column.flatten().to_pylist(), column.offsets.to_pylist()
+
+
+def load_engine(table: pa.Table, params: DecisionParams) -> Engine:
+    """The engine whose state :func:`state_table` wrote."""
+    meta = json.loads(table.schema.metadata[_META])
+    engine = Engine(params, runs=meta["judged"], last_commit=meta["commit"])
+    cols = {name: table.column(name).to_pylist() for name in table.column_names
+            if not name.startswith(("n.", "ident"))}
+    key_cols = [cols[f"key.{name}"] for name in engine.keys]
+    idents, ident_at = _flat(table, "ident")
+    run_ids, at = _flat(table, "n.run_id")
+    flat = {name: _flat(table, f"n.{name}")[0] for name in (*NIGHT_NUMBERS, "label", "dir", "persistent")}
+    names = ("run_id", *NIGHT_NUMBERS, "label", "dir", "persistent")
+    every = [dict(zip(names, values, strict=True)) for values in zip(
+        run_ids, *(flat[n] for n in names[1:]), strict=True)]
+    for j, key in enumerate(zip(*key_cols, strict=True)):
+        p = engine.params_for(key[2])
+        s = SeriesState(p)
+        s.ident = tuple(idents[ident_at[j]:ident_at[j + 1]])
+        for name in ("seg", "seg_start", "carried", "last_i", "last_run", "streak", "streak_dir"):
+            setattr(s, name, cols[name][j])
+        s.template = {**dict(zip(SERIES_KEY, key, strict=False)),
+                      **{name: cols[f"t.{name}"][j] for name in (*TEMPLATE_TEXT, *TEMPLATE_NUMBERS)}}
+        s.nights = every[at[j]:at[j + 1]]
+        if cols["pending"][j]:
+            s.pending = s.nights[-1]
+            s.pending["row"] = cols["pending_row"][j]
+            if cols["pinned"][j]:
+                s.pending["pinned"] = True
+        s.bound = Bound(p.ridge_band, p.flip_nights)
+        s.bound.side, s.bound.candidate = cols["bound_side"][j], cols["bound_candidate"][j]
+        s.bound.count = cols["bound_count"][j]
+        if s.carried is None:
+            s.carried = math.nan
+        engine.series[key] = s
+    return engine
+
+
+# ------------------------------------------------------------------------------------- storage
+def _states(store: Path) -> list[tuple[int, Path]]:
+    """Stored states, newest first."""
+    base = store / STATE_DIR
+    out = []
+    if base.is_dir():
+        for entry in base.glob(f"n=*/{PART}"):
+            try:
+                out.append((int(entry.parent.name[2:]), entry))
+            except ValueError:
+                continue
+    return sorted(out, reverse=True)
+
+
+def _meta(path: Path) -> dict | None:
+    try:
+        return json.loads(pq.read_schema(path).metadata[_META])
+    except (OSError, KeyError, TypeError, ValueError, pa.ArrowException):
+        return None  # unreadable: an older state may still fit
+
+
+def _prune(store: Path, newest: int) -> None:
+    """Keep the states of the last KEEP nights; those of another history (a longer one, before a
+    replay) go too."""
+    for n, path in _states(store):
+        if n > newest or n <= newest - KEEP:
+            shutil.rmtree(path.parent, ignore_errors=True)
+
+
+def _base(store: Path, files: dict, digest: str, changed: set[str]) -> tuple[Path | None, str]:
+    """The newest stored state whose nights are all still stored unchanged, or why none fits."""
+    states = _states(store)
+    if not states:
+        return None, "no stored decision state yet"
+    for _, path in states:
+        meta = _meta(path)
+        if meta is None:
+            continue
+        if meta.get("hash") != digest:
+            return None, "the decision parameters or the rule changed since the state was stored"
+        if all(r[0] in files and list(files[r[0]]) == r[3] and r[0] not in changed
+               for r in meta["runs"]):
+            return path, ""
+    return None, "a night judged before was rewritten or removed"
+
+
+def _keys(store: Path, run_ids: Iterable[str]) -> list[tuple[str, tuple[str, str, str] | None]]:
+    """Nights with their place in the run order (logical date, record time, id; None: no rows),
+    in that order, the empty ones first (they judge nothing)."""
+    out = []
+    for run_id in run_ids:
+        # two context columns, which every stored night has (append_run writes them)
+        table = pq.read_table(store / f"run={run_id}" / PART, columns=["run_date", "run_time"])
+        key = None
+        if table.num_rows:
+            date, time = (min(str(v or "") for v in table.column(c).to_pylist())
+                          for c in ("run_date", "run_time"))
+            key = (date, time, run_id)
+        out.append((run_id, key))
+    return sorted(out, key=lambda item: (item[1] is not None, item[1] or ()))
+
+
+def _write_night(store: Path, run_id: str, records: list[dict]) -> None:
+    append_decisions(store, run_id, pd.DataFrame(records, columns=DECISION_COLUMNS))
+
+
+def _revise(store: Path, run_id: str, changes: list[tuple[int, str, tuple]], key_names: list[str]) -> None:
+    """Write later verdicts into a stored night's ``revised_label`` (only when one differs)."""
+    path = store / DECISIONS_DIR / f"run={run_id}" / PART
+    if not path.is_file():
+        raise _Stale(f"the decisions of night {run_id} are missing")
+    frame = pd.read_parquet(path)
+    named = [(j, c) for j, c in enumerate(key_names) if c in frame.columns]
+    labels = frame["revised_label"].tolist()
+    before = list(labels)
+    for place, label, key in changes:
+        if place >= len(frame) or any(str(frame[c].iat[place]) != key[j] for j, c in named):
+            raise _Stale(f"the decisions of night {run_id} do not fit the stored state")
+        labels[place] = label
+    if labels != before:
+        append_decisions(store, run_id, frame.assign(revised_label=labels))
+
+
+def _advance(store: Path, engine: Engine, runs: list[list], todo: list, files: dict,
+           digest: str) -> list[str]:
+    """Judge ``todo`` (nights in order) from ``engine``, then write their records, the revisions
+    of earlier records, and the states after the last KEEP nights, in that order."""
+    held: dict[str, list[dict]] = {}
+    late: dict[str, list[tuple[int, str, tuple]]] = {}
+    states: list[tuple[int, pa.Table]] = []
+    judged = []
+    for k, (run_id, key) in enumerate(todo):
+        if key is None:
+            runs.append([run_id, "", "", list(files[run_id]), 0])
+        else:
+            frame = read_run(store, run_id, engine.columns)
+            night = engine.night(run_id, str(frame["run_date"].iat[0]), engine.rows(frame))
+            held[run_id] = night.records
+            for target, place, label, series in night.revisions:
+                if target in held:
+                    held[target][place]["revised_label"] = label
+                else:
+                    late.setdefault(target, []).append((place, label, series))
+            runs.append([run_id, *key[:2], list(files[run_id]), len(frame)])
+            judged.append(run_id)
+            while len(held) > HOLD:  # a replay streams: older nights are seldom revised
+                first = next(iter(held))
+                _write_night(store, first, held.pop(first))
+        if k >= len(todo) - KEEP:
+            meta = {"version": STATE_VERSION, "hash": digest, "runs": list(runs),
+                    "commit": engine.last_commit, "judged": engine.runs}
+            states.append((len(runs), state_table(engine, meta)))
+    for target, changes in late.items():
+        _revise(store, target, changes, engine.keys)
+    for run_id, records in held.items():
+        _write_night(store, run_id, records)
+    for n, table in states:
+        write_partition(store / STATE_DIR, f"n={n}", table)
+    if states:
+        _prune(store, states[-1][0])
+    return judged
+
+
+def update(store_dir: str | os.PathLike, params: DecisionParams, *, changed: Iterable[str] = (),
+           replay: bool = False) -> Update:
+    """Bring the stored decisions up to date with the history store.
+
+    Parameters
+    ----------
+    store_dir : path
+        The history store (``data/history``).
+    params : DecisionParams
+        The rule's thresholds; a state built with others is not used.
+    changed : run ids
+        Nights just written (tonight, or a rerun of it): judged again even if a state has them.
+    replay : bool
+        Judge every night from the first, rewriting every night's decisions (after a rule change;
+        automatic when the parameters or the rule's code changed).
+
+    Returns
+    -------
+    Update
+        The run order of the judged nights, the nights judged now, whether it replayed and why.
+    """
+    store = Path(store_dir)
+    files = run_files(store)
+    digest = rule_hash(params)
+    reason = "asked for (--replay)"
+    if not replay:
+        path, reason = _base(store, files, digest, set(changed))
+        if path is not None:
+            engine = load_engine(pq.read_table(path), params)
+            runs = json.loads(pq.read_schema(path).metadata[_META])["runs"]
+            known = {r[0] for r in runs}
+            todo = _keys(store, [r for r in files if r not in known])
+            last = max(((r[1], r[2], r[0]) for r in runs if r[4]), default=None)
+            first = next((key for _, key in todo if key is not None), None)
+            if last is not None and first is not None and first <= last:
+                reason = f"night {first[2]} sorts before the last judged night {last[2]}"
+            else:
+                try:
+                    judged = _advance(store, engine, runs, todo, files, digest)
+                    return Update([r[0] for r in runs if r[4]], judged, False)
+                except _Stale as stale:
+                    reason = str(stale)
+    log.info("judging every stored night again: %s", reason)
+    runs: list[list] = []
+    judged = _advance(store, Engine(params), runs, _keys(store, files), files, digest)
+    return Update([r[0] for r in runs if r[4]], judged, True, reason)
