@@ -12,11 +12,21 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/capture.smk"
 include: "workflow/rules/parse.smk"
 include: "workflow/rules/measure.smk"
-include: "workflow/rules/ceilings.smk"
-include: "workflow/rules/classify.smk"
+include: "workflow/rules/analyse.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/track.smk"
 include: "workflow/rules/status.smk"
+
+
+# Only GPU work (capture, measure) goes to a cluster's queue: the analysis rules take seconds of CPU
+# and run on the submitting host, with no queue wait and no job per app.
+localrules:
+    all,
+    parse,
+    analyse,
+    report,
+    status,
+    track_history,
 
 
 rule all:

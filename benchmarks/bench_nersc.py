@@ -98,7 +98,7 @@ from roofline.ceilings import build_ceilings
 from roofline.classify import classify_launches, aggregate_kernels
 from roofline.ncu_csv import read_ncu_csv
 from roofline.schemas import write_table
-import roofline.catalog  # imported lazily by the ceilings stage: count it as an import, not as work
+from roofline.catalog import CATALOG_PATH  # imported lazily by the ceilings stage: count it as an import, not as work
 import contextlib
 context = contextlib.nullcontext()
 t1 = time.perf_counter()
@@ -113,7 +113,7 @@ with context:
     counters = parse_input(sys.argv[1], "big", "csv", sys.argv[5])
     times["parse"] = time.perf_counter() - s
     s = time.perf_counter()
-    ceilings = build_ceilings(counters, "config/gpus.yaml", ["report", "datasheet"])
+    ceilings = build_ceilings(counters, CATALOG_PATH, ["report", "datasheet"])
     times["ceilings"] = time.perf_counter() - s
     s = time.perf_counter()
     classified = classify_launches(counters, ceilings)

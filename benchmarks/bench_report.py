@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     path = generate_big(BENCH_TMP / ("long-20k" if args.quick else "big"), n, n // 20)
     work = fresh_dir(BENCH_TMP / "report")
     counters = parse_input(path, "big", "csv", NERSC_DEVICE)
-    ceilings = build_ceilings(counters, REPO / "config" / "gpus.yaml", ["report", "datasheet"])
+    ceilings = build_ceilings(counters, REPO / "roofline" / "data" / "gpus.yaml", ["report", "datasheet"])
     kernels = aggregate_kernels(counters, ceilings)
     tables = {
         "kernels": work / "kernels.parquet",

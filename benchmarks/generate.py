@@ -376,7 +376,7 @@ def write_wide_csv(
     del device
 
 
-# Catalog GPUs (config/gpus.yaml) and the datasheet peaks used to keep durations below the roofs:
+# Catalog GPUs (roofline/data/gpus.yaml) and the datasheet peaks used to keep durations below the roofs:
 # (fp32 FLOP/s, fp64 FLOP/s, DRAM B/s).
 _WHAT_IF_GPUS = {
     "NVIDIA A100-SXM4-80GB": (19.5e12, 9.7e12, 2.039e12),

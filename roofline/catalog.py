@@ -1,4 +1,4 @@
-"""The datasheet ceiling catalog: vendor peaks per GPU model (config/gpus.yaml -> Ceilings rows).
+"""The datasheet ceiling catalog: vendor peaks per GPU model (roofline/data/gpus.yaml -> Ceilings rows).
 
 The catalog is validated here once: every number is a positive, finite, decimal SI base-unit
 number (FLOP/s, B/s, Hz) with a non-empty source; strings with units, bits and binary prefixes are
@@ -35,7 +35,9 @@ from pydantic import (
 from roofline.metrics import ACC32_OF, CATALOG_CLASSES, MEMORY_LEVELS, TENSOR_CLASSES
 from roofline.schemas import conform
 
-CATALOG_PATH = Path(__file__).resolve().parent.parent / "config" / "gpus.yaml"
+# The catalog ships with the package (package data), so the installed CLI and a workflow used as a
+# Snakemake module find it wherever they run.
+CATALOG_PATH = Path(__file__).resolve().parent / "data" / "gpus.yaml"
 
 # Plausible magnitudes in SI base units; outside them a value is surely in GB/s, TFLOP/s or MHz.
 COMPUTE_RANGE = (1e9, 1e18)  # FLOP/s: 1 GFLOP/s .. 1 EFLOP/s
@@ -323,7 +325,7 @@ def _apply_overrides(gpus: dict, overrides: Mapping, where: str) -> dict:
     for key, patch in overrides.items():
         if not isinstance(patch, Mapping):
             raise ValueError(
-                f"{where}: GPU {key!r} must be a mapping in the shape of a config/gpus.yaml entry, "
+                f"{where}: GPU {key!r} must be a mapping in the shape of a roofline/data/gpus.yaml entry, "
                 f"got {type(patch).__name__}"
             )
         if key in gpus and isinstance(gpus[key], Mapping):
@@ -356,7 +358,7 @@ def load_catalog(path: str | os.PathLike = CATALOG_PATH, overrides: dict | None 
     Parameters
     ----------
     path : path-like
-        YAML file with a top-level ``gpus:`` mapping (config/gpus.yaml).
+        YAML file with a top-level ``gpus:`` mapping (the shipped one: roofline/data/gpus.yaml).
     overrides : dict, optional
         ``{gpu_key: partial entry}`` (or ``{"gpus": {...}}``) merged over the file: new keys add
         GPUs, existing keys replace the fields given; an overridden ceiling needs its own source.
@@ -375,7 +377,8 @@ def load_catalog(path: str | os.PathLike = CATALOG_PATH, overrides: dict | None 
     try:
         raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)  # _Loader is a SafeLoader
     except FileNotFoundError:
-        raise ValueError(f"{path}: GPU catalog not found; point ceilings.catalog at config/gpus.yaml") from None
+        raise ValueError(f"{path}: GPU catalog not found; point ceilings.catalog at an existing YAML file, "
+                         "or leave it unset for the catalog shipped with roofline") from None
     except yaml.YAMLError as exc:
         raise ValueError(f"{path}: not valid YAML ({exc}); fix the line it names") from None
     if not isinstance(raw, Mapping) or not isinstance(raw.get("gpus"), Mapping):

@@ -2,7 +2,7 @@
 selected one flagged), so that every app on a device is judged against the same roof.
 
 Three sources, recorded in every row: ``report`` (ncu's per-unit ``peak_sustained`` x the unit's
-clock measured in each launch, aggregated robustly per device), ``datasheet`` (config/gpus.yaml)
+clock measured in each launch, aggregated robustly per device), ``datasheet`` (roofline/data/gpus.yaml)
 and ``measured`` (microbenchmark tables). A what-if machine's explicit peaks are source
 ``what-if`` and always win. The policy in config picks, per device and ceiling, the first source
 in its order that has a value; a cross-check warns when sources disagree.
@@ -10,16 +10,14 @@ in its order that has a value; a cross-check warns when sources disagree.
 
 from __future__ import annotations
 
-import argparse
 import logging
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from roofline.metrics import COMPUTE_CLASSES
-from roofline.schemas import conform, write_table
+from roofline.schemas import conform
 
 log = logging.getLogger("roofline.ceilings")
 
@@ -261,31 +259,20 @@ def narrow_counters(paths: list[str]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else conform(pd.DataFrame(), "counters")[wanted]
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Build the ceilings table of every device of the apps.")
-    parser.add_argument("--counters", nargs="*", default=[], help="every app's counters table (none: no app)")
-    parser.add_argument("--catalog", required=True)
-    parser.add_argument("--policy", default="report,datasheet")
-    parser.add_argument("--device-policy", default="{}", help="JSON: device -> list of sources")
-    parser.add_argument("--measured", default="")
-    parser.add_argument("--overrides", default="{}", help="JSON: catalog additions/overrides")
-    parser.add_argument("--margin", type=float, default=0.25)
-    parser.add_argument("--output", required=True)
-    parser.add_argument("--diagnostics", required=True)
-    args = parser.parse_args(argv)
-    import json
-
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    counters = narrow_counters(args.counters)
-    ceilings = build_ceilings(
-        counters,
-        args.catalog,
-        args.policy.split(","),
-        json.loads(args.device_policy),
-        args.measured or None,
-        json.loads(args.overrides),
-    )
-    messages = cross_check(ceilings, args.margin)
+def device_ceilings(
+    counter_paths: list[str],
+    catalog: str | Path,
+    policy: list[str],
+    device_policy: dict | None = None,
+    measured: str | Path | None = None,
+    overrides: dict | None = None,
+    margin: float = 0.25,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """One ceilings table for every device of the apps whose counters tables are given, and the
+    diagnostics it raises (sources that disagree, devices with no ceiling from any source)."""
+    counters = narrow_counters(counter_paths)
+    ceilings = build_ceilings(counters, catalog, policy, device_policy, measured or None, overrides)
+    messages = cross_check(ceilings, margin)
     for device in sorted(set(counters["device"]) - set(ceilings.loc[ceilings["selected"], "device"])):
         messages.append(
             f"{device or '(unnamed device)'}: no ceiling from any source; add it to the catalog "
@@ -296,10 +283,4 @@ def main(argv: list[str] | None = None) -> int:
     diagnostics = pd.DataFrame(
         {"app": "", "stage": "ceilings", "severity": "warning", "source_file": "", "message": messages}
     )
-    write_table(ceilings, "ceilings", args.output)
-    write_table(diagnostics, "diagnostics", args.diagnostics)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return ceilings, conform(diagnostics, "diagnostics")

@@ -19,17 +19,14 @@ Rules chosen, and why:
 
 from __future__ import annotations
 
-import argparse
-import json
 import logging
-import sys
 
 import numpy as np
 import pandas as pd
 
 from roofline import metrics
 from roofline.metrics import COMPUTE_CLASSES, MEMORY_LEVELS, TENSOR_CLASSES
-from roofline.schemas import KERNELS, conform, read_table, write_table
+from roofline.schemas import KERNELS, conform
 
 log = logging.getLogger("roofline.classify")
 
@@ -39,13 +36,23 @@ KERNEL_KEYS = ["app", "device", "kernel", "grid", "block"]
 
 def wide_ceilings(ceilings: pd.DataFrame) -> pd.DataFrame:
     """Selected ceilings as one row per device: ``peak_<class>``, ``bw_<level>``, ``src_<name>``."""
-    selected = ceilings[ceilings["selected"]]
-    out = pd.DataFrame({"device": sorted(selected["device"].unique())})
-    for _, row in selected.iterrows():
-        prefix = "peak_" if row["kind"] == "compute" else "bw_"
-        out.loc[out["device"] == row["device"], prefix + row["name"]] = row["value"]
-        out.loc[out["device"] == row["device"], "src_" + row["name"]] = row["source"]
-    return out
+    selected = ceilings[ceilings["selected"]].drop_duplicates(["device", "name"], keep="last")
+    devices = pd.Index(sorted(selected["device"].unique()), name="device")
+    if selected.empty:
+        return pd.DataFrame({"device": devices})
+    prefix = np.where(selected["kind"].to_numpy(dtype=object) == "compute", "peak_", "bw_")
+    long = pd.DataFrame({
+        "device": selected["device"].to_numpy(dtype=object),
+        "value_column": prefix + selected["name"].to_numpy(dtype=str),
+        "source_column": "src_" + selected["name"].to_numpy(dtype=str),
+        "value": pd.to_numeric(selected["value"], errors="coerce").to_numpy(dtype="float64"),
+        "source": selected["source"].to_numpy(dtype=object),
+    })
+    values = long.pivot(index="device", columns="value_column", values="value").reindex(devices)
+    sources = long.pivot(index="device", columns="source_column", values="source").reindex(devices)
+    out = pd.concat([values, sources], axis=1)
+    out.columns.name = None
+    return out.reset_index()
 
 
 def _col(frame: pd.DataFrame, name: str) -> np.ndarray:
@@ -376,26 +383,3 @@ def aggregate_kernels(counters: pd.DataFrame, ceilings: pd.DataFrame, **options)
     classified = classified.sort_values("_rank", ascending=False, na_position="last")
     columns = [c.name for c in KERNELS]
     return conform(classified[[c for c in classified.columns if c in columns]], "kernels")
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Classify the launches and kernels of one app.")
-    parser.add_argument("--counters", required=True)
-    parser.add_argument("--ceilings", required=True)
-    parser.add_argument("--low-roof-fraction", type=float, default=0.1)
-    parser.add_argument("--above-roof-tolerance", type=float, default=0.02)
-    parser.add_argument("--annotations", default="[]", help="JSON list of compulsory-work annotations")
-    parser.add_argument("--output", required=True)
-    parser.add_argument("--kernels", required=True)
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    counters = apply_annotations(read_table(args.counters, "counters"), json.loads(args.annotations))
-    ceilings = read_table(args.ceilings, "ceilings")
-    options = {"low_roof_fraction": args.low_roof_fraction, "above_roof_tolerance": args.above_roof_tolerance}
-    write_table(classify_launches(counters, ceilings, **options), "classified", args.output)
-    write_table(aggregate_kernels(counters, ceilings, **options), "kernels", args.kernels)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

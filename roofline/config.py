@@ -1,7 +1,7 @@
 """The workflow configuration, declared once as pydantic models.
 
 ``python -m roofline.config`` writes the JSON Schema that Snakemake validates
-(workflow/schemas/config.schema.json); a test fails when the two drift. Unknown keys are errors.
+(roofline/data/config.schema.json, shipped with the package); a test fails when the two drift. Unknown keys are errors.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from roofline.inputs import (  # noqa: F401 - APP_NAME, INPUT_SUFFIXES: importer
     suffix_kind,
 )
 
-SCHEMA_PATH = Path(__file__).resolve().parent.parent / "workflow" / "schemas" / "config.schema.json"
+SCHEMA_PATH = Path(__file__).resolve().parent / "data" / "config.schema.json"
 
 CeilingSource = Literal["report", "datasheet", "measured"]
 
@@ -76,7 +76,9 @@ class CeilingsConfig(Strict):
     device_policy: dict[str, list[CeilingSource]] = Field(
         default_factory=dict, description="per-device override of policy (device name as reported)"
     )
-    catalog: str = Field("config/gpus.yaml", description="datasheet catalog (YAML)")
+    catalog: str | None = Field(
+        None, description="datasheet catalog (YAML); unset: the catalog shipped with roofline (roofline/data/gpus.yaml)"
+    )
     measured: str | None = Field(None, description="measured ceilings table (CSV or Parquet), if any")
     measure: bool = Field(
         False, description="run the microbenchmarks on a GPU node (rule measure) and use their table as 'measured'"
@@ -129,10 +131,6 @@ class CaptureConfig(Strict):
     )
     runtime: int = Field(60, ge=1, description="capture job time limit [min] for apps that set none")
     mem_mb: int = Field(16000, ge=1, description="capture job memory [MB] for apps that set none")
-    local_rules: list[str] = Field(
-        default_factory=list,
-        description="rules run on the submitting host under a cluster executor (e.g. report)",
-    )
 
 
 class TrackingConfig(Strict):
@@ -151,7 +149,10 @@ class Config(Strict):
 
     inputs: list[str] = Field(default_factory=list, description="files or glob patterns; each file is one application")
     apps: dict[str, AppConfig] = Field(default_factory=dict, description="named applications")
-    run_id: str | None = Field(None, description="nightly run id (default: today's date)")
+    run_id: str | None = Field(
+        None, description="nightly run id: names the night in the history store (default: today's date) and, when set, "
+        "reruns capture and measure (a nightly passes --config run_id=$(date +%F))"
+    )
     ceilings: CeilingsConfig = Field(default_factory=CeilingsConfig)
     classify: ClassifyConfig = Field(default_factory=ClassifyConfig)
     report: ReportConfig = Field(default_factory=ReportConfig)
@@ -284,6 +285,19 @@ def check_config_files(paths) -> None:
             pass  # Snakemake has read the file already; its own error wins
 
 
+def catalog_path(catalog: str | None, repo: str | Path | None = None) -> Path:
+    """The catalog file a ``ceilings.catalog`` value names: unset, the one shipped with roofline; a
+    relative path, from the working directory, else from ``repo`` (the workflow's own folder)."""
+    from roofline.catalog import CATALOG_PATH
+
+    if catalog is None:
+        return CATALOG_PATH
+    path = Path(catalog)
+    if not path.exists() and repo is not None and (Path(repo) / path).exists():
+        return Path(repo) / path
+    return path
+
+
 def check_catalog(config: Config, repo: str | Path | None = None) -> None:
     """Load the GPU catalog with the config's ``ceilings.gpus`` merged, as the ceilings stage will.
 
@@ -295,10 +309,7 @@ def check_catalog(config: Config, repo: str | Path | None = None) -> None:
     """
     from roofline.catalog import load_catalog
 
-    repo = Path(repo) if repo is not None else Path(__file__).resolve().parent.parent
-    path = Path(config.ceilings.catalog)
-    if not path.exists():
-        path = repo / config.ceilings.catalog
+    path = catalog_path(config.ceilings.catalog, repo)
     try:
         load_catalog(path)
     except ValueError as exc:

@@ -290,15 +290,17 @@ def expand_patterns(patterns: Iterable[str], workdir: str | os.PathLike = ".",
 
 
 def write_refusal(app: str, source: str, message: str, counters: str | os.PathLike,
-                  diagnostics: str | os.PathLike, log: str | os.PathLike) -> None:
+                  diagnostics: str | os.PathLike, log: str | os.PathLike | None = None) -> None:
     """The parse outputs of an input that cannot be read: no launch, one ``error`` naming the file
-    and the fix (as the parse stage writes for a file its readers refuse), the message in the log."""
+    and the fix (as the parse stage writes for a file its readers refuse), the message in ``log``
+    (None: the caller logs it)."""
     import pandas as pd  # here, not at the top: config.py imports this module before any job
 
     from roofline.schemas import conform, write_table
 
-    Path(log).parent.mkdir(parents=True, exist_ok=True)
-    Path(log).write_text(f"ERROR roofline.inputs: {message}\n", encoding="utf-8")
+    if log is not None:
+        Path(log).parent.mkdir(parents=True, exist_ok=True)
+        Path(log).write_text(f"ERROR roofline.inputs: {message}\n", encoding="utf-8")
     row = {"app": app, "stage": "parse", "severity": "error", "source_file": source, "message": message}
     write_table(conform(pd.DataFrame(), "counters"), "counters", counters)
     write_table(pd.DataFrame([row]), "diagnostics", diagnostics)

@@ -103,3 +103,23 @@ def plan_metrics(
     else:
         source = "recipe-table"
     return MetricPlan(tuple(seen), recipes, tuple(missing), source)
+
+
+def plan_fingerprint(
+    quantities: Sequence[Quantity] = QUANTITIES,
+    identity: Iterable[str] = (*IDENTITY_METRICS.values(), *LAUNCH_METRICS),
+) -> str:
+    """A short digest of everything :func:`plan_metrics` can choose from: each captured quantity's
+    candidate recipes (their metrics and compute-capability limits, in order) and the identity
+    metrics. The workflow passes it to capture as a param, so a capture reruns when the metrics it
+    would ask ncu for change, and not when an analysis-only part of the recipe table does."""
+    import hashlib
+    import json
+
+    table = [
+        [quantity.name, [[list(r.inputs()), r.cc_min, r.cc_max] for r in quantity.recipes]]
+        for quantity in quantities
+        if quantity.capture
+    ]
+    text = json.dumps([table, list(identity)], sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]

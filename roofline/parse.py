@@ -27,6 +27,7 @@ import pandas as pd
 from roofline import metrics
 from roofline.compressed import plain_name
 from roofline.derive import derive_counters
+from roofline.inputs import write_refusal
 from roofline.ncu_rep import InputError, read_ncu_rep, report_provenance
 from roofline.schemas import conform, write_table
 from roofline.units import UnitError, UnitWarning
@@ -252,8 +253,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", required=True)
     parser.add_argument("--diagnostics", required=True)
     parser.add_argument("--device", default="", help="GPU name for inputs that record none")
+    parser.add_argument("--problem", default="", help="why the input cannot be read (the workflow judged it): "
+                        "record this error instead of reading it")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    if args.problem:
+        log.error("%s", args.problem)
+        write_refusal(args.app, args.input, args.problem, args.output, args.diagnostics)
+        return 0
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")

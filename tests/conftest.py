@@ -12,6 +12,7 @@ from roofline.config import APP_NAME
 
 REPO = Path(__file__).resolve().parents[1]
 REAL = REPO.parent / "shared" / "fixtures" / "real"
+SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")  # the environment's console script
 
 # Columns the public data contract (issue "The pipeline end to end") names for every launch table.
 CONTRACT_COLUMNS = (
@@ -32,9 +33,10 @@ CONTRACT_COLUMNS = (
 
 def snakemake_command(workdir: Path, *args: str, configfile: str | None = "config.yaml",
                       snakefile: Path = REPO / "Snakefile") -> list[str]:
-    """``python -m snakemake`` on the repository's workflow (or ``snakefile``), run in ``workdir`` with
-    its ``configfile`` (None: the workflow's default config), then ``args``."""
-    command = [sys.executable, "-m", "snakemake", "--snakefile", str(snakefile), "--directory", str(workdir)]
+    """``snakemake`` (the console script, as the README has users type it) on the repository's workflow
+    (or ``snakefile``), run in ``workdir`` with its ``configfile`` (None: the workflow's default
+    config), then ``args``."""
+    command = [SNAKEMAKE, "--snakefile", str(snakefile), "--directory", str(workdir)]
     if configfile is not None:
         command += ["--configfile", str(Path(workdir) / configfile)]
     return [*command, *args]

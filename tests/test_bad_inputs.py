@@ -149,7 +149,7 @@ def test_kernel_names_with_shell_metacharacters_never_reach_a_shell(tmp_path, mo
     monkeypatch.chdir(tmp_path)
     counters, diagnostics = run_parse(path, tmp_path / "out")
     assert SHELL_NAME in counters["kernel"].tolist() and SCRIPT_NAME in counters["kernel"].tolist()
-    ceilings = build_ceilings(counters, REPO / "config" / "gpus.yaml", ["report", "datasheet"])
+    ceilings = build_ceilings(counters, REPO / "roofline" / "data" / "gpus.yaml", ["report", "datasheet"])
     classify_launches(counters, ceilings)
     aggregate_kernels(counters, ceilings)
     assert not list(tmp_path.rglob("PWNED*"))
@@ -209,7 +209,7 @@ def test_the_good_input_is_intact_beside_bad_ones(bad_run, monkeypatch):
     work, _, _, _ = bad_run
     monkeypatch.chdir(work)  # the same relative source path as the workflow's
     counters = parse.parse_input(Path("inputs/good.yaml"), "good", "what-if")
-    ceilings = build_ceilings(counters, REPO / "config" / "gpus.yaml", ["report", "datasheet"])
+    ceilings = build_ceilings(counters, REPO / "roofline" / "data" / "gpus.yaml", ["report", "datasheet"])
     expected = {
         "counters": counters,
         "classified": classify_launches(counters, ceilings),

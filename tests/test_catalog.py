@@ -1,4 +1,4 @@
-"""Tests of roofline.catalog and config/gpus.yaml: validation, matching, numbers, overrides."""
+"""Tests of roofline.catalog and roofline/data/gpus.yaml: validation, matching, numbers, overrides."""
 
 from __future__ import annotations
 

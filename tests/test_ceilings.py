@@ -16,7 +16,7 @@ from roofline.parse import parse_input
 from roofline.schemas import conform
 
 REPORTS = real_reports()
-CATALOG = REPO / "config" / "gpus.yaml"
+CATALOG = REPO / "roofline" / "data" / "gpus.yaml"
 
 
 def _row(source, value, name="fp32", kind="compute", device="G", clock=np.nan):

@@ -7,6 +7,7 @@ must also rerun (report, and status / track_history where the workflow has them)
 many does.
 """
 
+import json
 import os
 import re
 import shutil
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, snakemake_command
+from test_capture import fake_ncu
 
 pytestmark = pytest.mark.slow
 
@@ -85,13 +87,18 @@ def flow(tmp_path_factory) -> Workflow:
     (root / "inputs").mkdir()
     for app in APPS:
         shutil.copy(REPO / "data" / "examples" / "textbook.yaml", root / "inputs" / f"{app}.yaml")
-    (root / "test-config.yaml").write_text("# hand-made test config\ninputs: [inputs/*.yaml]\nrun_id: test\n")
+    # Three imported tables and one app captured by a fake ncu (it copies a real H100 report), with
+    # no run_id: as a developer runs it, the GPU rule reruns only for GPU reasons.
+    ncu = fake_ncu(root)
+    (root / "test-config.yaml").write_text(
+        "# hand-made test config\ninputs: [inputs/*.yaml]\n"
+        f"apps:\n  probe: {{command: echo probe}}\ncapture: {{ncu: {json.dumps(str(ncu))}}}\n")
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # let the jobs share one bytecode cache: 3x faster starts
     env["PYTHONPYCACHEPREFIX"] = str(tmp_path_factory.mktemp("pycache"))
     workflow = Workflow(root, env)
     cold = workflow.run()
-    assert {f"parse:{a}" for a in APPS} <= set(_jobs(cold)), cold[-3000:]
+    assert {f"parse:{a}" for a in [*APPS, "probe"]} | {"capture:probe"} <= set(_jobs(cold)), cold[-3000:]
     workflow.cold_jobs = _jobs(cold)
     workflow.rulegraph = workflow.run("--rulegraph")
     return workflow
@@ -110,7 +117,7 @@ def test_a_nothing_changed_schedules_no_job(flow):
     assert "Nothing to be done" in text
 
 
-def test_c_editing_classify_reruns_classify_for_every_app_and_the_report_only(flow):
+def test_c_editing_classify_reruns_the_analysis_and_the_report_only(flow):
     module = flow.root / "roofline" / "classify.py"
     original = module.read_bytes()
     try:
@@ -118,20 +125,59 @@ def test_c_editing_classify_reruns_classify_for_every_app_and_the_report_only(fl
         jobs = _jobs(flow.run("-n"))
     finally:
         module.write_bytes(original)
-    assert [j for j in jobs if j.split(":")[0] in ("parse", "ceilings")] == []
-    assert sorted(j for j in jobs if ":" in j) == [f"classify:{a}" for a in APPS]
-    assert "report" in jobs
-    assert jobs == _expected(flow, "classify", APPS)
+    assert [j for j in jobs if j.split(":")[0] in ("parse", "capture")] == []
+    assert "analyse" in jobs and "report" in jobs
+    assert jobs == _expected(flow, "analyse", APPS)
 
 
-def test_b_replacing_one_input_reruns_its_parse_the_device_ceilings_and_what_reads_them(flow):
+def test_b_replacing_one_input_reruns_its_parse_and_the_analysis_of_every_app(flow):
     """One roof per device: a new input can move its device's ceilings, so every app is classified
-    again against them; no other app is parsed again."""
+    again against them (one analysis job); no other app is parsed again, nothing is captured."""
     table = flow.root / "inputs" / "beta.yaml"
     text = table.read_text()
-    table.write_text(text.replace("duration_s: 8.0e-3", "duration_s: 9.0e-3", 1))
-    assert table.read_text() != text
-    jobs = _jobs(flow.run("-n"))
-    assert [j for j in jobs if j.startswith("parse")] == ["parse:beta"]
-    assert "ceilings" in jobs and "report" in jobs
-    assert sorted(j for j in jobs if j.startswith("classify")) == [f"classify:{a}" for a in APPS]
+    try:
+        table.write_text(text.replace("duration_s: 8.0e-3", "duration_s: 9.0e-3", 1))
+        assert table.read_text() != text
+        jobs = _jobs(flow.run("-n"))
+    finally:
+        table.write_text(text)
+    assert [j for j in jobs if j.startswith(("parse", "capture"))] == ["parse:beta"]
+    assert "analyse" in jobs and "report" in jobs
+    assert jobs == sorted(["parse:beta", *(_downstream(flow.rulegraph, "analyse"))])
+
+
+def test_d_editing_an_analysis_module_plans_no_capture(flow):
+    """The GPU rules rerun only for GPU reasons: a column description (schemas.py) or a recipe
+    formula (metrics.py) changes what the analysis computes, not what ncu is asked for."""
+    for name in ("schemas.py", "metrics.py", "__init__.py"):
+        module = flow.root / "roofline" / name
+        original = module.read_bytes()
+        try:
+            module.write_bytes(original + b"\n# edited by tests/test_incremental.py\n")
+            jobs = _jobs(flow.run("-n"))
+        finally:
+            module.write_bytes(original)
+        assert jobs, f"editing {name} reruns the analysis"
+        assert [j for j in jobs if j.startswith("capture")] == [], (name, jobs)
+
+
+def test_e_changing_an_apps_command_plans_exactly_its_capture(flow):
+    config = flow.root / "test-config.yaml"
+    original = config.read_text()
+    try:
+        config.write_text(original.replace("echo probe", "echo probe --bigger"))
+        jobs = _jobs(flow.run("-n"))
+    finally:
+        config.write_text(original)
+    assert [j for j in jobs if j.startswith(("capture", "parse"))] == ["capture:probe", "parse:probe"]
+
+
+def test_f_capture_code_and_a_nightly_run_id_rerun_the_capture(flow):
+    module = flow.root / "roofline" / "capture.py"
+    original = module.read_bytes()
+    try:
+        module.write_bytes(original + b"\n# edited by tests/test_incremental.py\n")
+        assert "capture:probe" in _jobs(flow.run("-n"))
+    finally:
+        module.write_bytes(original)
+    assert "capture:probe" in _jobs(flow.run("-n", "--config", "run_id=night-2"))

@@ -1,31 +1,23 @@
-"""roofline.jobs: stage jobs forked from a preloaded server (own process, own log, exit status)."""
+"""roofline.jobs: a stage as a job (``python -m roofline.jobs STAGE LOG ...``): its stderr in its log,
+its exit status, and a failure of the environment in one line."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import os
-import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from roofline.jobs import StageFailed, run_stage, stage_argv
+from roofline.errors import EXIT_STATUS
 from roofline.schemas import conform, write_table
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def test_options_become_the_stage_command_line():
-    argv = stage_argv({"run_id": "2026-11-29", "kernels": ["a.parquet", "b.parquet"], "device": "",
-                       "margin": 0.25, "apps": []})
-    assert argv == ["--run-id=2026-11-29", "--kernels", "a.parquet", "b.parquet", "--device=", "--margin=0.25",
-                    "--apps"]
 
 
 def _diagnostics(path: Path, severity: str) -> None:
@@ -34,166 +26,82 @@ def _diagnostics(path: Path, severity: str) -> None:
     write_table(conform(frame, "diagnostics"), "diagnostics", path)
 
 
-def test_a_stage_runs_in_its_own_process_and_writes_its_log(tmp_path, capfd):
+def _job(cwd: Path, *argv: str, prelude: str = "") -> subprocess.CompletedProcess:
+    """The job as a rule's shell command runs it; ``prelude`` (Python run first) patches the job's
+    interpreter, e.g. to make the disk full."""
+    if prelude:
+        command = [sys.executable, "-c", textwrap.dedent(prelude) + "\nimport sys\nfrom roofline import jobs\n"
+                   "sys.exit(jobs.main(sys.argv[1:]))", *argv]
+    else:
+        command = [sys.executable, "-m", "roofline.jobs", *argv]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=cwd,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+
+
+def test_a_stage_writes_its_stderr_to_its_log_and_exits_0(tmp_path):
     _diagnostics(tmp_path / "a.parse.parquet", "warning")
-    log = tmp_path / "logs" / "status.log"
-    run_stage("status", log, diagnostics=[tmp_path / "a.parse.parquet"], output=tmp_path / "status.json")
+    result = _job(tmp_path, "status", "logs/status.log", "--diagnostics", "a.parse.parquet",
+                  "--output=status.json")
+    assert result.returncode == 0, result.stderr
     status = json.loads((tmp_path / "status.json").read_text())
     assert status["counts"]["warnings"] == 1 and status["ok"] is True
-    # What the stage writes to stderr goes to the job's log file, not to the caller's stderr.
-    assert "1 warning(s)" in log.read_text()
-    assert "warning(s)" not in capfd.readouterr().err
+    # What the stage writes to stderr goes to the job's log file (its folder made), not to the job's stderr.
+    assert "1 warning(s)" in (tmp_path / "logs" / "status.log").read_text()
+    assert result.stderr == ""
 
 
-def test_a_failing_stage_raises_and_names_its_log(tmp_path):
-    log = tmp_path / "parse.log"
-    with pytest.raises(StageFailed, match=r"roofline.status exited with status 2; its log: .*status.log"):
-        # argparse exits 2 on a usage error; its message lands in the log
-        run_stage("status", tmp_path / "status.log", diagnostics=[])
+def test_a_usage_error_exits_2_with_the_message_in_the_log(tmp_path):
+    result = _job(tmp_path, "status", "status.log", "--diagnostics")
+    assert result.returncode == 2
     assert "give --output" in (tmp_path / "status.log").read_text()
-    with pytest.raises(ValueError, match="unknown stage"):
-        run_stage("capture", log)
 
 
-def test_an_exception_in_a_stage_is_in_its_log(tmp_path):
-    missing = tmp_path / "nope.parquet"
-    with pytest.raises(StageFailed, match="exited with status 1"):
-        run_stage("status", tmp_path / "s.log", diagnostics=[missing], output=tmp_path / "s.json")
+def test_an_unknown_stage_or_no_log_is_a_usage_error(tmp_path):
+    result = _job(tmp_path, "capture", "c.log")
+    assert result.returncode == 2 and "unknown stage 'capture'" in result.stderr
+    result = _job(tmp_path, "status")
+    assert result.returncode == 2 and "usage: python -m roofline.jobs" in result.stderr
+
+
+def test_an_exception_in_a_stage_is_in_its_log_and_fails_the_job(tmp_path):
+    result = _job(tmp_path, "status", "s.log", "--diagnostics", "nope.parquet", "--output=s.json")
+    assert result.returncode == 1
     assert "Traceback" in (tmp_path / "s.log").read_text()
     assert not (tmp_path / "s.json").exists()
 
 
-def test_jobs_are_cheap_after_the_first(tmp_path):
-    """The point of the server: a job costs a fork, not an interpreter start and pandas import
-    (~0.35 s). Generous bound, so that a loaded machine does not fail it: 4 jobs well under 4 x 0.35 s
-    would already be impossible with a fresh interpreter each."""
-    _diagnostics(tmp_path / "d.parquet", "warning")
-    run_stage("status", tmp_path / "0.log", diagnostics=[tmp_path / "d.parquet"], output=tmp_path / "0.json")
-    assert (tmp_path / "0.json").exists()
-    start = time.perf_counter()
-    for i in range(1, 5):
-        run_stage("status", tmp_path / f"{i}.log", diagnostics=[tmp_path / "d.parquet"], output=tmp_path / f"{i}.json")
-    per_job = (time.perf_counter() - start) / 4
-    assert per_job < 0.3, f"{per_job:.3f} s per job"
+FULL_DISK = """
+    import errno, os, pathlib
+    _write_text = pathlib.Path.write_text
 
+    def full_disk(self, data, *args, **kwargs):  # half the file, then the disk is full
+        _write_text(self, data[: len(data) // 2], *args, **kwargs)
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-def test_a_running_job_dies_with_the_process_that_started_it(tmp_path):
-    """If Snakemake is killed (SIGKILL, no cleanup), its running stage jobs must not go on writing."""
-    pid_file = tmp_path / "child.pid"
-    script = tmp_path / "driver.py"
-    script.write_text(textwrap.dedent(f"""
-        import sys
-        sys.path.insert(0, {str(REPO)!r})
-        import roofline.status
-        from roofline.jobs import run_stage
-
-        def slow_main(argv):  # stands in for a long stage: records its pid, then sleeps
-            import os, time
-            open({str(pid_file)!r}, "w").write(str(os.getpid()))
-            time.sleep(60)
-            return 0
-
-        roofline.status.main = slow_main
-        if __name__ == "__main__":
-            run_stage("status", {str(tmp_path / "slow.log")!r})
-    """))
-    driver = subprocess.Popen([sys.executable, str(script)], cwd=tmp_path)
-    try:
-        deadline = time.monotonic() + 60
-        while not pid_file.exists() or not pid_file.read_text():
-            assert time.monotonic() < deadline, "the job did not start"
-            assert driver.poll() is None, "the driver ended early"
-            time.sleep(0.05)
-        child = int(pid_file.read_text())
-        os.kill(driver.pid, signal.SIGKILL)
-        driver.wait()
-        deadline = time.monotonic() + 20
-        while _alive(child):
-            assert time.monotonic() < deadline, f"job {child} outlived its driver"
-            time.sleep(0.05)
-    finally:
-        if driver.poll() is None:
-            driver.kill()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    status = Path(f"/proc/{pid}/stat")
-    return not (status.exists() and status.read_text().split(")")[-1].split()[0] == "Z")
-
-
-def test_concurrent_jobs_all_get_their_exit_status(tmp_path):
-    """Snakemake runs jobs from several threads at once. multiprocessing reads a forkserver child's
-    exit status once, and starting a process polls the others: unsynchronised, one thread could
-    read another's status and leave it "exited with status 255" (seen at 10 apps before the fix)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    _diagnostics(tmp_path / "d.parquet", "warning")
-
-    def job(i: int) -> None:
-        run_stage("status", tmp_path / f"{i}.log", diagnostics=[tmp_path / "d.parquet"], output=tmp_path / f"{i}.json")
-
-    with ThreadPoolExecutor(6) as pool:
-        list(pool.map(job, range(60)))
-    assert len(list(tmp_path.glob("*.json"))) == 60
-
-
-def _driver(tmp_path: Path, body: str) -> dict:
-    """Run ``body`` in a fresh interpreter whose job server imports this driver first (as Snakemake's
-    entry script is), so patches at its top reach the jobs; return what it printed as JSON."""
-    script = tmp_path / "driver.py"
-    script.write_text(textwrap.dedent(f"""
-        import errno, json, os, sys
-        sys.path.insert(0, {str(REPO)!r})
-        import pathlib
-        from roofline.jobs import StageFailed, run_stage
-
-        _write_text = pathlib.Path.write_text
-
-        def full_disk(self, data, *args, **kwargs):  # half the file, then the disk is full
-            _write_text(self, data[: len(data) // 2], *args, **kwargs)
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-
-        if os.environ.get("FULL_DISK"):
-            pathlib.Path.write_text = full_disk
-
-        if __name__ == "__main__":
-            {textwrap.indent(textwrap.dedent(body), "            ").strip()}
-    """))
-    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
-                            cwd=tmp_path, env={**os.environ, "FULL_DISK": "1"})
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)
-
-
-def test_a_full_disk_ends_the_job_with_one_line_in_its_log(tmp_path):
-    """The output's filesystem is full: the log holds one line naming the output and the fix, no
-    traceback; the job fails; no output and no temp file are left."""
-    _diagnostics(tmp_path / "d.parquet", "warning")
-    out = _driver(tmp_path, f"""
-        try:
-            run_stage("status", "logs/status.log", diagnostics=[{str(tmp_path / "d.parquet")!r}],
-                      output="reports/status.json")
-        except StageFailed as failed:
-            print(json.dumps({{"failed": str(failed)}}))
-    """)
-    assert out["failed"] == ("roofline.status stopped on a failure of its environment (space, quota, read-only, "
-                             "permission); its log says which, in one line: logs/status.log")
-    log = (tmp_path / "logs" / "status.log").read_text()
-    assert log.splitlines() == [
-        f"roofline: cannot write reports/status.json: No space left on device (ENOSPC); free space on the filesystem "
-        f"at {_mount(tmp_path)} and rerun: outputs written so far are complete or absent"
-    ]
-    assert list((tmp_path / "reports").iterdir()) == [], "no output, no temp file"
+    pathlib.Path.write_text = full_disk
+"""
 
 
 def _mount(path: Path) -> Path:
     while not os.path.ismount(path):
         path = path.parent
     return path
+
+
+def test_a_full_disk_ends_the_job_with_one_line_in_its_log(tmp_path):
+    """The output's filesystem is full: the log holds one line naming the output and the fix, no
+    traceback; the job fails with the environment's exit status; no output and no temp file are left."""
+    _diagnostics(tmp_path / "d.parquet", "warning")
+    (tmp_path / "reports").mkdir()
+    result = _job(tmp_path, "status", "logs/status.log", "--diagnostics", "d.parquet",
+                  "--output=reports/status.json", prelude=FULL_DISK)
+    assert result.returncode == EXIT_STATUS
+    log = (tmp_path / "logs" / "status.log").read_text()
+    assert log.splitlines() == [
+        f"roofline: cannot write reports/status.json: No space left on device (ENOSPC); free space on the filesystem "
+        f"at {_mount(tmp_path)} and rerun: outputs written so far are complete or absent"
+    ]
+    assert list((tmp_path / "reports").iterdir()) == [], "no output, no temp file"
 
 
 @pytest.fixture
@@ -218,21 +126,23 @@ def full_tmpfs(tmp_path):
 
 def test_a_log_that_cannot_be_written_fails_the_job_in_one_line(tmp_path, full_tmpfs):
     """The stage wrote its output, but its log's filesystem is full: the job fails (its log is not
-    whole) and the caller's message is the one line naming the log."""
+    whole) and says so on its own stderr, which Snakemake shows, in one line naming the log."""
     _diagnostics(tmp_path / "d.parquet", "warning")
     log = full_tmpfs / "logs" / "status.log"
-    with pytest.raises(StageFailed) as failed:
-        run_stage("status", log, diagnostics=[tmp_path / "d.parquet"], output=tmp_path / "status.json")
-    assert str(failed.value) == (
+    result = _job(tmp_path, "status", str(log), "--diagnostics", "d.parquet", "--output=status.json")
+    assert result.returncode == EXIT_STATUS
+    assert result.stderr.splitlines() == [
         f"roofline: cannot write {log}: No space left on device (ENOSPC); free space on the filesystem at "
-        f"{full_tmpfs} and rerun: outputs written so far are complete or absent")
+        f"{full_tmpfs} and rerun: outputs written so far are complete or absent"]
     assert json.loads((tmp_path / "status.json").read_text())["ok"] is True, "the output itself is whole"
 
 
-def test_when_neither_output_nor_log_can_be_written_the_caller_says_why(tmp_path, full_tmpfs):
+def test_when_neither_output_nor_log_can_be_written_the_job_says_why(tmp_path, full_tmpfs):
     _diagnostics(tmp_path / "d.parquet", "warning")
-    with pytest.raises(StageFailed) as failed:
-        run_stage("status", full_tmpfs / "logs" / "status.log", diagnostics=[tmp_path / "d.parquet"],
-                  output=full_tmpfs / "status.json")
-    assert str(failed.value).startswith(f"roofline: cannot write {full_tmpfs / 'status.json'}: No space left on device")
+    result = _job(tmp_path, "status", str(full_tmpfs / "logs" / "status.log"), "--diagnostics", "d.parquet",
+                  f"--output={full_tmpfs / 'status.json'}")
+    assert result.returncode == EXIT_STATUS
+    assert result.stderr.startswith(f"roofline: cannot write {full_tmpfs / 'status.json'}: No space left on device")
+    assert len(result.stderr.splitlines()) == 1
     assert sorted(p.name for p in full_tmpfs.iterdir()) == ["filler", "logs"], "no output, no temp file"
+

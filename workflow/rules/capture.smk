@@ -1,14 +1,16 @@
 # Capture: runs apps with a `command:` under ncu (the only rule that needs a GPU); apps given as
-# reports never schedule it. It reruns when the app's capture settings, capture.ncu, the run id
-# or the capture code change; job resources (gpu_model, runtime, mem_mb) place the job only.
+# reports never schedule it. It reruns only for GPU reasons: the app's capture settings, capture.ncu,
+# the metrics it asks ncu for, the capture code itself, or the run id a nightly passes
+# (`--config run_id=...`); job resources (gpu_model, runtime, mem_mb) place the job only.
 from roofline.capture import app_regex, capture_plan  # noqa: E402
+from roofline.metric_plan import plan_fingerprint  # noqa: E402
 
 CAPTURES = capture_plan(CONFIG, {name: app.kind for name, app in APPS.items()})
 
 
 rule capture:
     input:
-        code=pkg_code("capture.py", "gpu_probe.py", "ncu_run.py", "metric_plan.py", "config.py"),
+        code=[str(PKG / m) for m in ("capture.py", "gpu_probe.py", "ncu_run.py")],
     output:
         report=f"{CONFIG.capture.raw_dir}/{{app}}.ncu-rep",
         sidecar=f"{CONFIG.capture.raw_dir}/{{app}}.capture.json",
@@ -17,7 +19,8 @@ rule capture:
     params:
         settings=lookup(dpath="{app}/settings", within=CAPTURES),
         ncu=CONFIG.capture.ncu,
-        run_id=run_id(),
+        metrics=plan_fingerprint(),
+        run_id=capture_run_id(),
     resources:
         gpu=1,
         gpu_model=lookup(dpath="{app}/gpu_model", within=CAPTURES),
@@ -26,13 +29,9 @@ rule capture:
     log:
         "logs/capture/{app}.log",
     conda:
-        "../envs/roofline.yaml"
+        ENV
     shell:
-        "python -m roofline.capture --app {wildcards.app} --config-json {params.settings:q}"
-        " --ncu {params.ncu:q} --run-id {params.run_id:q}"
+        python_m("roofline.capture") + " --app {wildcards.app} --config-json {params.settings:q}"
+        " --ncu {params.ncu:q} --run-id={params.run_id:q}"
         " --output {output.report} --sidecar {output.sidecar} --record-failure 2> {log}"
 
-
-# Under a cluster executor these rules run on the submitting host (set by a profile, e.g.
-# `config: ["capture={local_rules: [report]}"]`; snakemake has no command-line localrules).
-workflow.localrules(*CONFIG.capture.local_rules)

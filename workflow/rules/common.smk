@@ -1,6 +1,7 @@
 # Config validation and the helpers every rule uses. All Python of the workflow lives here.
 import datetime
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -13,13 +14,12 @@ PKG = REPO / "roofline"
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from roofline.config import ConfigError, interpreter_first_on_path, load_workflow_config  # noqa: E402
-from roofline.inputs import folder_exports, write_refusal  # noqa: E402
-from roofline.jobs import run_stage  # noqa: E402, F401 - the stage rules' `run:` blocks call it
+from roofline.config import ConfigError, catalog_path, interpreter_first_on_path, load_workflow_config  # noqa: E402
+from roofline.inputs import folder_exports  # noqa: E402
 
-# The analysis stages run in processes forked by roofline.jobs.run_stage from Snakemake's own
-# interpreter; capture and measure run as `python -m roofline.<stage>` with that same interpreter (the
-# project's environment), whether or not the environment was activated: jobs inherit the PATH.
+# Every rule is a shell command `python -m roofline...`. Without a conda environment, `python` is the
+# interpreter running Snakemake (the project's environment), whether or not it was activated: jobs
+# inherit the PATH. Under --software-deployment-method conda, each rule's environment comes first.
 interpreter_first_on_path()
 
 # Only a malformed config stops the run, here, before any job: one message naming the key and the
@@ -34,7 +34,7 @@ except ConfigError as error:
     raise WorkflowError(f"roofline: {error}") from None
 for problem in INPUT_PROBLEMS:
     logger.warning(f"roofline: input {problem.problem}: {problem.fix}")
-validate(config, str(REPO / "workflow" / "schemas" / "config.schema.json"))
+validate(config, str(PKG / "data" / "config.schema.json"))
 
 # Environment problems (a read-only, forbidden or full output directory) stop the run here in one
 # line, before Snakemake touches an output; one met later ends the job that meets it, in one line.
@@ -51,9 +51,26 @@ wildcard_constraints:
 
 
 def pkg_code(*modules):
-    """Package modules a stage imports: listed as inputs, so editing them reruns the stage."""
-    table = ("__init__.py", "schemas.py", "metrics.py", "compute_paths.py", "recipe.py")
+    """Package modules an analysis stage imports: listed as inputs, so editing them reruns the stage."""
+    table = ("__init__.py", "jobs.py", "errors.py", "schemas.py", "metrics.py", "compute_paths.py", "recipe.py")
     return [str(PKG / m) for m in (*table, *modules)]
+
+
+def python_m(module):
+    """`python -m MODULE` with this workflow's own package first on the import path: used as a
+    module, or in a conda environment that holds only the dependencies, a job runs the code the
+    rule lists as its inputs."""
+    package_root = shlex.quote(str(REPO)).replace("{", "{{").replace("}", "}}")
+    return f"PYTHONPATH={package_root}${{{{PYTHONPATH:+:$PYTHONPATH}}}} python -m {module}"
+
+
+def stage(name):
+    """The start of an analysis rule's shell command (roofline/jobs.py: the log, and environment
+    failures in one line)."""
+    return python_m("roofline.jobs") + f" {name} {{log:q}}"
+
+
+ENV = "../envs/roofline.yaml"  # every rule's conda environment (--software-deployment-method conda)
 
 
 def app_source(wildcards):
@@ -80,15 +97,6 @@ def app_problem(wildcards):
     return APPS[wildcards.app].problem
 
 
-def parse_app(app, log, params, output):
-    """The parse job: the parse stage, or the error of an input that cannot be read."""
-    if params.problem:
-        write_refusal(app, params.source, params.problem, output.counters, output.diagnostics, log)
-    else:
-        run_stage("parse", log, input=params.source, app=app, kind=params.kind, device=params.device,
-                  output=output.counters, diagnostics=output.diagnostics)
-
-
 def app_device(wildcards):
     return APPS[wildcards.app].device or ""
 
@@ -98,9 +106,9 @@ def app_kind(wildcards):
     return "ncu-rep" if app.kind == "capture" else app.kind
 
 
-def repo_file(path):
-    """A config path relative to the working directory, else to the repository."""
-    return path if Path(path).exists() else str(REPO / path)
+def catalog_file():
+    """The datasheet catalog: ceilings.catalog, else the one shipped with the package."""
+    return str(catalog_path(CONFIG.ceilings.catalog, REPO))
 
 
 MEASURED_TABLE = "data/ceilings/measured.parquet"
@@ -136,7 +144,14 @@ def as_json(value):
 
 
 def run_id():
+    """The night's id in the history store: run_id from the config, else today's date."""
     return CONFIG.run_id or datetime.date.today().isoformat()
+
+
+def capture_run_id():
+    """What reruns the GPU rules every night: the config's run_id only (a nightly scheduler passes
+    `--config run_id=$(date +%F)`); without one they rerun only when what they run changes."""
+    return CONFIG.run_id or ""
 
 
 def all_kernel_tables():

@@ -1,7 +1,11 @@
+# Parse: one app's input (a report, an export, a folder of exports, a what-if table, or what capture
+# wrote) -> its per-launch counters and diagnostics. An input the config check found unreadable
+# gets its error recorded instead (--problem), so the app shows as failed with the fix.
 rule parse:
     input:
         report=app_input,
         code=pkg_code("parse.py", "derive.py", "what_if.py", "units.py", "ncu_rep.py", "config.py", "inputs.py",
+                      "compressed.py", "ncu_log.py",
                       *(f"ncu_csv/{p.name}" for p in sorted((PKG / "ncu_csv").glob("*.py")))),
     output:
         counters="data/counters/{app}.parquet",
@@ -13,5 +17,9 @@ rule parse:
         problem=app_problem,
     log:
         "logs/parse/{app}.log",
-    run:
-        parse_app(wildcards.app, log[0], params, output)
+    conda:
+        ENV
+    shell:
+        stage("parse") + " --input={params.source:q} --app={wildcards.app} --kind={params.kind}"
+        " --device={params.device:q} --problem={params.problem:q}"
+        " --output={output.counters} --diagnostics={output.diagnostics}"

@@ -14,7 +14,9 @@ rule report:
         inputs=input_problems(),
     log:
         "logs/report/summary.log",
-    run:
-        run_stage("report", log[0], kernels=input.kernels, ceilings=input.ceilings, diagnostics=input.diagnostics,
-                  output=output.summary, apps_dir="reports/apps", title=params.title, apps=params.apps,
-                  sources=params.sources, input_problems=params.inputs)
+    conda:
+        ENV
+    shell:
+        stage("report") + " --kernels {input.kernels} --ceilings={input.ceilings} --diagnostics {input.diagnostics}"
+        " --output={output.summary} --apps-dir=reports/apps --title={params.title:q} --apps {params.apps}"
+        " --sources={params.sources:q} --input-problems={params.inputs:q}"

@@ -12,6 +12,8 @@ rule status:
         inputs=input_problems(),
     log:
         "logs/status/status.log",
-    run:
-        run_stage("status", log[0], diagnostics=input.diagnostics, output=output.status,
-                  sources=params.sources, input_problems=params.inputs)
+    conda:
+        ENV
+    shell:
+        stage("status") + " --diagnostics {input.diagnostics} --output={output.status}"
+        " --sources={params.sources:q} --input-problems={params.inputs:q}"

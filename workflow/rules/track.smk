@@ -18,7 +18,9 @@ rule track_history:
         context=as_json(CONFIG.tracking.context),
     log:
         "logs/track/track_history.log",
-    run:
-        run_stage("track", log[0], kernels=input.kernels, counters=input.counters, store=params.store,
-                  run_id=params.run_id, config_json=params.config, params=params.decision_params,
-                  context_json=params.context, trends=output.trends, regressions=output.regressions)
+    conda:
+        ENV
+    shell:
+        stage("track") + " --kernels {input.kernels} --counters {input.counters} --store={params.store}"
+        " --run-id={params.run_id:q} --config-json={params.config:q} --params={params.decision_params:q}"
+        " --context-json={params.context:q} --trends={output.trends} --regressions={output.regressions}"

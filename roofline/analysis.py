@@ -1,0 +1,102 @@
+"""Analysis stage: every app's counters -> one ceilings table per device -> every app's verdicts.
+
+One job for all apps, because every app on a device is judged against the same roof (the report
+source is the median over all apps' launches on that device): a change to one app's counters can
+move the roof of every other app on its GPU, so their classification reruns with it either way.
+The apps are classified on ``--jobs`` processes, each holding one app's counters at a time, after
+the ceilings have read the few columns of all of them they need.
+
+    python -m roofline.analysis --counters data/counters/a.parquet data/counters/b.parquet \\
+        --catalog roofline/data/gpus.yaml --ceilings data/ceilings/devices.parquet \\
+        --ceilings-diagnostics data/diagnostics/devices.ceilings.parquet \\
+        --classified data/classified/a.parquet data/classified/b.parquet \\
+        --kernels data/kernels/a.parquet data/kernels/b.parquet
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import json
+import logging
+import multiprocessing
+import sys
+
+import pandas as pd
+
+from roofline.ceilings import device_ceilings
+from roofline.classify import aggregate_kernels, apply_annotations, classify_launches
+from roofline.schemas import read_table, write_table
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description="Ceilings per device, then each app's classified launches and kernels.")
+    parser.add_argument("--counters", nargs="*", default=[], help="every app's counters table (none: no app)")
+    parser.add_argument("--catalog", required=True, help="datasheet catalog (YAML)")
+    parser.add_argument("--policy", default="report,datasheet", help="ceiling sources in order of preference")
+    parser.add_argument("--device-policy", default="{}", help="JSON: device -> list of sources")
+    parser.add_argument("--measured", default="", help="measured ceilings table, if any")
+    parser.add_argument("--overrides", default="{}", help="JSON: catalog additions/overrides")
+    parser.add_argument("--margin", type=float, default=0.25, help="cross-check margin between sources")
+    parser.add_argument("--low-roof-fraction", type=float, default=0.1)
+    parser.add_argument("--above-roof-tolerance", type=float, default=0.02)
+    parser.add_argument("--annotations", default="[]", help="JSON list of compulsory-work annotations")
+    parser.add_argument("--ceilings", required=True, help="the devices' ceilings table to write")
+    parser.add_argument("--ceilings-diagnostics", required=True, help="its diagnostics table to write")
+    parser.add_argument("--classified", nargs="*", default=[], help="per app, in the order of --counters")
+    parser.add_argument("--kernels", nargs="*", default=[], help="per app, in the order of --counters")
+    parser.add_argument("--jobs", type=int, default=1, help="processes classifying apps at once")
+    args = parser.parse_args(argv)
+    if not len(args.counters) == len(args.classified) == len(args.kernels):
+        parser.error(f"give one --classified and one --kernels path per --counters table "
+                     f"({len(args.counters)}, {len(args.classified)}, {len(args.kernels)} given)")
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+
+    ceilings, diagnostics = device_ceilings(
+        args.counters, args.catalog, args.policy.split(","), json.loads(args.device_policy), args.measured,
+        json.loads(args.overrides), args.margin)
+    write_table(ceilings, "ceilings", args.ceilings)
+    write_table(diagnostics, "diagnostics", args.ceilings_diagnostics)
+
+    options = {"low_roof_fraction": args.low_roof_fraction, "above_roof_tolerance": args.above_roof_tolerance}
+    classify_apps(list(zip(args.counters, args.classified, args.kernels)), ceilings, json.loads(args.annotations),
+                  options, args.jobs)
+    return 0
+
+
+def classify_app(paths: tuple[str, str, str], ceilings: pd.DataFrame, annotations: list[dict], options: dict) -> None:
+    """One app: its counters table -> its classified launches and kernels tables."""
+    counters_path, classified_path, kernels_path = paths
+    counters = apply_annotations(read_table(counters_path, "counters"), annotations)
+    write_table(classify_launches(counters, ceilings, **options), "classified", classified_path)
+    write_table(aggregate_kernels(counters, ceilings, **options), "kernels", kernels_path)
+
+
+_shared: tuple = ()  # what every worker process classifies against (set before the pool forks)
+
+
+def _classify_in_worker(paths: tuple[str, str, str]) -> None:
+    classify_app(paths, *_shared)
+
+
+def classify_apps(apps: list[tuple[str, str, str]], ceilings: pd.DataFrame, annotations: list[dict],
+                  options: dict, jobs: int = 1) -> None:
+    """Classify every app (counters, classified, kernels paths), on ``jobs`` processes where the
+    platform forks (Linux: the workers inherit the imports, so each costs milliseconds to start);
+    one at a time elsewhere, or for a single app."""
+    global _shared
+    jobs = min(jobs, len(apps))
+    if jobs <= 1 or "fork" not in multiprocessing.get_all_start_methods() or sys.platform == "darwin":
+        for paths in apps:
+            classify_app(paths, ceilings, annotations, options)
+        return
+    _shared = (ceilings, annotations, options)
+    context = multiprocessing.get_context("fork")
+    with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+        # list(): the first worker exception is raised here, after the pool stops
+        list(pool.map(_classify_in_worker, apps, chunksize=max(1, len(apps) // (4 * jobs))))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
