@@ -18,18 +18,8 @@ include: "workflow/rules/track.smk"
 include: "workflow/rules/status.smk"
 
 
-# Only GPU work (capture, measure) goes to a cluster's queue: the analysis rules take seconds of CPU
-# and run on the submitting host, with no queue wait and no job per app.
-localrules:
-    all,
-    parse,
-    analyse,
-    report,
-    status,
-    track_history,
-
-
 rule all:
     default_target: True
+    localrule: True
     input:
         final_outputs(),

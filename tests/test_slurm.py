@@ -1,7 +1,9 @@
-"""The SLURM profile on a real (single-node, fake-GPU) cluster: analysis rules run as SLURM jobs,
-and a capture job is planned for the gpu partition with ``--gpus``. The cluster comes from
+"""The SLURM profile on a real (single-node, fake-GPU) cluster: only GPU work is queued (one job per
+captured app, none for imported reports; the analysis runs on the submitting host), and a capture
+job is planned for the gpu partition with ``--gpus``. The cluster comes from
 .ci/slurm-up.sh; without one these tests skip. Jobs left by a failed run are cancelled."""
 
+import json
 import os
 import re
 import shutil
@@ -67,20 +69,31 @@ def workdir(tmp_path):
     _cancel_jobs_in(tmp_path)
 
 
-def test_analysis_rules_run_as_slurm_jobs_and_local_rules_stay_local(workdir):
-    # Three of the four analysis levels as jobs keeps the test near a minute: each job costs two
-    # snakemake start-ups, and the plugin's status polls back off by 10 s while a job runs.
-    result = _snakemake(
-        workdir, "reports/summary.html", "--verbose", "--config", "capture={local_rules: [report]}"
+def test_only_gpu_work_is_queued_one_job_per_captured_app_none_for_imported_reports(workdir):
+    """An imported report and an app captured (by a fake ncu that copies a real H100 report) on the
+    cluster: exactly one sbatch, the capture, on the gpu partition with a GPU; every analysis rule
+    runs on the submitting host, and the captured report flows through them."""
+    from test_capture import fake_ncu
+
+    ncu = fake_ncu(workdir)
+    (workdir / "config.yaml").write_text(
+        "# hand-made test config: one imported table, one app captured by a fake ncu\n"
+        "inputs: [inputs/textbook.yaml]\n"
+        "apps:\n  rmsnorm: {command: echo profiled, gpu_model: h100, runtime: 10, mem_mb: 1000}\n"
+        f"capture: {{ncu: {json.dumps(str(ncu))}}}\n"
     )
+    result = _snakemake(workdir, "--verbose")
     log = result.stdout + result.stderr
     calls = [line for line in log.splitlines() if line.startswith("sbatch call:")]
-    submitted = {re.search(r"--comment rule_(\w+?)(?:_wildcards|\s)", c).group(1) for c in calls}
-    assert submitted == {"parse", "ceilings", "classify"}
-    assert all(" -p cpu " in c for c in calls)
-    assert "localrule report:" in log
-    classified = read_table(workdir / "data" / "classified" / "textbook.parquet", "classified")
-    assert "seed_normalization" in set(classified["kernel"])
+    submitted = [re.search(r"--comment rule_(\w+?)(?:_wildcards|\s)", c).group(1) for c in calls]
+    assert submitted == ["capture"], calls
+    assert " -p gpu " in calls[0] and "--gpus=h100:1" in calls[0]
+    for rule in ("parse", "analyse", "report", "status", "track_history"):
+        assert f"localrule {rule}:" in log, rule
+    classified = read_table(workdir / "data" / "classified" / "rmsnorm.parquet", "classified")
+    assert len(classified) == 3 and set(classified["device"]) == {"NVIDIA H100 PCIe"}
+    assert "seed_normalization" in set(read_table(workdir / "data" / "classified" / "textbook.parquet",
+                                                  "classified")["kernel"])
     assert (workdir / "reports" / "summary.html").stat().st_size > 100_000
 
 

@@ -2,6 +2,8 @@
 # against the same roof) -> every app's classified launches and kernels, in one job: a change to one
 # app can move its device's roof, so the other apps' verdicts rerun with it in any case.
 rule analyse:
+    # only GPU work goes to a cluster's queue: this takes seconds of CPU, on the submitting host
+    localrule: True
     input:
         counters=expand("data/counters/{app}.parquet", app=sorted(APPS)),
         catalog=catalog_file(),
@@ -18,7 +20,8 @@ rule analyse:
         low=CONFIG.classify.low_roof_fraction,
         tolerance=CONFIG.classify.above_roof_tolerance,
         annotations=as_json([a.model_dump() for a in CONFIG.classify.annotations]),
-    threads: workflow.cores
+    # as many as Snakemake gives it: it lowers a rule's threads to --cores (or --local-cores)
+    threads: 64
     log:
         "logs/analyse/analyse.log",
     conda:

@@ -9,7 +9,9 @@ from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 from snakemake.utils import validate
 
-REPO = Path(workflow.basedir)
+# This workflow's own folder (two above this file), also when it is used as a module of another
+# workflow, whose basedir is the user's project.
+REPO = Path(str(workflow.current_basedir)).parents[1]
 PKG = REPO / "roofline"
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))

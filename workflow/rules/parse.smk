@@ -2,6 +2,8 @@
 # wrote) -> its per-launch counters and diagnostics. An input the config check found unreadable
 # gets its error recorded instead (--problem), so the app shows as failed with the fix.
 rule parse:
+    # only GPU work goes to a cluster's queue: this takes seconds of CPU, on the submitting host
+    localrule: True
     input:
         report=app_input,
         code=pkg_code("parse.py", "derive.py", "what_if.py", "units.py", "ncu_rep.py", "config.py", "inputs.py",

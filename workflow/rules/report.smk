@@ -1,4 +1,6 @@
 rule report:
+    # only GPU work goes to a cluster's queue: this takes seconds of CPU, on the submitting host
+    localrule: True
     input:
         kernels=all_kernel_tables(),
         ceilings=DEVICE_CEILINGS,

@@ -2,6 +2,8 @@
 # (`python -m roofline.status --check reports/status.json` exits 1 when any input failed, 4 when an
 # inputs: entry gave no app).
 rule status:
+    # only GPU work goes to a cluster's queue: this takes seconds of CPU, on the submitting host
+    localrule: True
     input:
         diagnostics=diagnostics_tables(),
         code=pkg_code("status.py"),

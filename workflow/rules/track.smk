@@ -3,10 +3,12 @@
 # kernel series, write the findings and the trends page. run_id() is a param, so a new night
 # reruns the rule even when the kernels tables did not change.
 rule track_history:
+    # only GPU work goes to a cluster's queue: this takes seconds of CPU, on the submitting host
+    localrule: True
     input:
         kernels=all_kernel_tables(),
         counters=expand("data/counters/{app}.parquet", app=sorted(APPS)),
-        code=pkg_code("history.py", "decide.py", "track.py"),
+        code=pkg_code("history.py", "track.py", *(p.name for p in sorted(PKG.glob("decide*.py")))),
     output:
         trends="reports/trends.html",
         regressions="reports/regressions.json",
