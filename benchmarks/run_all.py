@@ -18,7 +18,8 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-BENCHMARKS = ["bench_parse", "bench_nersc", "bench_report", "bench_incremental", "bench_workflow"]
+BENCHMARKS = ["bench_parse", "bench_nersc", "bench_report", "bench_incremental", "bench_workflow",
+              "bench_decide"]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,12 +5,13 @@ a series between nights (its segment, the valid nights it still looks at, the no
 the previous segment, the lone violation awaiting tonight's verdict, the bound-side hysteresis), and
 :meth:`SeriesState.step` judges one night from that state and the night's row. The full replay
 (:func:`roofline.decide.decide_all`) and the nightly run from the stored state
-(:mod:`roofline.decision_state`) both advance this one object, so the two cannot drift apart.
+(:mod:`roofline.decide_state`) both advance this one object, so the two cannot drift apart.
 docs/tracking.md states the rule in words.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import statistics
@@ -43,7 +44,6 @@ USED = ("run_id", "kernel_short", "bound", "launches", "duration_s", "flop_total
 # What a "missing" record copies from the series' last row (its other numbers are NaN).
 TEMPLATE_TEXT = ("kernel_short", "clock_control", "cache_control", "convention", "bound")
 TEMPLATE_NUMBERS = ("time_share", "roof_flops", "roof_dram_bw")
-NIGHT_NUMBERS = ("value", "flop", "bytes", "perf", "roof", "ai", "clock")
 _DIRECTION = {1: "up", -1: "down", 0: ""}
 
 
@@ -99,12 +99,17 @@ def _segment_note(fields: tuple[str, ...], old: tuple[str, ...], new: tuple[str,
     return "new segment: " + "; ".join(said)
 
 
+@functools.lru_cache(maxsize=256)
+def _major_minor(version: str) -> str:
+    return ".".join(re.findall(r"\d+", version)[:2]) or version
+
+
 def _ident(row: Mapping, fields: tuple[str, ...]) -> tuple[str, ...]:
     out = []
     for name in fields:
         value = str(row.get(name) or "").strip()
         if name == "ncu_version":  # a new segment per major.minor, not per build
-            value = ".".join(re.findall(r"\d+", value)[:2]) or value
+            value = _major_minor(value)
         out.append(value)
     return tuple(out)
 
@@ -168,12 +173,19 @@ def _record(row: Mapping, run_id: str, run_date: str) -> dict:
     return rec
 
 
-def _scaled(night: dict, tonight: dict, work: str, tol: float) -> float:
-    """A baseline night's time scaled to tonight's work, when the work moved beyond ``tol``."""
-    w, wn = tonight[work], night[work]
-    if math.isfinite(w) and math.isfinite(wn) and w > 0 and wn > 0 and abs(wn / w - 1) > tol:
-        return night["value"] * w / wn
-    return night["value"]
+def _scaled(nights: list[dict], tonight: dict, work: str, tol: float) -> list[float]:
+    """Baseline nights' times, each scaled to tonight's work where its work moved beyond ``tol``."""
+    w = tonight[work]
+    if not (math.isfinite(w) and w > 0):
+        return [n["value"] for n in nights]
+    out = []
+    for n in nights:
+        wn = n[work]
+        if math.isfinite(wn) and wn > 0 and abs(wn / w - 1) > tol:
+            out.append(n["value"] * w / wn)
+        else:
+            out.append(n["value"])
+    return out
 
 
 def _judge(p: DecisionParams, night: dict, nights: list[dict], pending: dict | None, rec: dict,
@@ -195,7 +207,7 @@ def _judge(p: DecisionParams, night: dict, nights: list[dict], pending: dict | N
     if len(kept) > p.min_nights and kept[-1] is last:
         kept = kept[:-1]
     pool = kept[-p.window:]
-    values = [_scaled(n, night, work, p.work_tol) for n in pool]
+    values = _scaled(pool, night, work, p.work_tol)
     nb = len(values)
     rec.update(n_baseline=nb, baseline_runs=",".join(n["run_id"] for n in pool),
                performance_baseline=_median([n["perf"] for n in pool]),
@@ -218,7 +230,7 @@ def _judge(p: DecisionParams, night: dict, nights: list[dict], pending: dict | N
             rec["note"] = join_note(rec["note"], f"{ratio - 1:+.1%} vs {nb} night(s) (info only)")
         return
     if p.noise_method == "diff":
-        rel = _rel_sigma([_scaled(n, night, work, p.work_tol) for n in kept[-p.noise_window:]], "diff")
+        rel = _rel_sigma(_scaled(kept[-p.noise_window:], night, work, p.work_tol), "diff")
     else:
         rel = _rel_sigma(values)
     if nb < p.window or not math.isfinite(rel):  # few nights: borrow, or a raised floor
@@ -234,7 +246,7 @@ def _judge(p: DecisionParams, night: dict, nights: list[dict], pending: dict | N
     if last is not None:
         # Two nights at one new level: both beyond rel_min, their mean beyond z_min sigma/sqrt(2),
         # and close to each other (a spike next to a blip is no level).
-        prev = _scaled(last, night, work, p.work_tol) / base
+        prev = _scaled([last], night, work, p.work_tol)[0] / base
         two = max(p.rel_min, p.z_min * rel / math.sqrt(2))
         mean = (ratio + prev) / 2 - 1
         level = abs(ratio - prev) <= max(p.z_min * rel * math.sqrt(2), abs(mean) / 2)

@@ -221,6 +221,7 @@ def append_run(store_dir: str | os.PathLike, run_id: str, kernels: pd.DataFrame,
              "pipeline_version": context.get("pipeline_version") or __version__,
              "context_json": json.dumps(context, sort_keys=True, default=str)}
     per_device = context.get("devices") or {}
+    devices = devices.tolist()  # plain strings: iterating an Arrow-backed column is slow
     for name in _CONTEXT_NAMES:
         if name in fixed:
             frame[name] = fixed[name]
