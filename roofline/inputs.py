@@ -304,3 +304,13 @@ def write_refusal(app: str, source: str, message: str, counters: str | os.PathLi
     row = {"app": app, "stage": "parse", "severity": "error", "source_file": source, "message": message}
     write_table(conform(pd.DataFrame(), "counters"), "counters", counters)
     write_table(pd.DataFrame([row]), "diagnostics", diagnostics)
+
+
+def is_what_if_csv(path: str | os.PathLike) -> bool:
+    """Whether a ``.csv`` input is a what-if table (its header starts with a kernel column) rather than an
+    ncu export."""
+    from roofline.compressed import read_bytes
+
+    head = read_bytes(path, limit=1 << 16).decode("utf-8", errors="replace")  # decompressed, if compressed
+    header = (head.splitlines() or [""])[0].lower()
+    return "kernel name" not in header and '"id"' not in header and header.startswith(("kernel", '"kernel'))

@@ -237,14 +237,6 @@ def read_what_if(path: str | Path) -> pd.DataFrame:
     return frame
 
 
-def is_what_if_csv(path: Path) -> bool:
-    """Whether a ``.csv`` input is a what-if table (its header starts with a kernel column) rather than an
-    ncu export."""
-    head = read_bytes(path, limit=1 << 16).decode("utf-8", errors="replace")  # decompressed, if compressed
-    header = (head.splitlines() or [""])[0].lower()
-    return "kernel name" not in header and '"id"' not in header and header.startswith(("kernel", '"kernel'))
-
-
 def read_what_if_csv(path: Path) -> pd.DataFrame:
     """A what-if table as CSV: columns kernel, gpu or machine peaks, flop_<class>, <level>_bytes."""
     try:
