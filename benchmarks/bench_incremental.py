@@ -95,14 +95,14 @@ def main(argv: list[str] | None = None) -> int:
     want_b = expected_jobs(graph, cold_jobs, {"parse"}, [target["app"]])
     print(f"(b) one input replaced: {replaced.wall_s:.1f} s, jobs {got_b}")
 
-    # (c) one stage module edited (in the tmp copy): classify and what depends on it
+    # (c) one stage module edited (in the tmp copy): the analysis (which classifies) and what depends on it
     with open(work / "roofline" / "classify.py", "a", encoding="utf-8") as handle:
-        handle.write("\n# benchmark edit: rerun classify and its dependents\n")
+        handle.write("\n# benchmark edit: rerun the analysis and its dependents\n")
     edited = run()
     got_c = jobs_in(edited.text)
-    want_c = expected_jobs(graph, cold_jobs, {"classify"}, apps)
+    want_c = expected_jobs(graph, cold_jobs, {"analyse"}, apps)
     print(f"(c) classify.py edited: {edited.wall_s:.1f} s, {len(got_c)} jobs; upstream jobs: "
-          f"{[j for j in got_c if j.split(':')[0] in ('parse', 'ceilings')]}")
+          f"{[j for j in got_c if j.split(':')[0] in ('parse', 'capture')]}")
 
     ok_a = nothing and not noop_jobs and noop_time <= 2 * empty
     rows = [
@@ -113,10 +113,9 @@ def main(argv: list[str] | None = None) -> int:
         ["(b) one input replaced", f"{replaced.wall_s:.1f} s", f"{replaced.wall_s / empty:.1f}x", ", ".join(got_b),
          ", ".join(want_b), "met" if got_b == want_b else "**not met**"],
         ["(c) classify.py edited", f"{edited.wall_s:.1f} s", f"{edited.wall_s / empty:.1f}x",
-         f"{sum(j.startswith('classify:') for j in got_c)} classify, "
-         f"{sum(j.split(':')[0] in ('parse', 'ceilings') for j in got_c)} parse/ceilings, "
-         f"{'report' if 'report' in got_c else 'no report'}",
-         f"{n} classify + {', '.join(j for j in want_c if ':' not in j)}", "met" if got_c == want_c else "**not met**"],
+         f"{sum(j.split(':')[0] in ('parse', 'capture') for j in got_c)} parse/capture, "
+         + ", ".join(j for j in got_c if ":" not in j),
+         ", ".join(want_c), "met" if got_c == want_c else "**not met**"],
     ]
     notes = [
         f"{n} apps x {launches} launches, `--cores 2`, bytecode cache {'off' if args.no_bytecode else 'on'}; "
