@@ -6,7 +6,7 @@ plain pandas tables whose columns are declared in :mod:`roofline.schemas`::
     import roofline
     counters = roofline.read("profile.ncu-rep")                    # one row per launch
     result = roofline.analyse(["profile.ncu-rep", "other.csv"])    # ceilings, launches, kernels
-    roofline.chart(result)                                         # the report's roofline, inline
+    roofline.plot(result)                                          # the report's roofline, inline
 
 The ``roofline`` command (:mod:`roofline.cli`) runs the same :func:`analyse`, so a notebook and the
 terminal give the same numbers; the workflow runs the same stages, one job per file.
@@ -250,7 +250,7 @@ def analyse(
     return Analysis(everything, ceilings, kernels, diagnostics, tuple(problems))
 
 
-def chart(analysis: Analysis, device: str | None = None) -> alt.LayerChart:
+def plot(analysis: Analysis, device: str | None = None) -> alt.LayerChart:
     """The hierarchical roofline of one device, as the report draws it (:func:`roofline.chart.roofline_chart`):
     an Altair chart, which Jupyter renders inline and ``.save("x.html")`` writes out.
 
@@ -294,4 +294,4 @@ def source_paths(paths: Sequence[PathLike]) -> dict[str, str]:
     return dict(zip(app_names(paths), (os.fspath(p) for p in paths)))
 
 
-__all__ = ["Analysis", "analyse", "app_names", "ceilings_of", "chart", "read", "source_paths"]
+__all__ = ["Analysis", "analyse", "app_names", "ceilings_of", "plot", "read", "source_paths"]

@@ -38,24 +38,16 @@ def test_import_roofline_is_cheap():
         "import sys, json, roofline\n"
         "heavy = ('pandas', 'numpy', 'altair', 'pyarrow', 'pydantic', 'roofline.api')\n"
         "before = [m for m in heavy if m in sys.modules]\n"
-        "names = sorted(n for n in ('read', 'analyse', 'chart', 'Analysis') if n in dir(roofline))\n"
+        "names = sorted(n for n in ('read', 'analyse', 'plot', 'Analysis') if n in dir(roofline))\n"
         "roofline.read\n"
         "print(json.dumps([before, names, 'pandas' in sys.modules, 'altair' in sys.modules]))\n"
     )
     ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     before, names, pandas_after, altair_after = json.loads(ran.stdout)
-    assert before == [] and names == ["Analysis", "analyse", "chart", "read"]
+    assert before == [] and names == ["Analysis", "analyse", "plot", "read"]
     assert pandas_after and not altair_after  # read needs pandas, not Altair
     with pytest.raises(AttributeError, match="no attribute 'nothing'"):
         roofline.nothing  # noqa: B018
-
-
-def test_chart_is_the_module_and_the_function():
-    """`from roofline import chart` is still the chart module; calling it is roofline.api.chart."""
-    from roofline import chart
-    from roofline.chart import roofline_chart
-
-    assert chart.roofline_chart is roofline_chart and roofline.chart is chart and callable(chart)
 
 
 def test_read_names_the_device_of_an_export():
@@ -133,15 +125,15 @@ def test_analyse_errors_warn_raise_or_collect(tmp_path):
         roofline.analyse(TEXTBOOK, policy=["guess"])
 
 
-def test_chart_draws_the_reports_roofline():
-    """chart() is roofline.chart.roofline_chart for the one device; Vega-Lite compiles it (vl-convert,
+def test_plot_draws_the_reports_roofline():
+    """plot() is roofline.chart.roofline_chart for the one device; Vega-Lite compiles it (vl-convert,
     offline) and Jupyter gets an HTML bundle that draws without a CDN when asked to."""
     import vl_convert
 
     from roofline.chart import roofline_chart
 
     result = roofline.analyse(silu_report())
-    drawn = roofline.chart(result)
+    drawn = roofline.plot(result)
     assert isinstance(drawn, alt.TopLevelMixin)
     reference = roofline_chart(result.kernels, result.ceilings, "NVIDIA A100-SXM4-40GB")
     assert drawn.to_dict() == reference.to_dict()
@@ -153,14 +145,14 @@ def test_chart_draws_the_reports_roofline():
     assert "silu_kernel" in html and "cdn.jsdelivr" not in html
 
 
-def test_chart_asks_for_a_device_when_there_are_several():
+def test_plot_asks_for_a_device_when_there_are_several():
     result = roofline.analyse([silu_report(), roofline.read(nersc_csv(), device=A100_80)])
     assert result.devices == ["NVIDIA A100-SXM4-40GB", A100_80]
     with pytest.raises(ValueError, match="pass device= one of"):
-        roofline.chart(result)
+        roofline.plot(result)
     with pytest.raises(ValueError, match="has no kernel"):
-        roofline.chart(result, device="NVIDIA H100")
-    assert isinstance(roofline.chart(result, device=A100_80), alt.TopLevelMixin)
+        roofline.plot(result, device="NVIDIA H100")
+    assert isinstance(roofline.plot(result, device=A100_80), alt.TopLevelMixin)
 
 
 def readme_example() -> str:
