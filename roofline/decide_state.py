@@ -19,7 +19,9 @@ from which the next run judges the same nights again.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import gc
 import hashlib
 import json
 import logging
@@ -29,6 +31,7 @@ import shutil
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
+from operator import itemgetter
 from pathlib import Path
 
 import numpy as np
@@ -78,6 +81,19 @@ class Update:
 
 class _Stale(Exception):
     """The stored decisions do not fit the state: replay."""
+
+
+@contextlib.contextmanager
+def _no_gc():
+    """Pause the cyclic garbage collector: building ~150k small dicts of a state (none of them in a
+    cycle) otherwise triggers collections that rescan every one of them."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def rule_hash(params: DecisionParams) -> str:
@@ -130,13 +146,13 @@ def state_table(engine: Engine, meta: dict) -> pa.Table:
     offsets = [0]
     for s in states:
         offsets.append(offsets[-1] + len(s.nights))
-    nights = [n for s in states for n in s.nights]
-    cols["n.run_id"] = _lists([n["run_id"] for n in nights], offsets, text)
-    for name in _NIGHT:
-        cols[f"n.{name}"] = _lists([n[name] for n in nights], offsets, num)
-    cols["n.label"] = _lists([n["label"] for n in nights], offsets, text)
-    cols["n.dir"] = _lists([n["dir"] for n in nights], offsets, pa.int8())
-    cols["n.persistent"] = _lists([n["persistent"] for n in nights], offsets, pa.bool_())
+    names = ("run_id", *_NIGHT, "label", "dir", "persistent")
+    fields = itemgetter(*names)
+    # every night's fields, transposed in C: one list per field
+    columns = list(zip(*map(fields, (n for s in states for n in s.nights)), strict=True)) or [()] * len(names)
+    kinds = (text, *[num] * len(_NIGHT), text, pa.int8(), pa.bool_())
+    for name, values, kind in zip(names, columns, kinds, strict=True):
+        cols[f"n.{name}"] = _lists(list(values), offsets, kind)
     table = pa.table(cols)
     return table.replace_schema_metadata({_META: json.dumps(meta).encode()})
 
@@ -330,12 +346,16 @@ def update(store_dir: str | os.PathLike, params: DecisionParams, *, changed: Ite
     Update
         The run order of the judged nights, the nights judged now, whether it replayed and why.
     """
-    store = Path(store_dir)
+    with _no_gc():
+        return _update(Path(store_dir), params, set(changed), replay)
+
+
+def _update(store: Path, params: DecisionParams, changed: set[str], replay: bool) -> Update:
     files = run_files(store)
     digest = rule_hash(params)
     reason = "asked for (--replay)"
     if not replay:
-        path, reason = _base(store, files, digest, set(changed))
+        path, reason = _base(store, files, digest, changed)
         if path is not None:
             engine = load_engine(pq.read_table(path), params)
             runs = json.loads(pq.read_schema(path).metadata[_META])["runs"]
