@@ -96,16 +96,25 @@ def _no_gc():
             gc.enable()
 
 
+def _code_hash() -> str:
+    """The rule's code as this process loaded it (read once, at import: a file edited while a run
+    goes on is not the code that run executes)."""
+    digest = hashlib.sha256()
+    for module in (decide, decide_series, sys.modules[__name__]):
+        digest.update(Path(module.__file__).read_bytes())
+    return digest.hexdigest()
+
+
+_CODE = _code_hash()
+
+
 def rule_hash(params: DecisionParams) -> str:
     """Hash of what decides the labels: the parameters, the rule version and the rule's code
     (any edit of these modules replays once), so a stored state is used only by the rule that
     built it."""
     payload = json.dumps({"params": dataclasses.asdict(params), "rule": RULE_VERSION,
-                          "state": STATE_VERSION}, sort_keys=True, default=str).encode()
-    digest = hashlib.sha256(payload)
-    for module in (decide, decide_series, sys.modules[__name__]):
-        digest.update(Path(module.__file__).read_bytes())
-    return digest.hexdigest()[:16]
+                          "state": STATE_VERSION, "code": _CODE}, sort_keys=True, default=str)
+    return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 
 # ------------------------------------------------------------------------------ state <-> table
@@ -286,7 +295,7 @@ def _revise(store: Path, run_id: str, changes: list[tuple[int, str, tuple]], key
 
 
 def _advance(store: Path, engine: Engine, runs: list[list], todo: list, files: dict,
-           digest: str) -> list[str]:
+             digest: str) -> list[str]:
     """Judge ``todo`` (nights in order) from ``engine``, then write their records, the revisions
     of earlier records, and the states after the last KEEP nights, in that order."""
     held: dict[str, list[dict]] = {}
@@ -372,6 +381,6 @@ def _update(store: Path, params: DecisionParams, changed: set[str], replay: bool
                 except _Stale as stale:
                     reason = str(stale)
     log.info("judging every stored night again: %s", reason)
-    runs: list[list] = []
-    judged = _advance(store, Engine(params), runs, _keys(store, files), files, digest)
-    return Update([r[0] for r in runs if r[4]], judged, True, reason)
+    every: list[list] = []
+    judged = _advance(store, Engine(params), every, _keys(store, files), files, digest)
+    return Update([r[0] for r in every if r[4]], judged, True, reason)

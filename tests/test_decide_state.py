@@ -170,6 +170,8 @@ def test_changed_parameters_or_rule_replay_every_night(tmp_path, monkeypatch):
     monkeypatch.setattr(decide_state, "RULE_VERSION", "track-99")  # a new rule version
     assert update(tmp_path, other).replayed
     compare(tmp_path, other)
+    monkeypatch.setattr(decide_state, "_CODE", "edited")  # the rule's code changed
+    assert update(tmp_path, other).replayed and not update(tmp_path, other).replayed
 
 
 def test_a_night_that_sorts_before_the_last_judged_one_replays(tmp_path):
