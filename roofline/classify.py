@@ -25,7 +25,9 @@ import numpy as np
 import pandas as pd
 
 from roofline import metrics
+from roofline.instruction import instruction_roofline, issue_peak_ips
 from roofline.metrics import COMPUTE_CLASSES, MEMORY_LEVELS, TENSOR_CLASSES
+from roofline.ncu_rules import kernel_rules
 from roofline.schemas import KERNELS, conform
 
 log = logging.getLogger("roofline.classify")
@@ -158,6 +160,7 @@ def classify_frame(
         out["warp_ips"] = warp_instructions / duration
         busiest_bytes = np.where(busiest >= 0, level_bytes[rows, np.maximum(busiest, 0)], np.nan)
         out["instruction_intensity"] = np.where(busiest_bytes > 0, warp_instructions / (busiest_bytes / 32.0), np.nan)
+    out = out.assign(**instruction_roofline(merged, level_time, duration))
     source_name = np.where(compute_wins, compute_class, busiest_level)
     ceiling_source = np.full(n, "", dtype=object)
     for name in pd.unique(source_name):
@@ -365,6 +368,12 @@ def aggregate_kernels(counters: pd.DataFrame, ceilings: pd.DataFrame, **options)
     if "convention" in frame.columns:
         totals["convention"] = everything["convention"].first().to_numpy()
     time_all = everything["_time_all"].sum(min_count=1).to_numpy()
+    # One issue roof per device (the median over its launches), as the other roofs are one per device.
+    frame["_issue_peak"] = issue_peak_ips(frame)
+    totals["issue_peak_ips"] = frame.groupby("device")["_issue_peak"].transform("median").groupby(group).first()
+    if "ncu_rules" in frame.columns:
+        totals["ncu_rules"], totals["ncu_speedup_pct"] = kernel_rules(
+            frame["ncu_rules"].fillna("").astype(str).tolist(), frame["duration_s"], group, len(totals))
     classified = classify_frame(totals, ceilings, **options)
     app_time = pd.Series(time_all, index=classified.index).groupby(classified["app"]).transform("sum")
     classified["time_share"] = time_all / app_time

@@ -162,6 +162,7 @@ _IDENTITY_KEYS = (
     "compute_capability",
     "algorithmic_flop",
     "algorithmic_bytes",
+    "ncu_rules",
 )
 
 

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from roofline import metrics
+from roofline.ncu_rules import launch_rules
 from roofline.units import UnitError, si_factor, unknown_unit_warning
 
 
@@ -28,7 +29,7 @@ class InputError(ValueError):
 _NEEDED_METRICS = frozenset(metrics.all_input_metrics())
 _TENSOR_PREFIX = "sm__ops_path_tensor_"
 _DEVICE_NAME = "device__attribute_display_name"  # text: read by _string_metric, not as a number
-_IDENTITY = ("launch", "kernel", "kernel_mangled", "device", "grid", "block", "stream")
+_IDENTITY = ("launch", "kernel", "kernel_mangled", "device", "grid", "block", "stream", "ncu_rules")
 _REPORT_MAGIC = b"NVR\x00"
 _HEAD_BYTES = 8_000_000  # the command line is looked for in a report's first 8 MB,
 _VERSION_BYTES = 4_000_000  # the version in its first 4 MB
@@ -213,6 +214,7 @@ def _read_report(path: Path, shown: Path) -> pd.DataFrame:
                     _dims(action, "grid"),
                     _dims(action, "block"),
                     _string_metric(action, "launch__stream_id"),
+                    launch_rules(action),  # ncu's own findings, shown beside our verdict
                 )
             )
             values: dict[str, float] = {}

@@ -81,6 +81,13 @@ COUNTERS = [
     Column("missing", "str", "", "roofline quantities the input could not give, ';'-separated"),
     Column("missing_hint", "str", "", "ncu flags that would supply them"),
     Column("machine", "str", "", "catalog GPU or what-if machine the input names, if any"),
+    Column(
+        "ncu_rules",
+        "str",
+        "",
+        "Nsight Compute's rule results stored in the report (JSON list: rule, section, title, message, type, "
+        "speedup_pct = ncu's estimated speedup [% of the time], speedup_type global/local); empty: none",
+    ),
 ]
 
 CEILINGS = [
@@ -139,6 +146,22 @@ CLASSIFIED_EXTRA = [
         "inst/sector",
         "warp instructions per 32 B transaction at the busiest level (instruction roofline x)",
     ),
+    Column(
+        "issue_peak_ips",
+        "float",
+        "inst/s",
+        "instruction issue roof: SMs x warp schedulers per SM x SM clock, 1 warp instruction per cycle and "
+        "scheduler (kernels: the median over the device's launches)",
+    ),
+    Column("time_bound_issue", "float", "s", "warp instructions / issue_peak_ips"),
+    Column(
+        "instruction_bound",
+        "str",
+        "",
+        "instruction-roofline verdict (Ding & Williams): issue (the issue roof binds) or memory:<level> (its "
+        "transactions/s roof binds); unknown: no warp instruction count, issue peak or bytes",
+    ),
+    Column("instruction_roof_pct", "float", "%", "largest of the issue and memory time bounds / duration"),
     *_CLASS_COLUMNS,
     *_LEVEL_COLUMNS,
 ]
@@ -162,6 +185,11 @@ KERNELS = [
     *[Column(f"{level}_bytes", "float", "B") for level in MEMORY_LEVELS],
     *[c for c in CLASSIFIED_EXTRA if c.name not in {"ridge_ratio"}],
     Column("ridge_ratio", "float"),
+    Column("warp_instructions", "float", "inst", "executed warp instructions, total over the launches used"),
+    Column("ncu_rules", "str", "", "ncu's rule results over the kernel's launches (JSON list, largest "
+           "speedup first; speedup_pct: time-weighted mean of the launches' estimates, 0 where a rule did not fire)"),
+    Column("ncu_speedup_pct", "float", "%", "the largest speedup ncu estimates for the kernel (rules overlap: "
+           "never a sum)"),
     Column("priority", "float", "", "time_share x (1 - roof fraction)"),
 ]
 
