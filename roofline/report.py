@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import copy
 import functools
-import html
 import importlib.resources
 import json
 import math
@@ -42,10 +41,22 @@ from roofline.chart import (
     kernel_count_text,
     plot_points,
     roofline_layers,
-    si,
 )
+from roofline.chart_instruction import instruction_chart
 from roofline.inputs import is_app_name
 from roofline.metrics import MEMORY_LEVELS
+from roofline.pages.glance import findings_html, glance_html
+from roofline.pages.markup import esc as _e
+from roofline.pages.markup import script_json as _json
+from roofline.pages.markup import script_safe as _script_safe
+from roofline.pages.sections import (
+    app_sources,
+    ceilings_html,
+    diagnostics_html,
+    inputs_html,
+    kernels_html,
+    source_html,
+)
 from roofline.schemas import conform, read_table, write_text_atomic
 
 CANVAS_FROM = 300  # kernels on a chart from which it is drawn on a canvas, not as SVG
@@ -66,15 +77,16 @@ TABLE = [
     ("grid × block", "config", "cfg"), ("launches", "launches", "int"), ("time share", "time_share", "share"),
     ("GPU time", "duration_s", "s"), ("bound", "bound", "text"), ("% of roof", "roof_pct", "pct"),
     ("achieved", "achieved", "achieved"), ("attainable", "attainable", "attainable"),
-    ("AI [FLOP/B]", "ai_bind", "num"), ("ceiling source", "ceiling_source", "text"), ("priority", "priority", "num"),
-    ("note", "note", "note"),
+    ("AI [FLOP/B]", "ai_bind", "num"), ("ceiling source", "ceiling_source", "text"),
+    ("instruction roofline", "instruction_bound", "text"), ("% of instr. roof", "instruction_roof_pct", "pct"),
+    ("ncu speedup", "ncu_speedup_pct", "pct"), ("priority", "priority", "num"), ("note", "note", "note"),
 ]
 TABLE_COLUMNS = [head for head, *_ in TABLE]
 CSV_COLUMNS = [*((head, field) for head, field, _ in TABLE), ("kernel (full name)", "kernel")]
 TABLE_ROWS = 100  # rows drawn at first and per "show more"
-TEXT_FIELDS = {"kernel", "kernel_short", "app", "device", "config", "compute_class", "bound", "ceiling_source", "note"}
+TEXT_FIELDS = {"kernel", "kernel_short", "app", "device", "config", "compute_class", "bound", "ceiling_source", "note",
+               "instruction_bound"}
 INT_FIELDS = {"launches", "rank"}
-UNPLOTTED_LISTED = 100
 
 
 COLUMN_HELP = {
@@ -84,22 +96,12 @@ COLUMN_HELP = {
     "attainable": "the binding roof at the kernel's intensity",
     "AI [FLOP/B]": "arithmetic intensity at the binding (busiest) memory level",
     "priority": "time share x (1 - fraction of the binding roof)",
+    "bound": "FLOP roofline verdict; none: no floating-point work (see the instruction roofline column)",
+    "instruction roofline": "issue or memory:<level>: the roof that binds warp instructions/s (Ding & Williams)",
+    "% of instr. roof": "largest of the issue and memory time bounds / duration",
+    "ncu speedup": "the largest speedup Nsight Compute's own rules estimate (% of the kernel's time)",
 }
 
-
-
-def _e(text: object) -> str:
-    return html.escape("" if text is None or (isinstance(text, float) and not np.isfinite(text)) else str(text),
-                       quote=True)
-
-
-def _json(obj: object) -> str:
-    """JSON safe inside a <script> element: no ``</`` or ``<!--`` can appear."""
-    return _script_safe(json.dumps(obj, allow_nan=False, ensure_ascii=False))
-
-
-def _script_safe(text: str) -> str:
-    return text.replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
 def _app_href(app: str, prefix: str) -> str:
@@ -128,6 +130,8 @@ def page_table(kernels: pd.DataFrame) -> pd.DataFrame:
         "time_share": k["time_share"], "duration_s": k["duration_s"], **{c: ai[c].where(ai[c] > 0) for c in levels},
         "achieved": performance.where(np.isfinite(performance)), "attainable": k["attainable"],
         "roof_pct": k["roof_pct"], "ai_bind": binding, "ceiling_source": k["ceiling_source"],
+        "instruction_bound": k["instruction_bound"].where(k["instruction_bound"] != "unknown", ""),
+        "instruction_roof_pct": k["instruction_roof_pct"], "ncu_speedup_pct": k["ncu_speedup_pct"],
         "priority": k["priority"], "note": k["note"], "rank": rank,
     })
 
@@ -154,87 +158,6 @@ def _columns_json(table: pd.DataFrame) -> str:
             text = "[" + ",".join(form.format(v) if math.isfinite(v) else "null" for v in numbers) + "]"
         parts.append(f"{json.dumps(name)}:{text}")
     return _script_safe("{" + ",".join(parts) + "}")
-
-
-def app_sources(kernels: pd.DataFrame, diagnostics: pd.DataFrame) -> dict[str, str]:
-    """Each app's input file, from its rows' ``source_file`` (diagnostics; kernels tables that carry
-    one), where the caller gave none."""
-    frames = [f[["app", "source_file"]] for f in (kernels, diagnostics) if "source_file" in f]
-    rows = pd.concat(frames) if frames else pd.DataFrame(columns=["app", "source_file"])
-    rows = rows[(rows["app"] != "") & (rows["source_file"].fillna("") != "")]
-    return dict(rows.drop_duplicates("app").itertuples(index=False, name=None))
-
-
-def _source_html(source: str | None) -> str:
-    """An app's original file name, next to its name (app names are derived from file names)."""
-    return f' <span class="meta" title="{_e(source)}">({_e(Path(source).name)})</span>' if source else ""
-
-
-def _inputs_html(inputs: Sequence[Mapping], n_apps: int) -> str:
-    """The inputs: entries that gave no app (roofline.inputs.InputProblem), at the top of the summary."""
-    if not inputs and n_apps:
-        return ""
-    none = "<p><strong>No application was analysed</strong>: no input was found.</p>" if not n_apps else ""
-    items = "".join(f"<li><strong>{_e(i.get('problem'))}</strong>: {_e(i.get('fix'))}</li>" for i in inputs)
-    listed = (f'<p>{len(inputs)} <code>inputs:</code> entr{"y" if len(inputs) == 1 else "ies"} gave no app '
-              f"(warnings; <code>roofline.status --check</code> exits 4):</p><ul>{items}</ul>") if inputs else ""
-    return f'<section id="inputs" class="warning"><h2>Inputs</h2>{none}{listed}</section>'
-
-
-def _kernels_html(n: int, csv_name: str) -> str:
-    """The kernels section's controls and empty table; the inline script fills the rows."""
-    if not n:
-        return "<p>No kernels.</p>"
-    head = "".join(f'<th title="{_e(COLUMN_HELP.get(c, ""))}">{_e(c)}</th>' for c in TABLE_COLUMNS)
-    return (
-        '<p class="pager"><input id="find" type="search" size="40" placeholder="find: kernel, app, bound or note" '
-        f'aria-label="find kernels"><button id="csv" type="button" title="all {n} kernels, as {_e(csv_name)}">'
-        f'download CSV</button><span id="shown">{n} kernels</span></p>\n'
-        f'<div class="scroll"><table class="kernels"><thead><tr>{head}</tr></thead><tbody id="rows"></tbody>'
-        f'</table></div>\n<p class="pager"><button id="more" type="button" hidden>show {TABLE_ROWS} more</button>'
-        '<button id="all" type="button" hidden>show all</button></p>'
-    )
-
-
-def _ceilings_html(ceilings: pd.DataFrame, devices: list[str]) -> str:
-    rows = ceilings[ceilings["device"].isin(devices)].sort_values(["device", "kind", "name", "selected"],
-                                                                  ascending=[True, True, True, False])
-    if rows.empty:
-        return "<p>No ceilings.</p>"
-    body = "".join(
-        f"<tr><td>{_e(r.device)}</td><td>{_e(r.kind)}</td><td>{_e(r.name)}</td>"
-        f'<td class="n">{si(r.value, "FLOP/s" if r.kind == "compute" else "B/s")}</td><td>{_e(r.source)}</td>'
-        f'<td class="n">{si(r.clock_hz, "Hz")}</td><td>{"yes" if r.selected else ""}</td>'
-        f'<td class="note">{_e(r.citation)}</td></tr>'
-        for r in rows.itertuples(index=False)
-    )
-    return ("<table><thead><tr><th>device</th><th>kind</th><th>name</th><th>value</th><th>source</th>"
-            f"<th>clock</th><th>selected</th><th>citation</th></tr></thead><tbody>{body}</tbody></table>")
-
-
-def _diagnostics_html(diagnostics: pd.DataFrame, table: pd.DataFrame) -> str:
-    d = diagnostics.sort_values(["severity", "app"], kind="stable")
-    parts = []
-    if len(d):
-        body = "".join(
-            f'<tr class="{_e(r.severity)}"><td>{_e(r.severity)}</td><td>{_e(r.app)}</td><td>{_e(r.stage)}</td>'
-            f"<td>{_e(r.source_file)}</td><td>{'' if not np.isfinite(r.launch) else int(r.launch)}</td>"
-            f"<td>{_e(r.message)}</td></tr>"
-            for r in d.itertuples(index=False)
-        )
-        parts.append("<table><thead><tr><th>severity</th><th>app</th><th>stage</th><th>input</th><th>launch</th>"
-                     f"<th>message</th></tr></thead><tbody>{body}</tbody></table>")
-    unplotted = table[table["rank"].isna()]
-    if len(unplotted):
-        items = "".join(
-            f'<li><span class="kname" title="{_e(r.kernel)}">{_e(r.kernel_short)}</span> ({_e(r.app)}, '
-            f"{_e(r.device)}): {_e(r.note or ('bound ' + r.bound + ': no FLOP/s or no intensity to place it'))}</li>"
-            for r in unplotted.head(UNPLOTTED_LISTED).itertuples(index=False)
-        )
-        rest = len(unplotted) - UNPLOTTED_LISTED
-        items += f"<li>… and {rest} more: their notes are in the kernels table and its CSV</li>" if rest > 0 else ""
-        parts.append(f"<p>{len(unplotted)} kernel(s) are in the table but not on a chart:</p><ul>{items}</ul>")
-    return "".join(parts) or "<p>No problems: every input and launch was analysed.</p>"
 
 
 @functools.cache
@@ -342,6 +265,11 @@ def _body(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFra
                 charts.append({"device": device, "canvas": n >= CANVAS_FROM})
                 i = len(specs) - 1
                 sections.append(f'<div class="chart" id="chart{i}"></div><p class="drawn" id="drawn{i}"></p>')
+            instruction = instruction_chart(kernels, device)
+            if instruction is not None:  # kernels without FP work: their picture is the instruction roofline
+                specs.append(instruction.to_dict(validate=False))
+                charts.append({"device": device, "canvas": False, "inline": True})
+                sections.append(f'<div class="chart" id="chart{len(specs) - 1}"></div>')
     if skipped:
         sections.append(f"<p>No chart for {', '.join(skipped)}: their kernels are in the table below, the reasons "
                         "under <a href=\"#diagnostics\">Diagnostics</a>.</p>")
@@ -350,18 +278,24 @@ def _body(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFra
             f'"csv":{_json(CSV_COLUMNS)},"csvName":{_json(csv_name)},"appPrefix":{_json(app_prefix)},'
             f'"pageRows":{TABLE_ROWS}}}')
     n_err = int((diagnostics["severity"] == "error").sum())
-    contents = ('<nav class="meta">Contents: <a href="#charts">rooflines</a> · <a href="#kernels">kernels</a> · '
-                '<a href="#ceilings">ceilings</a> · <a href="#diagnostics">diagnostics</a></nav>')
+    app_page = app_prefix is None
+    findings = ' · <a href="#findings">ncu\'s findings</a>' if app_page else ""
+    contents = ('<nav class="meta">Contents: <a href="#glance">at a glance</a> · <a href="#charts">rooflines</a> · '
+                f'<a href="#kernels">kernels</a>{findings} · <a href="#ceilings">ceilings</a> · '
+                '<a href="#diagnostics">diagnostics</a></nav>')
     body = (
         f"<h1>{_e(title)}</h1>\n{nav}\n{contents}\n<p class=\"meta\">{len(kernels)} kernels, "
         f"{kernels['app'].nunique()} app(s), {len(devices)} device(s); {n_err} input error(s). "
         "Each kernel is drawn once per memory level: same performance, that level's arithmetic intensity "
         "(work of its dominant compute class / measured bytes at the level).</p>\n"
+        + glance_html(kernels, app_page) + "\n"
         '<section id="charts"><h2>Rooflines</h2>' + "\n".join(sections) + "</section>\n"
         '<section id="kernels"><h2>Kernels by priority</h2><p class="meta">priority = time share × (1 − fraction of '
-        "the binding roof): where optimisation pays most.</p>\n" + _kernels_html(len(table), csv_name)
-        + f'</section>\n<section id="ceilings"><h2>Ceilings</h2>{_ceilings_html(ceilings, devices)}</section>\n'
-        f'<section id="diagnostics"><h2>Diagnostics</h2>{_diagnostics_html(diagnostics, table)}</section>'
+        "the binding roof): where optimisation pays most.</p>\n" + kernels_html(
+            len(table), csv_name, TABLE_COLUMNS, COLUMN_HELP, TABLE_ROWS)
+        + "</section>\n" + (findings_html(kernels) if app_page else "")
+        + f'\n<section id="ceilings"><h2>Ceilings</h2>{ceilings_html(ceilings, devices)}</section>\n'
+        f'<section id="diagnostics"><h2>Diagnostics</h2>{diagnostics_html(diagnostics, table)}</section>'
     )
     return body, specs, data
 
@@ -374,8 +308,8 @@ def summary_html(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.
     default: the tables' ``source_file``)."""
     apps = sorted((set(kernels["app"]) | set(diagnostics["app"]) | set(apps)) - {""})
     sources = app_sources(kernels, diagnostics) if sources is None else sources
-    links = " · ".join(f'<a href="{_e(_app_href(a, "apps/"))}">{_e(a)}</a>{_source_html(sources.get(a))}' for a in apps)
-    nav = f"<nav>Apps: {links or 'none'}</nav>\n{_inputs_html(inputs, len(apps))}"
+    links = " · ".join(f'<a href="{_e(_app_href(a, "apps/"))}">{_e(a)}</a>{source_html(sources.get(a))}' for a in apps)
+    nav = f"<nav>Apps: {links or 'none'}</nav>\n{inputs_html(inputs, len(apps))}"
     # ...and in the diagnostics table, which must not say "no problems" of a run that lost an input
     rows = [{"app": "", "stage": "inputs", "severity": "warning", "source_file": i.get("path") or i.get("pattern"),
              "message": f"{i.get('problem')}: {i.get('fix')}"} for i in inputs]

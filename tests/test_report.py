@@ -61,7 +61,7 @@ def test_page_is_offline(page):
     assert "cdn.jsdelivr" not in page
     assert not re.search(r"<script[^>]*\bsrc\s*=", page, re.IGNORECASE)
     assert page.count("<script") == 2  # the bundle once, the data, specs and table code once
-    assert 'id="chart0"' in page and "vegaEmbed(" in page and "actions: false" in page
+    assert 'id="chart0"' in page and "vegaEmbed(" in page and "editor: false" in page
     assert re.search(r"""<(img|link|iframe)[^>]*(src|href)\s*=\s*["']?https?:""", page) is None
     assert "data:text/csv" not in page and "new Blob(" in page  # the CSV is made in the browser
 
@@ -227,3 +227,109 @@ def test_vega_bundle_is_cached_per_version_and_a_damaged_cache_is_rebuilt(tmp_pa
         assert report.vega_bundle() == bundle  # read back from the file
     finally:
         report.vega_bundle.cache_clear()
+
+
+def glance_of(page: str) -> str:
+    return page[page.index('<section id="glance">'):page.index('<section id="charts">')]
+
+
+def test_glance_names_the_roof_the_saving_and_what_is_missing():
+    kernels = make_kernels(8, seed=2)
+    unknown = kernels.index[0]
+    kernels.loc[unknown, ["bound", "roof_pct", "priority"]] = ["unknown", np.nan, np.nan]
+    kernels.loc[unknown, "note"] = "no FLOP counters in the input: no verdict"
+    kernels["roof_dram_bw"] = 1.5552e12
+    kernels["roof_flops"] = np.where(kernels["compute_class"] == "fp64", 9.7e12, 19.5e12)
+    kernels["predicted_duration_s"] = kernels["duration_s"] * kernels["roof_pct"] / 100
+    page = report.summary_html(kernels, make_ceilings(), make_diagnostics(), "t")
+    glance = glance_of(page)
+    ranked, unjudged = glance.split("Not judged")
+    assert "DRAM bandwidth, 1.56 TB/s" in ranked or "FP32 peak, 19.5 TFLOP/s" in ranked
+    assert "no FLOP counters in the input" in unjudged and "no FLOP counters" not in ranked
+    assert kernels.loc[unknown, "kernel_short"] not in ranked  # never ranked as if judged
+    # the first row is the kernel with the most time to gain at its roof, stated in seconds
+    judged = kernels.drop(unknown).dropna(subset=["priority"])
+    saving = judged["duration_s"] - judged["predicted_duration_s"]
+    best = judged.loc[saving.idxmax()]
+    first = ranked[ranked.index("<tbody>"):].split("</tr>")[0]
+    assert html_escape(best["kernel_short"]) in first and chart.si(saving.max(), "s") in first
+
+
+def test_roof_words():
+    from roofline.pages.glance import class_words, roof_words
+
+    assert class_words("tensor_fp16_acc32") == "FP16 tensor (FP32 accumulate)"
+    assert class_words("tensor_int8_sparse") == "INT8 tensor 2:4 sparse"
+    row = pd.Series({"bound": "compute:tensor_fp16_acc32", "roof_flops": 165e12})
+    assert roof_words(row) == "FP16 tensor (FP32 accumulate) peak, 165 TFLOP/s"
+    assert roof_words(pd.Series({"bound": "memory:dram", "roof_dram_bw": 1.94e12})) == "DRAM bandwidth, 1.94 TB/s"
+    row = pd.Series({"bound": "none", "instruction_bound": "issue", "issue_peak_ips": 609e9})
+    assert roof_words(row) == "instruction issue rate, 609 Gwarp inst/s (no FP work)"
+
+
+@pytest.fixture(scope="module")
+def real_pages(tmp_path_factory):
+    """Summary and app pages of three real reports: SiLU (ncu rule results with speedups), the
+    GTX 1650 stencil (a kernel without FP work) and the A40 Julia report (tensor work not counted)."""
+    import warnings
+
+    from conftest import real_fixture
+
+    import roofline
+
+    reports = {"silu_a100": ("a100sxm-silu-full-ncu2025.1", "2025-04-21-77_06-MT.ncu-rep"),
+               "heatsim_gtx1650": ("gtx1650-heatsim-stencil-full-ncu2021.3", "report_name.ncu-rep"),
+               "julia_a40": ("a40-julia-frb-full-ncu2022.4", "profile.ncu-rep")}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tables = [roofline.read(real_fixture(folder) / name, app=app) for app, (folder, name) in reports.items()]
+        result = roofline.analyse(tables)
+    out = tmp_path_factory.mktemp("real-pages")
+    report.write_pages(result.kernels, result.ceilings, result.diagnostics, out / "summary.html", out / "apps",
+                       "Roofline summary")
+    return out, result
+
+
+def test_real_glance_and_findings(real_pages):
+    out, result = real_pages
+    summary = (out / "summary.html").read_text()
+    glance = glance_of(summary)
+    silu = result.kernels[result.kernels["app"] == "silu_a100"].iloc[0]
+    saving = silu["duration_s"] - silu["predicted_duration_s"]
+    assert silu["bound"] == "memory:dram" and chart.si(saving, "s") in glance
+    assert f"DRAM bandwidth, {chart.si(silu['roof_dram_bw'], 'B/s')}" in glance
+    assert "ncu: Long Scoreboard Stalls, est. speedup 23 %" in glance  # ncu_report: 22.94 %
+    assert "tensor work not counted" in glance.split("Not judged")[1]  # the A40 kernel: unknown, said why
+    assert "(no FP work)" in glance  # the stencil's FP-free kernel judged on its instruction roofline
+    app = (out / "apps" / "silu_a100.html").read_text()
+    findings = app[app.index('<section id="findings">'):app.index('<section id="ceilings">')]
+    assert "Long Scoreboard Stalls" in findings and "est. speedup 22.9 % (global)" in findings
+    assert "@section:" not in findings
+
+
+def test_real_instruction_roofline_drawn_for_fp_free_kernels(real_pages):
+    out, result = real_pages
+    specs = _specs((out / "apps" / "heatsim_gtx1650.html").read_text())
+    titles = [s["title"]["text"] for s in specs]
+    assert titles == ["NVIDIA GeForce GTX 1650", "NVIDIA GeForce GTX 1650: instruction roofline"]
+    points = next(layer for layer in specs[1]["layer"] if layer["mark"]["type"] == "point")["data"]["values"]
+    fp_free = result.kernels[(result.kernels["app"] == "heatsim_gtx1650") & (result.kernels["bound"] == "none")]
+    assert {p["kernel"] for p in points} == set(fp_free["kernel"]) and len(fp_free)
+    assert all(p["verdict"] in ("issue", "memory:dram", "memory:l2", "memory:l1") for p in points)
+
+
+def test_static_export_offline(real_pages):
+    """A summary chart exports to SVG and PNG without a network: vl-convert renders it here; the
+    pages' export menu (vega-embed actions) renders in the browser (test_browser)."""
+    import vl_convert
+
+    out, result = real_pages
+    device = result.kernels.loc[result.kernels["app"] == "silu_a100", "device"].iat[0]
+    with alt.data_transformers.disable_max_rows():
+        spec = chart.roofline_chart(result.kernels, result.ceilings, device).to_dict(validate=False)
+    svg = vl_convert.vegalite_to_svg(spec)
+    assert svg.startswith("<svg") and "DRAM 1.56 TB/s" in svg and "Arithmetic intensity" in svg
+    png = vl_convert.vegalite_to_png(spec, scale=1)
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    instruction = _specs((out / "apps" / "heatsim_gtx1650.html").read_text())[1]
+    assert "instruction roofline" in vl_convert.vegalite_to_svg(instruction)

@@ -104,7 +104,21 @@ function drawnNote(top, n) {
   return 'Drawn: the top ' + count(top) + ' of ' + count(n) + ' kernels by GPU time; ' + count(n - top) +
     ' hidden. Move the "top N kernels by GPU time" slider to the right to show them.';
 }
+// Every chart exports to SVG and PNG from its "..." menu: vega-embed renders the file in the page,
+// offline; the editor and source actions would open vega.github.io and are left out.
+const ACTIONS = {export: true, source: false, compiled: false, editor: false};
 DATA.charts.forEach(function (chart, c) {
+  const el = document.getElementById('chart' + c), note = document.getElementById('drawn' + c);
+  if (chart.inline) {  // an instruction roofline: its few points are in its spec
+    vegaEmbed(el, SPECS[c], {actions: ACTIONS, renderer: 'svg'}).then(function (r) {
+      VIEWS[c] = r.view;
+      el.setAttribute('data-rendered', 'yes');
+    }).catch(function (e) {
+      el.setAttribute('data-error', String(e));
+      el.textContent = 'Chart could not be drawn: ' + e;
+    });
+    return;
+  }
   const points = [];
   for (let i = 0; i < N; i++) {
     if (C.device[i] !== chart.device || C.rank[i] === null) continue;
@@ -113,8 +127,7 @@ DATA.charts.forEach(function (chart, c) {
     points.push(p);
   }
   SPECS[c].datasets[DATA.dataset] = points;
-  const el = document.getElementById('chart' + c), note = document.getElementById('drawn' + c);
-  vegaEmbed(el, SPECS[c], {actions: false, renderer: chart.canvas ? 'canvas' : 'svg'}).then(function (r) {
+  vegaEmbed(el, SPECS[c], {actions: ACTIONS, renderer: chart.canvas ? 'canvas' : 'svg'}).then(function (r) {
     VIEWS[c] = r.view;
     el.setAttribute('data-rendered', 'yes');
     note.textContent = drawnNote(r.view.signal('top_n'), points.length);
