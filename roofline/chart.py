@@ -458,7 +458,7 @@ def roofline_layers(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str) 
     layers.append(base.mark_point(filled=False, strokeWidth=1.5, clip=True).encode(
         **xy("ai", "y"),
         color=alt.Color("colour:N", scale=colour_scale, legend=legend.copy(), title="colour"),
-        fill=alt.Color("colour:N", scale=colour_scale, legend=None),
+        fill=alt.Color("colour:N", scale=colour_scale, legend=legend.copy(), title="colour"),  # one legend with color
         fillOpacity=alt.FillOpacity("timing:O", scale=alt.Scale(domain=[MEASURED, PREDICTED], range=[0.75, 0.0]),
                                     legend=None),
         shape=alt.Shape("compute_class:N", title="compute class", legend=legend.copy(), scale=alt.Scale(

@@ -289,7 +289,8 @@ def _body(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFra
         "Each kernel is drawn once per memory level: same performance, that level's arithmetic intensity "
         "(work of its dominant compute class / measured bytes at the level).</p>\n"
         + glance_html(kernels, app_page) + "\n"
-        '<section id="charts"><h2>Rooflines</h2>' + "\n".join(sections) + "</section>\n"
+        '<section id="charts"><h2>Rooflines</h2><p class="meta">Each chart\'s ⋯ menu (top right) saves it as SVG '
+        "or PNG, for slides and papers (drawn in the page, offline).</p>" + "\n".join(sections) + "</section>\n"
         '<section id="kernels"><h2>Kernels by priority</h2><p class="meta">priority = time share × (1 − fraction of '
         "the binding roof): where optimisation pays most.</p>\n" + kernels_html(
             len(table), csv_name, TABLE_COLUMNS, COLUMN_HELP, TABLE_ROWS)

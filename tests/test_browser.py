@@ -6,6 +6,7 @@ Needs Debian's ``chromium`` (``apt-get install chromium``); skipped when it is a
 import csv
 import html
 import io
+import os
 import re
 import shutil
 import subprocess
@@ -15,6 +16,7 @@ import pandas as pd
 import pytest
 from test_chart import make_ceilings, make_kernels
 from test_report import HOSTILE, IMG, make_diagnostics
+from test_report import real_pages as real_pages  # a fixture, shared
 
 from roofline import report
 from roofline.schemas import conform
@@ -157,3 +159,90 @@ def test_csv_is_the_table(rendered):
 def test_screenshot_written(rendered):
     png = rendered["png"]
     assert png.exists() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20_000
+
+
+# Before anything else on a real page: every error and warning the page logs, and every uncaught error.
+WATCH = """<script>window.LOGGED = [];
+window.addEventListener('error', function (e) { LOGGED.push('error: ' + e.message); });
+['error', 'warn'].forEach(function (level) {
+  var original = console[level];
+  console[level] = function () {
+    LOGGED.push(level + ': ' + [].join.call(arguments, ' '));
+    original.apply(console, arguments);
+  };
+});</script>"""
+# After it: what was fetched, what was drawn, and each chart exported as SVG and PNG in the page.
+EXPORT_PROBE = """<script>
+window.addEventListener('load', function () { setTimeout(async function () {
+  var body = document.body, exported = [];
+  for (var c = 0; c < VIEWS.length; c++) {
+    var svg = await VIEWS[c].toSVG(), png = await VIEWS[c].toImageURL('png');
+    exported.push((svg.indexOf('<svg') === 0 ? 'svg' : 'no-svg') + ':' + png.slice(0, 21) + ':' +
+      (png.length > 10000 ? 'drawn' : 'blank'));
+  }
+  body.setAttribute('data-resources', performance.getEntriesByType('resource')
+    .map(function (e) { return e.name; }).join(' ') || 'none');
+  body.setAttribute('data-exported', exported.join(' '));
+  body.setAttribute('data-logged', LOGGED.join(' | ') || 'none');
+  body.setAttribute('data-glance', String(document.querySelectorAll('#glance tbody tr').length));
+}, 1000); });
+</script></body>"""
+SCREENSHOTS = os.environ.get("ROOFLINE_SCREENSHOTS")  # a folder: keep the screenshots (docs/screenshots)
+
+
+def probed(page: Path, out: Path) -> Path:
+    text = page.read_text()
+    head, _, tail = text.rpartition("</body>")
+    text = head + EXPORT_PROBE + tail
+    path = out / f"probed-{page.name}"
+    path.write_text(text.replace("<head>", "<head>" + WATCH, 1))
+    return path
+
+
+@pytest.fixture(scope="module")
+def real_rendered(real_pages, tmp_path_factory) -> dict:  # noqa: F811 (the fixture imported above)
+    """The real summary and an app page (see test_report.real_pages) drawn, probed and screenshotted."""
+    out, _ = real_pages
+    tmp = tmp_path_factory.mktemp("real-browser")
+    pages = {"summary": out / "summary.html", "app": out / "apps" / "silu_a100.html",
+             "app-fp-free": out / "apps" / "heatsim_gtx1650.html"}  # with an instruction roofline
+    result = {}
+    for name, page in pages.items():
+        path = probed(page, page.parent)
+        dump = chromium(path.as_uri(), tmp / f"profile-{name}", "--dump-dom")
+        shot = tmp / f"{name}.png"
+        size = "1300,2300" if name == "summary" else "1300,1700"
+        chromium(page.as_uri(), tmp / f"profile-{name}-png", f"--window-size={size}", f"--screenshot={shot}")
+        if SCREENSHOTS and name in ("summary", "app"):
+            Path(SCREENSHOTS).mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(shot, Path(SCREENSHOTS) / f"{name}.png")
+        result[name] = {"dom": dump.stdout, "log": dump.stderr, "png": shot,
+                        "charts": len(re.findall(r'<div class="chart"', page.read_text()))}
+    return result
+
+
+@pytest.mark.parametrize("name", ["summary", "app", "app-fp-free"])
+def test_real_pages_draw_offline_without_errors(real_rendered, name):
+    page = real_rendered[name]
+    dom = page["dom"]
+    assert page["charts"] == {"summary": 5, "app": 1, "app-fp-free": 2}[name]  # 3 devices + 2 instruction rooflines
+    assert dom.count('data-rendered="yes"') == page["charts"], page["log"][-2000:]
+    assert 'data-error="' not in dom
+    assert attribute(page, "logged") == "none"
+    resources = attribute(page, "resources")
+    assert not re.search(r"https?:|wss?:", resources), resources
+    assert "net::ERR" not in page["log"]
+    assert int(attribute(page, "glance")) >= 1
+
+
+@pytest.mark.parametrize("name", ["summary", "app", "app-fp-free"])
+def test_real_charts_export_svg_and_png_in_the_page(real_rendered, name):
+    exported = attribute(real_rendered[name], "exported").split()
+    assert len(exported) == real_rendered[name]["charts"]
+    assert all(e == "svg:data:image/png;base64:drawn" for e in exported), exported
+
+
+@pytest.mark.parametrize("name", ["summary", "app"])
+def test_real_screenshots(real_rendered, name):
+    png = real_rendered[name]["png"]
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 50_000

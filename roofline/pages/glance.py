@@ -92,8 +92,10 @@ def _top_finding(row: pd.Series, large_only: bool = True) -> dict | None:
     return best
 
 
-def _kernel_cell(row: pd.Series) -> str:
-    return f'<span class="kname" title="{esc(row["kernel"])}">{esc(row["kernel_short"])}</span>'
+def _kernel_cell(row: pd.Series, repeated: bool = False) -> str:
+    """A kernel's short name (full name on hover); its launch configuration where the name repeats."""
+    config = f' <span class="cfg">{esc(row["grid"])} × {esc(row["block"])}</span>' if repeated else ""
+    return f'<span class="kname" title="{esc(row["kernel"])}">{esc(row["kernel_short"])}</span>{config}'
 
 
 def glance_html(kernels: pd.DataFrame, app_page: bool) -> str:
@@ -110,6 +112,7 @@ def glance_html(kernels: pd.DataFrame, app_page: bool) -> str:
     judged["_rank"] = judged["_saving"] / run_time if run_time > 0 else judged["priority"]
     judged = judged.sort_values(["_rank", "priority"], ascending=False)
     rows = []
+    repeated = k.duplicated(["app", "kernel"], keep=False)  # one function, several launch configurations
     for i, (_, row) in enumerate(judged.head(GLANCE_KERNELS).iterrows(), 1):
         saving = row["_saving"]
         share = 100 * saving / app_time[row.name] if app_time[row.name] > 0 else float("nan")
@@ -118,8 +121,9 @@ def glance_html(kernels: pd.DataFrame, app_page: bool) -> str:
         finding = _top_finding(row)
         ncu = (f'<br><span class="meta">ncu: {esc(finding["title"])}, est. speedup {finding["speedup_pct"]:.0f} % '
                f"({esc(finding['speedup_type'] or 'estimate')})</span>") if finding else ""
+        of_app = "" if app_page else f" ({esc(row['app'])})"
         rows.append(
-            f"<tr><td class=\"n\">{i}</td><td>{_kernel_cell(row)}{'' if app_page else ' (' + esc(row['app']) + ')'}"
+            f"<tr><td class=\"n\">{i}</td><td>{_kernel_cell(row, repeated[row.name])}{of_app}"
             f"</td><td>{esc(roof_words(row))}</td><td class=\"n\">{_pct(roof_percent(row))}</td>"
             f'<td class="n">{si(saving, "s")}</td><td>{_pct(share)}{where or " of the app&#39;s"} GPU time{run}'
             f"{ncu}</td></tr>"
