@@ -7,7 +7,7 @@ rule parse:
     input:
         report=app_input,
         code=pkg_code("parse.py", "derive.py", "what_if.py", "units.py", "ncu_rep.py", "config.py", "inputs.py",
-                      "compressed.py", "ncu_log.py",
+                      "compressed.py", "ncu_log.py", "ncu_rules.py",
                       *(f"ncu_csv/{p.name}" for p in sorted((PKG / "ncu_csv").glob("*.py")))),
     output:
         counters="data/counters/{app}.parquet",

@@ -5,7 +5,9 @@ rule report:
         kernels=all_kernel_tables(),
         ceilings=DEVICE_CEILINGS,
         diagnostics=diagnostics_tables(),
-        code=pkg_code("report.py", "chart.py", "inputs.py", "assets/report.css", "assets/report.js"),
+        code=pkg_code("report.py", "chart.py", "chart_instruction.py", "instruction.py", "ncu_rules.py", "inputs.py",
+                      "assets/report.css", "assets/report.js",
+                      *(f"pages/{p.name}" for p in sorted((PKG / "pages").glob("*.py")))),
     output:
         summary=report("reports/summary.html", category="Roofline", caption="../report/summary.rst"),
         apps=expand("reports/apps/{app}.html", app=sorted(APPS)),
