@@ -1,8 +1,9 @@
 """Report stage: kernels + ceilings + diagnostics -> one offline HTML summary and a page per app.
 
 Pure functions build the pages (:func:`summary_html`, :func:`app_html`) around the charts of
-:mod:`roofline.chart`; :func:`write_pages` and :func:`write_report` are the only ones touching files. Pages inline
-the Vega bundle once and make no network request.
+:mod:`roofline.chart`; :func:`write_pages` and :func:`write_report` are the only ones touching files. Pages
+make no network request: written together they share one Vega bundle beside the summary
+(``assets/vega-bundle.js``, by relative path); a page built alone inlines it (:mod:`roofline.pages.page`).
 
 A page embeds its kernels once, as one compact JSON table (:func:`page_table`: a column per field,
 numbers to 4 significant digits, rows by priority). A small inline script (``assets/report.js``; the
@@ -19,8 +20,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import functools
-import importlib.resources
 import json
 import math
 import os
@@ -49,6 +48,14 @@ from roofline.pages.glance import findings_html, glance_html
 from roofline.pages.markup import esc as _e
 from roofline.pages.markup import script_json as _json
 from roofline.pages.markup import script_safe as _script_safe
+from roofline.pages.overview import SUMMARY_KERNELS, apps_html, summary_rows
+from roofline.pages.page import (  # noqa: F401 - vega_bundle: the trends page takes it from here
+    VEGA_ASSET,
+    asset_src,
+    page_html,
+    vega_bundle,
+    write_vega_asset,
+)
 from roofline.pages.sections import (
     app_sources,
     ceilings_html,
@@ -63,12 +70,6 @@ CANVAS_FROM = 300  # kernels on a chart from which it is drawn on a canvas, not 
 
 
 # -- pages -----------------------------------------------------------------------------------------
-
-ASSETS = importlib.resources.files("roofline") / "assets"
-CSS = (ASSETS / "report.css").read_text(encoding="utf-8")
-# Draws the kernels table and the charts from DATA (one column per field, rows in priority order).
-# Names are data: every text goes in with textContent or a property, never as markup.
-SCRIPT = (ASSETS / "report.js").read_text(encoding="utf-8")
 
 # The kernels table: (header, field of the page's embedded table or None for the row number, format).
 # The inline script draws the rows and writes the CSV (these columns and the full name) from it.
@@ -160,41 +161,6 @@ def _columns_json(table: pd.DataFrame) -> str:
     return _script_safe("{" + ",".join(parts) + "}")
 
 
-@functools.cache
-def vega_bundle() -> str:
-    """vega + vega-lite + vega-embed as one script (defines ``vegaEmbed``).
-
-    Building it takes ~1.2 s (vl_convert bundles the JavaScript on each call), so it is built once
-    per vl-convert version and kept in the user's cache folder; any problem there just rebuilds it.
-    """
-    import vl_convert
-
-    version = getattr(vl_convert, "__version__", "unknown")
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "roofline" / f"vega-{version}.js"
-    try:
-        bundle = cache.read_text(encoding="utf-8")
-        if "vegaEmbed" in bundle:
-            return bundle
-    except (OSError, UnicodeDecodeError):
-        pass
-    bundle = vl_convert.javascript_bundle()
-    try:
-        write_text_atomic(cache, bundle)
-    except OSError:
-        pass  # a read-only home: build it each time
-    return bundle
-
-
-
-def _page(title: str, body: str, specs: list[dict], data: str) -> str:
-    return (
-        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>\n'
-        f"<style>\n{CSS}</style>\n<script>{vega_bundle()}</script>\n</head><body>\n{body}\n"
-        f"<script>\nvar DATA = {data};\nvar SPECS = {_json(specs)};\nvar VIEWS = [];\n\n{SCRIPT}</script>\n"
-        "</body></html>\n"
-    )
-
-
 _SPECS: dict[tuple, dict] = {}
 
 
@@ -231,8 +197,12 @@ def _narrow_controls(spec: dict, n: int, apps: list[str]) -> dict:
 
 def _body(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFrame, title: str,
           app_prefix: str | None, nav: str, csv_name: str,
-          chart_kernels: pd.DataFrame | None = None, chart_cache: dict | None = None) -> tuple[str, list[dict], str]:
+          chart_kernels: pd.DataFrame | None = None, chart_cache: dict | None = None, limit: int | None = None,
+          after_glance: str = "") -> tuple[str, list[dict], str]:
     """The page's body, its chart specs and its embedded data (JSON text).
+
+    ``limit``: the page's table and charts carry at most this many kernels
+    (:func:`roofline.pages.overview.summary_rows`); At a glance and the counts still see them all.
 
     ``chart_kernels`` (default: ``kernels``) sets each device chart's frame: an app page passes the
     summary's kernels, so that its charts share the summary's axes, roof labels and app colours (and
@@ -242,7 +212,8 @@ def _body(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFra
     kernels = conform(kernels, "kernels")
     ceilings = conform(ceilings, "ceilings")
     diagnostics = conform(diagnostics, "diagnostics")
-    table = page_table(kernels)
+    carried = summary_rows(kernels, limit) if limit else kernels
+    table = page_table(carried)
     devices = sorted(kernels["device"].unique())
     specs, charts, sections, skipped = [], [], [], []
     with alt.data_transformers.disable_max_rows():
@@ -265,7 +236,7 @@ def _body(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFra
                 charts.append({"device": device, "canvas": n >= CANVAS_FROM})
                 i = len(specs) - 1
                 sections.append(f'<div class="chart" id="chart{i}"></div><p class="drawn" id="drawn{i}"></p>')
-            instruction = instruction_chart(kernels, device)
+            instruction = instruction_chart(carried, device)
             if instruction is not None:  # kernels without FP work: their picture is the instruction roofline
                 specs.append(instruction.to_dict(validate=False))
                 charts.append({"device": device, "canvas": False, "inline": True})
@@ -288,11 +259,14 @@ def _body(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFra
         f"{kernels['app'].nunique()} app(s), {len(devices)} device(s); {n_err} input error(s). "
         "Each kernel is drawn once per memory level: same performance, that level's arithmetic intensity "
         "(work of its dominant compute class / measured bytes at the level).</p>\n"
-        + glance_html(kernels, app_page) + "\n"
+        + glance_html(kernels, app_page) + after_glance + "\n"
         '<section id="charts"><h2>Rooflines</h2><p class="meta">Each chart\'s ⋯ menu (top right) saves it as SVG '
         "or PNG, for slides and papers (drawn in the page, offline).</p>" + "\n".join(sections) + "</section>\n"
         '<section id="kernels"><h2>Kernels by priority</h2><p class="meta">priority = time share × (1 − fraction of '
-        "the binding roof): where optimisation pays most.</p>\n" + kernels_html(
+        "the binding roof): where optimisation pays most." + (
+            f" This page carries {len(carried):,} of the {len(kernels):,} kernels (half the highest priorities, half "
+            "the longest GPU times; the table, its CSV and the charts); each app's page has all of its own."
+            if len(carried) < len(kernels) else "") + "</p>\n" + kernels_html(
             len(table), csv_name, TABLE_COLUMNS, COLUMN_HELP, TABLE_ROWS)
         + "</section>\n" + (findings_html(kernels) if app_page else "")
         + f'\n<section id="ceilings"><h2>Ceilings</h2>{ceilings_html(ceilings, devices)}</section>\n'
@@ -303,10 +277,12 @@ def _body(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFra
 
 def summary_html(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFrame, title: str,
                  chart_cache: dict | None = None, sources: Mapping[str, str] | None = None,
-                 inputs: Sequence[Mapping] = (), apps: Sequence[str] = ()) -> str:
+                 inputs: Sequence[Mapping] = (), apps: Sequence[str] = (), vega: str | None = None) -> str:
     """The whole offline summary page: the inputs that gave no app, a chart per device, kernel
     table, ceilings, diagnostics. Each app is listed with its input's file name (``sources``,
-    default: the tables' ``source_file``)."""
+    default: the tables' ``source_file``). The page carries at most :data:`SUMMARY_KERNELS`
+    kernels and one row per app (each app's page has all its kernels); ``vega`` is the URL of the
+    shared Vega bundle (:func:`roofline.pages.page.asset_src`; default: inlined)."""
     apps = sorted((set(kernels["app"]) | set(diagnostics["app"]) | set(apps)) - {""})
     sources = app_sources(kernels, diagnostics) if sources is None else sources
     links = " · ".join(f'<a href="{_e(_app_href(a, "apps/"))}">{_e(a)}</a>{source_html(sources.get(a))}' for a in apps)
@@ -316,29 +292,33 @@ def summary_html(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.
              "message": f"{i.get('problem')}: {i.get('fix')}"} for i in inputs]
     if rows:
         diagnostics = pd.concat([conform(pd.DataFrame(rows), "diagnostics"), diagnostics], ignore_index=True)
-    return _page(title, *_body(kernels, ceilings, diagnostics, title, "apps/", nav, "kernels.csv",
-                               chart_cache=chart_cache))
+    return page_html(title, *_body(kernels, ceilings, diagnostics, title, "apps/", nav, "kernels.csv",
+                                   chart_cache=chart_cache, limit=SUMMARY_KERNELS,
+                                   after_glance=apps_html(kernels, apps, sources)), vega=vega)
 
 
 def app_html(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFrame, app: str,
-             title: str = "", chart_cache: dict | None = None, source: str | None = None) -> str:
+             title: str = "", chart_cache: dict | None = None, source: str | None = None,
+             vega: str | None = None) -> str:
     """The page of one app (``reports/apps/{app}.html``): the summary's blocks for its rows only,
-    under a line naming its input (``source``, default: its rows' ``source_file``)."""
+    under a line naming its input (``source``, default: its rows' ``source_file``); ``vega`` as for
+    :func:`summary_html`."""
     mine, notes = kernels[kernels["app"] == app], diagnostics[diagnostics["app"] == app]
     source = source if source is not None else app_sources(mine, notes).get(app)
-    return _app_page(mine, kernels, ceilings, notes, app, title, chart_cache, source)
+    return _app_page(mine, kernels, ceilings, notes, app, title, chart_cache, source, vega)
 
 
 def _app_page(mine: pd.DataFrame, kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFrame,
-              app: str, title: str, chart_cache: dict | None, source: str | None = None) -> str:
+              app: str, title: str, chart_cache: dict | None, source: str | None = None,
+              vega: str | None = None) -> str:
     """:func:`app_html` from the app's rows (``mine``) and diagnostics, already picked out."""
     devices = set(mine["device"])
     heading = f"{title}: {app}" if title else app
     nav = '<nav><a href="../summary.html">← summary</a></nav>'
     if source:
         nav += f'\n<p class="meta">input: <code>{_e(source)}</code></p>'
-    return _page(heading, *_body(mine, ceilings[ceilings["device"].isin(devices)], diagnostics, heading, None, nav,
-                                 f"{app}.csv", chart_kernels=kernels, chart_cache=chart_cache))
+    return page_html(heading, *_body(mine, ceilings[ceilings["device"].isin(devices)], diagnostics, heading, None, nav,
+                                 f"{app}.csv", chart_kernels=kernels, chart_cache=chart_cache), vega=vega)
 
 
 # -- IO edge ---------------------------------------------------------------------------------------
@@ -356,6 +336,9 @@ def write_pages(
     sources: Mapping[str, str] | None = None, inputs: Sequence[Mapping] = (),
 ) -> list[Path]:
     """Write the summary page and one page per app (atomically); return the pages written.
+
+    The pages share one Vega bundle, ``assets/vega-bundle.js`` beside the summary
+    (:data:`VEGA_ASSET`, written once and loaded by relative path).
 
     Every app in the tables gets a page, and so does every name in ``apps`` (an app whose input
     gave no kernel and no diagnostic still gets its, empty, page). ``sources`` names each app's
@@ -376,15 +359,19 @@ def write_pages(
     kernels, ceilings = conform(kernels, "kernels"), conform(ceilings, "ceilings")
     diagnostics, charts = conform(diagnostics, "diagnostics"), {}
     sources = {**app_sources(kernels, diagnostics), **(sources or {})}
-    write_text_atomic(output, summary_html(kernels, ceilings, diagnostics, title, charts, sources, inputs, apps))
+    # one copy of the Vega bundle for every page, beside the summary (the pages still open offline)
+    bundle = write_vega_asset(output.parent)
+    write_text_atomic(output, summary_html(kernels, ceilings, diagnostics, title, charts, sources, inputs, apps,
+                                           vega=asset_src(output, bundle)))
     written = [output]
+    app_vega = asset_src(apps_dir / "x.html", bundle)
     # Split once: picking each app's rows out of all of them would make the pages quadratic in apps.
     rows_of, notes_of = dict(tuple(kernels.groupby("app"))), dict(tuple(diagnostics.groupby("app")))
     for app in apps:
         page = apps_dir / f"{app}.html"
         write_text_atomic(page, _app_page(rows_of.get(app, kernels.iloc[:0]), kernels, ceilings,
                                           notes_of.get(app, diagnostics.iloc[:0]), app, title, charts,
-                                          sources.get(app)))
+                                          sources.get(app), app_vega))
         written.append(page)
     return written
 

@@ -157,9 +157,16 @@ def test_app_page_shares_the_summary_axes_with_its_own_controls(tmp_path):
     summary_params = {p["name"]: p for p in summary["params"]}
     assert summary_params["app_filter"]["bind"]["options"] == [chart.ALL, "app0", "app1"]
     assert summary_params["top_n"]["bind"]["max"] == len(kernels) > n_app1
-    # the same page from app_html alone (no shared cache) is identical
-    alone = report.app_html(conform(kernels, "kernels"), make_ceilings(), make_diagnostics(), "app1", "T")
+    # the same page from app_html alone (no shared cache) is identical; both load the one shared bundle
+    alone = report.app_html(conform(kernels, "kernels"), make_ceilings(), make_diagnostics(), "app1", "T",
+                            vega="../assets/vega-bundle.js")
     assert alone == (tmp_path / "apps" / "app1.html").read_text()
+    assert (tmp_path / "assets" / "vega-bundle.js").read_text() == report.vega_bundle()
+    for page in pages:
+        text = page.read_text()
+        assert "vegaEmbed" not in text.split("<script>")[0] and text.count("<script") == 2
+        [src] = re.findall(r'<script src="([^"]+)"></script>', text)
+        assert (page.parent / src).resolve() == (tmp_path / "assets" / "vega-bundle.js").resolve()
 
 
 def test_device_without_ceilings_has_no_chart():
@@ -180,7 +187,13 @@ def test_thousands_of_kernels():
     assert len(spec["datasets"][chart.KERNEL_DATA]) == 3000  # a standalone chart carries its points
     page = report.summary_html(kernels, make_ceilings(), make_diagnostics(), "big")
     data = page_data(page)
-    assert data["n"] == 3000 and data["charts"] == [{"device": "GPU-A", "canvas": True}]
+    # the summary carries the kernels that matter most: half by priority, half by GPU time
+    assert data["n"] == report.SUMMARY_KERNELS and data["charts"] == [{"device": "GPU-A", "canvas": True}]
+    carried = set(data["rows"]["kernel"])
+    half = report.SUMMARY_KERNELS // 2
+    assert set(kernels.sort_values("priority", ascending=False)["kernel"].head(half)) <= carried
+    assert set(kernels.sort_values("duration_s", ascending=False)["kernel"].head(half)) <= carried
+    assert "carries 2,000 of the 3,000 kernels" in page
     assert page[page.index('<table class="kernels"'):page.index('id="ceilings"')].count("<tr>") == 1  # the head
     assert len(page) - len(report.vega_bundle()) < 3000 * 400  # bytes per kernel
 

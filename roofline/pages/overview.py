@@ -1,0 +1,67 @@
+"""The summary at scale: at a thousand apps (~100,000 kernels) the summary cannot carry every
+kernel and stay small and quick to draw (goal: <= 5 MB, <= 3 s), so it carries the kernels that
+matter most and one row per app; each app's page has all of its kernels.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+from roofline.chart import si
+from roofline.pages.markup import esc
+
+SUMMARY_KERNELS = 2000  # kernels the summary's table and charts carry: half by priority, half by GPU time
+
+
+def summary_rows(kernels: pd.DataFrame, limit: int = SUMMARY_KERNELS) -> pd.DataFrame:
+    """The kernels the summary carries: all when there are at most ``limit``, else the first
+    ``limit // 2`` by priority and as many more by GPU time (the longest kernels drawn on the chart
+    by default, even those already at their roof)."""
+    if len(kernels) <= limit:
+        return kernels
+    by_priority = kernels["priority"].fillna(kernels["time_share"]).sort_values(ascending=False, kind="stable")
+    keep = list(by_priority.index[: limit // 2])
+    taken = set(keep)
+    by_time = kernels["duration_s"].fillna(kernels.get("predicted_duration_s", np.nan)).sort_values(
+        ascending=False, kind="stable", na_position="last")
+    keep += [i for i in by_time.index if i not in taken][: limit - len(keep)]
+    return kernels.loc[sorted(keep)]
+
+
+def apps_html(kernels: pd.DataFrame, apps: list[str], sources: Mapping[str, str]) -> str:
+    """One row per app, longest GPU time first: its devices, kernels, GPU time and share of the run,
+    the time-weighted % of the binding roof of its judged kernels, and its top kernel by priority."""
+    if len(apps) < 2:
+        return ""
+    k = kernels.assign(_judged=kernels["roof_pct"].notna() & kernels["duration_s"].notna())
+    total = float(k["duration_s"].sum())
+    rows = []
+    groups = dict(tuple(k.groupby("app")))
+    order = sorted(apps, key=lambda a: -float(groups[a]["duration_s"].sum()) if a in groups else 0.0)
+    for app in order:
+        g = groups.get(app, k.iloc[:0])
+        time = float(g["duration_s"].sum())
+        judged = g[g["_judged"]]
+        weight = float(judged["duration_s"].sum())
+        roof = float((judged["roof_pct"] * judged["duration_s"]).sum() / weight) if weight > 0 else np.nan
+        top = g.sort_values("priority", ascending=False, na_position="last").head(1)
+        top_name = (f'<span class="kname" title="{esc(top["kernel"].iat[0])}">{esc(top["kernel_short"].iat[0])}'
+                    "</span>") if len(top) else ""
+        href = "apps/" + urllib.parse.quote(f"{app}.html")
+        source = sources.get(app)
+        rows.append(
+            f'<tr><td><a href="{esc(href)}">{esc(app)}</a></td><td class="cfg">{esc(source and source.split("/")[-1])}'
+            f'</td><td>{esc(", ".join(sorted(set(g["device"]))))}</td><td class="n">{len(g)}</td>'
+            f'<td class="n">{si(time, "s")}</td><td class="n">'
+            f'{f"{100 * time / total:.1f} %" if total > 0 else "–"}</td>'
+            f'<td class="n">{"–" if not np.isfinite(roof) else f"{roof:.1f} %"}</td><td>{top_name}</td></tr>'
+        )
+    return ('<section id="apps"><h2>Apps</h2><p class="meta">One row per app, longest GPU time first; % of roof is '
+            "time-weighted over its judged kernels. Each app's page has all its kernels.</p>"
+            '<div class="scroll"><table><thead><tr><th>app</th><th>input</th><th>device</th><th>kernels</th>'
+            "<th>GPU time</th><th>of the run</th><th>% of roof</th><th>top kernel by priority</th></tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table></div></section>")
