@@ -5,7 +5,7 @@ missing on some nights, a driver change that starts a new segment for every seri
 state is built by a full replay (``roofline.decide_state.update(replay=True)``: what a rule change
 costs, and what every night cost before the state existed), then tonight is appended and decided
 from the state (``append_run`` + ``update`` + tonight's summary: the nightly decision), then rerun
-twice (a rerun of the same night does the same work). The trends page (the last 90 nights' records
+four times (a rerun of the same night does the same work). The trends page (the last 90 nights' records
 read back + ``render_trends``) is timed apart. Ratios are taken in the same run.
 
     python benchmarks/bench_decide.py                 # 5,000 series, 30 and 730 nights
@@ -36,6 +36,7 @@ from roofline.schemas import TABLES  # noqa: E402
 
 PEAK_FLOPS, PEAK_BW = 19.5e12, 1.555e12
 GOAL_S = 2.0
+RERUNS = 4  # the machine is shared: the best of the first run and 4 reruns
 
 
 class Fleet:
@@ -121,7 +122,7 @@ def measure(series: int, nights: int, params: DecisionParams) -> dict:
     run_id, frame, context = fleet.night(nights)
     kernels = frame[[c.name for c in TABLES["kernels"]]]
     first, summary, replayed = tonight(store, fleet, run_id, kernels, context, params)
-    reruns = [tonight(store, fleet, run_id, kernels, context, params) for _ in range(2)]
+    reruns = [tonight(store, fleet, run_id, kernels, context, params) for _ in range(RERUNS)]
     best = min([first, *(r[0] for r in reruns)])
     start = time.perf_counter()
     page_decisions, page_summary = track.track(kernels, store, run_id, context, params)
@@ -162,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     notes = [
         f"Nightly decision = `append_run` of tonight + `decide_state.update` (load the state, read "
         f"tonight's partition, judge every series, write tonight's records, the revisions and the "
-        f"state) + tonight's summary; first run and best of it and 2 reruns of the same night (a "
+        f"state) + tonight's summary; first run and best of it and {RERUNS} reruns of the same night (a "
         f"rerun starts from the state before tonight: the same work; their summaries equal the "
         f"first: {'yes' if all(r['same'] for r in results) else '**no**'}). *vs {short['nights']} "
         f"nights*: best / best at {short['nights']} nights, same run. Full replay = "
@@ -174,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     if not args.no_record:
         record("bench_decide", "Nightly decision at fleet scale",
-               ["series x nights of history", "nightly decision", "best of 3", "vs "
+               ["series x nights of history", "nightly decision", f"best of {RERUNS + 1}", "vs "
                 f"{short['nights']} nights", "full replay", "replay / nightly", "track() with page data",
                 "page", "state on disk", "goal"], rows, notes)
     return 0 if all(r["best_s"] <= GOAL_S and not r["replayed"] for r in results) else 1
