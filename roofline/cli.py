@@ -3,7 +3,9 @@ few files, without Snakemake, through :func:`roofline.api.analyse` (the notebook
 
 ``roofline show FILE...`` prints the classified kernels, highest priority first;
 ``roofline ceilings FILE...`` the ceilings of each device, with where each value comes from;
-``roofline report FILE... -o out.html`` writes the offline summary page (and a page per app).
+``roofline report FILE... -o out.html`` writes the offline summary page (and a page per app);
+``roofline compare A B [C...]`` follows each kernel across reports of the same code (what moved,
+and with ``-o`` the compare page).
 A file that cannot be analysed gets one line on stderr; the others are still shown, and the exit
 status is 1. ``--format csv|json`` print the full-precision numbers in SI base units, for scripts
 (as ncu's ``--csv --print-units base``).
@@ -233,11 +235,19 @@ def _policy(text: str) -> list[str]:
     return names
 
 
+def _rename(text: str) -> tuple[str, str]:
+    pattern, sep, name = text.partition("=")
+    if not sep or not pattern:
+        raise argparse.ArgumentTypeError(f"{text!r}: give PATTERN=NAME, e.g. 'fa3db_full_fwd=fa3_fwd'")
+    _regex(pattern)
+    return pattern, name
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the command (no analysis module imported: ``--help`` is instant)."""
     parser = argparse.ArgumentParser(prog="roofline", description="Hierarchical roofline of Nsight Compute profiles.",
                                      epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{show,ceilings,report}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{show,ceilings,report,compare}")
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("files", nargs="+", metavar="FILE",
                         help=".ncu-rep, ncu CSV export (or a folder of them) or what-if table; .gz/.xz/.zst/.bz2 too")
@@ -261,6 +271,14 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--all-columns", action="store_true", help="csv/json: every column of the kernels table")
     ceilings = sub.add_parser("ceilings", help="print each device's ceilings and where each comes from", **kw)
     ceilings.add_argument("--selected", action="store_true", help="only the ceilings the policy selected")
+    compare = sub.add_parser("compare", help="follow each kernel across reports of the same code (FILE... in order: "
+                             "before/after, v1..v8, a size sweep): what moved, as a table and an HTML page", **kw)
+    compare.add_argument("-o", "--output", help="also write the compare page, e.g. compare.html (its Vega bundle "
+                         "goes to assets/ beside it)")
+    compare.add_argument("--rename", action="append", type=_rename, default=[], metavar="PATTERN=NAME",
+                         help="match a kernel renamed between steps: re.sub(PATTERN, NAME) on every full name "
+                              "before matching (repeatable)")
+    compare.add_argument("--title", default="Trajectories")
     kw["parents"] = [common]
     report = sub.add_parser("report", help="write the offline HTML summary", **kw)
     report.add_argument("-o", "--output", required=True, help="summary page, e.g. reports/summary.html")
@@ -288,6 +306,36 @@ def _write_pages(args: argparse.Namespace, analysis) -> int:
     return EXIT_OK
 
 
+def _compare(args: argparse.Namespace, analysis) -> int:
+    """``roofline compare``: the table of what moved, and the page with ``-o``."""
+    from roofline.api import app_names, source_paths
+    from roofline.trajectory import MOVE_COLUMNS, MOVE_HEADERS, MOVE_TEXT, move_cells, moves, step_points
+
+    steps = [a for a in app_names(args.files) if a in set(analysis.kernels["app"])]
+    if len(steps) < 2:
+        print(f"roofline: compare needs at least two analysed reports ({len(steps)} of {len(args.files)} gave "
+              "kernels); give the reports of the same code in order: before after", file=sys.stderr)
+        return EXIT_USAGE if len(args.files) < 2 else EXIT_INPUT
+    rename = dict(args.rename)
+    frame = moves(step_points(analysis.kernels, steps, rename))
+    print(render(frame, args.format, MOVE_COLUMNS, move_cells, MOVE_HEADERS, MOVE_TEXT, {0: 60}))
+    if not args.output:
+        return EXIT_OK
+    from roofline.pages.compare import write_compare
+
+    try:
+        write_compare(args.output, analysis.kernels, analysis.ceilings, steps, args.title, rename,
+                      source_paths(args.files))
+    except OSError as exc:
+        if is_environmental(exc):
+            print(message(cannot_write(exc.filename or args.output, exc)), file=sys.stderr)
+            return EXIT_WRITE
+        print(f"roofline: cannot write {exc.filename or args.output}: {exc.strerror or exc}; choose another -o",
+              file=sys.stderr)
+        return EXIT_USAGE
+    return EXIT_OK
+
+
 def run(args: argparse.Namespace) -> int:
     """Analyse ``args.files`` and do what the subcommand asks; returns the exit status."""
     from roofline import api
@@ -310,6 +358,8 @@ def run(args: argparse.Namespace) -> int:
     status = EXIT_INPUT if analysis.errors else EXIT_OK
     if args.command == "report":
         return max(status, _write_pages(args, analysis))
+    if args.command == "compare":
+        return max(status, _compare(args, analysis))
     if args.command == "ceilings":
         frame = api.ceilings_of(analysis, args.selected)
         frame = frame.assign(unit=frame["kind"].map({"compute": "FLOP/s", "memory": "B/s"}))
