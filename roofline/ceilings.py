@@ -254,9 +254,7 @@ def narrow_counters(paths: list[str]) -> pd.DataFrame:
     for column, clock in _PEAK_COLUMNS.values():
         wanted += [column, f"{column}_recipe", clock]
     wanted = [c for c in dict.fromkeys(wanted) if c in declared]
-    frames = [read_columns(path, "counters", wanted) for path in paths]
-    frames = [f for f in frames if len(f)]
-    return pd.concat(frames, ignore_index=True) if frames else conform(pd.DataFrame(), "counters")[wanted]
+    return read_columns(paths, "counters", wanted)
 
 
 def device_ceilings(

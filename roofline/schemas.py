@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -336,14 +336,26 @@ def read_table(path: str | os.PathLike, table: str) -> pd.DataFrame:
     return conform(pd.read_parquet(path), table)
 
 
-def read_columns(path: str | os.PathLike, table: str, names: list[str]) -> pd.DataFrame:
-    """Only the columns ``names`` of a Parquet file written by :func:`write_table`, typed as declared
-    (a reader that needs three of the counters table's ~100 columns reads three)."""
+def read_columns(
+    paths: str | os.PathLike | Sequence[str | os.PathLike], table: str, names: list[str]
+) -> pd.DataFrame:
+    """Only the columns ``names`` of one or several Parquet files written by :func:`write_table`, one
+    after the other, typed as declared (a reader that needs three of the counters table's ~100
+    columns reads three; the files are joined as Arrow tables and converted once, so reading a
+    thousand apps' tables costs little more than reading their rows)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     declared = {c.name: c.dtype for c in TABLES[table]}
     unknown = [n for n in names if n not in declared]
     if unknown:
         raise ValueError(f"table {table!r} does not declare columns {unknown}")
-    frame = pd.read_parquet(path, columns=names)
+    if isinstance(paths, str | os.PathLike):
+        paths = [paths]
+    parts = [part for part in (pq.read_table(path, columns=names) for path in paths) if part.num_rows]
+    if not parts:
+        return conform(pd.DataFrame(), table)[names]
+    frame = pa.concat_tables(parts, promote_options="permissive").to_pandas()
     return pd.DataFrame({n: _typed(frame[n], declared[n]) for n in names})
 
 
