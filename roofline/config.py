@@ -11,7 +11,7 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import Literal, NamedTuple
+from typing import Annotated, Literal, NamedTuple
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -123,6 +123,32 @@ class ReportConfig(Strict):
     top_kernels: int = Field(5000, ge=1, description="at most this many kernels drawn per device")
 
 
+class SeriesConfig(Strict):
+    """An ordered series of apps: the same code measured several times (before/after, v1..v8, a
+    size sweep), drawn as trajectories on one compare page (reports/compare/{series}.html)."""
+
+    steps: list[str] = Field(min_length=2, description="app names in order, e.g. [fa3_before, db_full_after]")
+    rename: dict[str, str] = Field(
+        default_factory=dict,
+        description="kernel renamed between steps: regular expression -> replacement, applied (re.sub) to every "
+        "full kernel name before matching, e.g. {fa3db_full_fwd_kernel: fa3_fwd_kernel}",
+    )
+
+    @model_validator(mode="after")
+    def _valid(self) -> SeriesConfig:
+        if len(set(self.steps)) != len(self.steps):
+            raise ValueError(f"steps {self.steps}: an app is listed twice; list each once, in order")
+        bad = [s for s in self.steps if not is_app_name(s)]
+        if bad:
+            raise ValueError(f"steps {bad} are not app names (letters, digits, '.', '_', '-')")
+        for pattern in self.rename:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"rename pattern {pattern!r} is not a valid regular expression: {exc}") from None
+        return self
+
+
 class CaptureConfig(Strict):
     ncu: str = Field("ncu", description="ncu executable")
     raw_dir: str = Field("data/raw", description="where captured reports are written")
@@ -158,6 +184,24 @@ class Config(Strict):
     report: ReportConfig = Field(default_factory=ReportConfig)
     capture: CaptureConfig = Field(default_factory=CaptureConfig)
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
+    series: dict[str, SeriesConfig | Annotated[list[str], Field(min_length=2)]] = Field(
+        default_factory=dict,
+        description="ordered series of apps compared as trajectories, e.g. {flashattn: [fa3_before, db_full_after]} "
+        "or {flashattn: {steps: [...], rename: {pattern: replacement}}}",
+    )
+
+    @model_validator(mode="after")
+    def _series_names(self) -> Config:
+        bad = [name for name in self.series if not is_app_name(name)]
+        if bad:
+            raise ValueError(f"series: names {bad} cannot be file names; use letters, digits, '.', '_', '-'")
+        # the shorthand {name: [app, app]} is {name: {steps: [app, app]}}
+        for name, series in list(self.series.items()):
+            try:
+                self.series[name] = SeriesConfig(steps=series) if isinstance(series, list) else series
+            except ValidationError as exc:
+                raise ValueError(f"series.{name}: {exc.errors()[0]['msg'].removeprefix('Value error, ')}") from None
+        return self
 
 
 class ConfigError(ValueError):

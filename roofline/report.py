@@ -277,7 +277,8 @@ def _body(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFra
 
 def summary_html(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFrame, title: str,
                  chart_cache: dict | None = None, sources: Mapping[str, str] | None = None,
-                 inputs: Sequence[Mapping] = (), apps: Sequence[str] = (), vega: str | None = None) -> str:
+                 inputs: Sequence[Mapping] = (), apps: Sequence[str] = (), vega: str | None = None,
+                 series_links: Mapping[str, str] | None = None) -> str:
     """The whole offline summary page: the inputs that gave no app, a chart per device, kernel
     table, ceilings, diagnostics. Each app is listed with its input's file name (``sources``,
     default: the tables' ``source_file``). The page carries at most :data:`SUMMARY_KERNELS`
@@ -287,6 +288,9 @@ def summary_html(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.
     sources = app_sources(kernels, diagnostics) if sources is None else sources
     links = " · ".join(f'<a href="{_e(_app_href(a, "apps/"))}">{_e(a)}</a>{source_html(sources.get(a))}' for a in apps)
     nav = f"<nav>Apps: {links or 'none'}</nav>\n{inputs_html(inputs, len(apps))}"
+    if series_links:
+        nav += "<nav>Series (trajectories): " + " · ".join(
+            f'<a href="{_e(href)}">{_e(name)}</a>' for name, href in series_links.items()) + "</nav>\n"
     # ...and in the diagnostics table, which must not say "no problems" of a run that lost an input
     rows = [{"app": "", "stage": "inputs", "severity": "warning", "source_file": i.get("path") or i.get("pattern"),
              "message": f"{i.get('problem')}: {i.get('fix')}"} for i in inputs]
@@ -334,8 +338,10 @@ def write_pages(
     kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFrame,
     output: str | os.PathLike, apps_dir: str | os.PathLike, title: str, apps: Sequence[str] = (),
     sources: Mapping[str, str] | None = None, inputs: Sequence[Mapping] = (),
+    series_links: Mapping[str, str] | None = None,
 ) -> list[Path]:
     """Write the summary page and one page per app (atomically); return the pages written.
+    ``series_links`` (name -> relative URL) are the compare pages the summary links to.
 
     The pages share one Vega bundle, ``assets/vega-bundle.js`` beside the summary
     (:data:`VEGA_ASSET`, written once and loaded by relative path).
@@ -362,7 +368,7 @@ def write_pages(
     # one copy of the Vega bundle for every page, beside the summary (the pages still open offline)
     bundle = write_vega_asset(output.parent)
     write_text_atomic(output, summary_html(kernels, ceilings, diagnostics, title, charts, sources, inputs, apps,
-                                           vega=asset_src(output, bundle)))
+                                           vega=asset_src(output, bundle), series_links=series_links))
     written = [output]
     app_vega = asset_src(apps_dir / "x.html", bundle)
     # Split once: picking each app's rows out of all of them would make the pages quadratic in apps.
@@ -386,12 +392,24 @@ def write_report(
     apps: Sequence[str] = (),
     sources: Mapping[str, str] | None = None,
     inputs: Sequence[Mapping] = (),
+    series: Mapping[str, Mapping] | None = None,
+    compare_dir: str | os.PathLike | None = None,
 ) -> list[Path]:
-    """Read the stage tables (Parquet) and write the pages with :func:`write_pages`."""
+    """Read the stage tables (Parquet) and write the pages with :func:`write_pages`, and a compare
+    page per ``series`` (the config's ``series:``) in ``compare_dir`` (default: ``compare/`` beside
+    ``output``), sharing the summary's Vega bundle."""
+    from roofline.pages.compare import write_series
+
     kernels = _read_all(kernels_paths, "kernels")
     ceilings = _read_all(ceilings_paths, "ceilings").drop_duplicates()
     diagnostics = _read_all(diagnostics_paths, "diagnostics")
-    return write_pages(kernels, ceilings, diagnostics, output, apps_dir, title, apps, sources, inputs)
+    series = series or {}
+    folder = Path(compare_dir) if compare_dir else Path(output).parent / "compare"
+    written = write_pages(kernels, ceilings, diagnostics, output, apps_dir, title, apps, sources, inputs,
+                          series_links={name: asset_src(output, folder / f"{name}.html") for name in series})
+    return written + write_series(series, kernels, ceilings, folder, Path(output).parent, title,
+                                  {**app_sources(conform(kernels, "kernels"), conform(diagnostics, "diagnostics")),
+                                   **(sources or {})})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -405,9 +423,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--apps", nargs="*", default=[], help="apps that must get a page even without rows")
     parser.add_argument("--sources", default="{}", help="JSON: app -> its input file")
     parser.add_argument("--input-problems", default="[]", help="JSON: the inputs: entries that gave no app")
+    parser.add_argument("--series", default="{}", help="JSON: the config's series: {name: {steps: [app, ...], "
+                        "rename: {pattern: replacement}}}; a compare page each, in --compare-dir")
+    parser.add_argument("--compare-dir", help="the series' compare pages (default: compare/ beside --output)")
     args = parser.parse_args(argv)
+    series = {name: ({"steps": s} if isinstance(s, list) else s) for name, s in json.loads(args.series).items()}
     write_report(args.kernels, args.ceilings, args.diagnostics, args.output, args.apps_dir, args.title, args.apps,
-                 json.loads(args.sources), json.loads(args.input_problems))
+                 json.loads(args.sources), json.loads(args.input_problems), series, args.compare_dir)
     return 0
 
 

@@ -123,3 +123,35 @@ def write_compare(path: str | os.PathLike, kernels: pd.DataFrame, ceilings: pd.D
     page = compare_html(kernels, ceilings, steps, title, rename, sources, vega=asset_src(path, bundle))
     write_text_atomic(path, page)
     return path
+
+
+def write_series(series: Mapping[str, Mapping], kernels: pd.DataFrame, ceilings: pd.DataFrame,
+                 folder: str | os.PathLike, assets: str | os.PathLike, title: str = "",
+                 sources: Mapping[str, str] | None = None) -> list[Path]:
+    """One compare page per series (``{name: {"steps": [...], "rename": {...}}}``, the config's
+    ``series:``), ``folder/{name}.html``. A step without kernels (its input failed: the summary's
+    diagnostics say why) is left out and named on the page; with fewer than two steps left the
+    page says so instead of a chart. Returns the pages written."""
+    written = []
+    present = set(kernels["app"])
+    for name, spec in series.items():
+        steps, rename = list(spec.get("steps", [])), dict(spec.get("rename", {}))
+        kept = [s for s in steps if s in present]
+        heading = f"{title}: {name}" if title else name
+        path = Path(folder) / f"{name}.html"
+        if len(kept) < 2:
+            bundle = write_vega_asset(assets)
+            body = (f"<h1>{esc(heading)}</h1><p>Nothing to compare: of the steps {esc(', '.join(steps))}, "
+                    f"{len(kept)} gave kernels. The summary's diagnostics say why the others did not.</p>")
+            write_text_atomic(path, page_html(heading, body, [], '{"n":0,"cols":{},"charts":[]}',
+                                              vega=asset_src(path, bundle)))
+        else:
+            write_compare(path, kernels, ceilings, kept, heading, rename, sources, assets)
+            if len(kept) < len(steps):
+                text = path.read_text(encoding="utf-8")
+                gone = ", ".join(s for s in steps if s not in present)
+                note = (f'<p class="warning">Left out: {esc(gone)} (no kernels; see the summary\'s diagnostics). '
+                        "Step numbers count the steps drawn.</p>")
+                write_text_atomic(path, text.replace("</h1>\n", "</h1>\n" + note, 1))
+        written.append(path)
+    return written
