@@ -1,0 +1,122 @@
+"""The summary's "Tonight against the baseline" block: when a history exists, the nightly tracking
+stage's findings (``reports/regressions.json``, :func:`roofline.track.summarize`), regressions first,
+each linked to its row on the trends page.
+
+The report stage writes the summary before or beside the tracking stage, so the block is added to
+the written summary (:func:`add_tonight`) from the findings file the tracking stage left; without
+one (no history yet, tracking not run) the summary is left as it is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from roofline.chart_roofs import si
+from roofline.pages.markup import esc
+from roofline.pages.page import asset_src
+from roofline.schemas import write_text_atomic
+
+TONIGHT_LISTED = 8  # findings listed on the summary; the trends page has them all
+# Reading order: what needs action first, then what is good news, then what to keep an eye on.
+LABEL_ORDER = ["regression", "improvement", "suspicious", "workload_changed", "environment_change", "outlier",
+               "error", "missing", "new", "insufficient_data", "unchanged"]
+SERIES_FIELDS = ["app", "device", "kernel", "grid", "block"]  # a series' identity, as history.SERIES_KEY
+
+
+def series_anchor(finding: Mapping) -> str:
+    """A stable HTML id for one kernel series (its row on the trends page), from its identity:
+    the same on both pages, whatever the order of the findings."""
+    key = "\x1f".join(str(finding.get(f, "")) for f in SERIES_FIELDS)
+    return "s-" + hashlib.sha1(key.encode("utf-8")).hexdigest()[:12]
+
+
+def ordered(findings: Sequence[Mapping]) -> list[Mapping]:
+    """Findings by label in :data:`LABEL_ORDER` (regressions first), by impact within a label
+    (the order regressions.json keeps them in)."""
+    rank = {label: i for i, label in enumerate(LABEL_ORDER)}
+    return sorted(findings, key=lambda f: rank.get(f.get("label"), len(rank)))
+
+
+def _count(n: int, label: str) -> str:
+    """"1 regression", "2 improvements", "3 suspicious", "1 workload changed"."""
+    plural = "s" if n != 1 and label in ("regression", "improvement") else ""
+    return f"{n} {label.replace('_', ' ')}{plural}"
+
+
+def _change(f: Mapping) -> str:
+    before, after, pct = f.get("baseline_s"), f.get("value_s"), f.get("change_pct")
+    moved = f"{si(before, 's')} → {si(after, 's')}" if before is not None and after is not None else "–"
+    return moved + (f" ({pct:+.1f} %)" if isinstance(pct, int | float) else "")
+
+
+def tonight_html(summary: Mapping, trends_href: str) -> str:
+    """The block: tonight's counts in one line, then the first :data:`TONIGHT_LISTED` findings
+    (regressions first), each kernel linked to its row on the trends page (``trends_href``)."""
+    counts = summary.get("counts", {})
+    found = ordered(summary.get("findings", []))
+    run = esc(summary.get("run_id", ""))
+    moved = [_count(counts[label], label) for label in LABEL_ORDER[:4] if counts.get(label)]
+    line = (f'<strong class="error">{esc(", ".join(moved))}</strong>' if counts.get("regression")
+            else esc(", ".join(moved)) if moved else "no kernel moved")
+    head = (f'<section id="tonight"><h2>Tonight against the baseline</h2><p>Run {run}: {line}, of '
+            f'{summary.get("kernels", 0)} kernel series (time per launch against each series\' baseline of recent '
+            f'nights). <a href="{esc(trends_href)}">Trends page</a>.</p>')
+    shift = ('<p class="warning">Environment shift: many kernels moved the same way tonight (GPU, driver or '
+             "clocks?); see the trends page.</p>") if summary.get("environment_shift") else ""
+    if not found:
+        return head + shift + "</section>"
+    rows = []
+    for f in found[:TONIGHT_LISTED]:
+        href = f"{trends_href}#{series_anchor(f)}"
+        name = f.get("kernel_short") or f.get("kernel")
+        cls = ' class="error"' if f.get("label") == "regression" else ""
+        roof = (f"{f['roof_pct_baseline']:.1f} → {f['roof_pct']:.1f} %"
+                if isinstance(f.get("roof_pct_baseline"), int | float) and isinstance(f.get("roof_pct"), int | float)
+                else "–")
+        rows.append(f'<tr><td{cls}>{esc(f.get("label"))}</td><td><a class="kname" href="{esc(href)}" '
+                    f'title="{esc(f.get("kernel"))}">{esc(name)}</a></td><td>{esc(f.get("app"))}</td>'
+                    f'<td class="n">{esc(_change(f))}</td><td class="n">{esc(roof)}</td>'
+                    f'<td>{esc(f.get("bound"))}</td></tr>')
+    more = (f'<p class="meta">… and {len(found) - TONIGHT_LISTED} more on the <a href="{esc(trends_href)}">trends '
+            "page</a>.</p>") if len(found) > TONIGHT_LISTED else ""
+    return (head + shift + '<div class="scroll"><table><thead><tr><th>label</th><th>kernel (its trend)</th>'
+            "<th>app</th><th>time per launch: baseline → tonight</th><th>% of roof</th><th>bound</th></tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table></div>{more}</section>")
+
+
+def insert_tonight(page: str, block: str) -> str:
+    """``page`` with ``block`` right after its At a glance section (before the rooflines when it has none)."""
+    start = page.find('<section id="glance">')
+    at = page.find("</section>", start) + len("</section>") if start >= 0 else page.find('<section id="charts">')
+    if at < 0:
+        at = page.find("</h1>") + len("</h1>")
+    return page[:at] + "\n" + block + page[at:]
+
+
+def add_tonight(summary_page: str | os.PathLike, regressions: str | os.PathLike | None,
+                trends_page: str | os.PathLike | None = None) -> bool:
+    """Add the block to the written ``summary_page`` from the tracking stage's ``regressions`` file
+    (its trends page: ``trends_page``, default ``trends.html`` beside it). Returns whether it was
+    added: without the file (no history yet) the summary is left as it is.
+
+    Raises
+    ------
+    ValueError
+        If the file is not the tracking stage's JSON (a path given by mistake).
+    """
+    if not regressions or not Path(regressions).is_file():
+        return False
+    try:
+        summary = json.loads(Path(regressions).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{regressions}: not the tracking stage's regressions.json ({exc})") from None
+    if not isinstance(summary, dict) or "counts" not in summary:
+        raise ValueError(f"{regressions}: not the tracking stage's regressions.json (no counts)")
+    trends = Path(trends_page) if trends_page else Path(regressions).with_name("trends.html")
+    page = Path(summary_page).read_text(encoding="utf-8")
+    write_text_atomic(summary_page, insert_tonight(page, tonight_html(summary, asset_src(summary_page, trends))))
+    return True
