@@ -82,12 +82,12 @@ def trajectory_chart(points: pd.DataFrame, kernels: pd.DataFrame, ceilings: pd.D
     if len(heads):
         layers.append(alt.Chart(heads).mark_point(shape="triangle-up", filled=True, size=90, opacity=1,
                                                   clip=True).encode(
-            **xy("x", "y"), color=colour.legend(None), angle=alt.Angle("angle:Q", scale=None),
+            **xy("x", "y"), color=colour, angle=alt.Angle("angle:Q", scale=None),
             tooltip=[alt.Tooltip("label:N", title="kernel"), alt.Tooltip("move:N", title="arrow")]))
     layers.append(base.mark_point(filled=True, size=70, opacity=1, stroke="white", strokeWidth=1, clip=True).encode(
-        **xy("ai", "performance"), color=colour.legend(None), tooltip=tooltip))
+        **xy("ai", "performance"), color=colour, tooltip=tooltip))
     layers.append(base.mark_text(dx=8, dy=-8, fontSize=FONT + 2, fontWeight="bold", clip=True).encode(
-        **xy("ai", "performance"), text="step:Q", color=colour.legend(None)))
+        **xy("ai", "performance"), text="step:Q", color=colour))
     drawn, total = p["path"].nunique(), int((points["device"] == device).groupby(
         [points["match"], points["config"]]).any().sum())
     more = f" (the {drawn} longest of {total})" if total > drawn else ""

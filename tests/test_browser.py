@@ -84,7 +84,11 @@ def rendered(tmp_path_factory) -> dict:
     other = make_kernels(2000, device="GPU-B", seed=5)  # thousands of kernels still render
     kernels = conform(pd.concat([kernels, other], ignore_index=True), "kernels")
     ceilings = pd.concat([make_ceilings(), make_ceilings("GPU-B")], ignore_index=True)
-    page = report.summary_html(kernels, ceilings, make_diagnostics(), "Browser test")
+    limit, report.SUMMARY_KERNELS = report.SUMMARY_KERNELS, 10_000  # every kernel on the page (the table's paging)
+    try:
+        page = report.summary_html(kernels, ceilings, make_diagnostics(), "Browser test")
+    finally:
+        report.SUMMARY_KERNELS = limit
     path = tmp / "summary.html"
     head, _, tail = page.rpartition("</body>")  # the bundle itself contains "</body>" in strings
     path.write_text(head + PROBE + tail)
@@ -245,4 +249,49 @@ def test_real_charts_export_svg_and_png_in_the_page(real_rendered, name):
 @pytest.mark.parametrize("name", ["summary", "app"])
 def test_real_screenshots(real_rendered, name):
     png = real_rendered[name]["png"]
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 50_000
+
+
+@pytest.fixture(scope="module")
+def compare_rendered(tmp_path_factory) -> dict:
+    """The compare page of the real FlashAttention before/after pair (the kernel renamed between
+    them, matched with --rename), written by ``roofline compare -o``, drawn, probed and screenshotted."""
+    from conftest import real_fixture
+
+    from roofline import cli
+
+    folder = real_fixture("rtx4060ti-flashattn-fp16-tensorroofline-ncu2025.4")
+    tmp = tmp_path_factory.mktemp("compare")
+    page = tmp / "compare.html"
+    code = cli.main(["compare", str(folder / "fa3_before_n4096_full.ncu-rep"),
+                     str(folder / "db_full_after_n4096_full.ncu-rep"), "--rename",
+                     "fa3db_full_fwd_kernel=fa3_fwd_kernel", "--title", "FlashAttention: before → after",
+                     "-o", str(page)])
+    assert code == 0
+    path = probed(page, tmp)
+    dump = chromium(path.as_uri(), tmp / "profile-dom", "--dump-dom")
+    shot = tmp / "compare.png"
+    chromium(page.as_uri(), tmp / "profile-png", "--window-size=1300,1250", f"--screenshot={shot}")
+    if SCREENSHOTS:
+        Path(SCREENSHOTS).mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(shot, Path(SCREENSHOTS) / "compare.png")
+    return {"dom": dump.stdout, "log": dump.stderr, "png": shot, "page": page.read_text()}
+
+
+def test_compare_page_draws_offline_without_errors(compare_rendered):
+    page = compare_rendered
+    assert '<script src="assets/vega-bundle.js"></script>' in page["page"]  # the shared bundle, by relative path
+    assert page["dom"].count('data-rendered="yes"') == 1, page["log"][-2000:]
+    assert 'data-error="' not in page["dom"]
+    assert attribute(page, "logged") == "none"
+    resources = attribute(page, "resources")  # Chromium lists no file:// loads: the bundle is not among them
+    assert not re.search(r"https?:|wss?:", resources), resources
+    assert "net::ERR" not in page["log"] and "ERR_FILE_NOT_FOUND" not in page["log"]
+    exported = attribute(page, "exported").split()
+    assert exported == ["svg:data:image/png;base64:drawn"]
+    assert "fa3_fwd_kernel&lt;…&gt; → fa3db_full_fwd_kernel&lt;…&gt;" in page["dom"]
+
+
+def test_compare_screenshot(compare_rendered):
+    png = compare_rendered["png"]
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 50_000

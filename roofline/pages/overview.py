@@ -40,6 +40,7 @@ def apps_html(kernels: pd.DataFrame, apps: list[str], sources: Mapping[str, str]
     k = kernels.assign(_judged=kernels["roof_pct"].notna() & kernels["duration_s"].notna())
     total = float(k["duration_s"].sum())
     rows = []
+    any_source = any(sources.get(a) for a in apps)  # no empty column when no input is known
     groups = dict(tuple(k.groupby("app")))
     order = sorted(apps, key=lambda a: -float(groups[a]["duration_s"].sum()) if a in groups else 0.0)
     for app in order:
@@ -53,15 +54,17 @@ def apps_html(kernels: pd.DataFrame, apps: list[str], sources: Mapping[str, str]
                     "</span>") if len(top) else ""
         href = "apps/" + urllib.parse.quote(f"{app}.html")
         source = sources.get(app)
+        source_cell = f'<td class="cfg">{esc(source and source.split("/")[-1])}</td>' if any_source else ""
         rows.append(
-            f'<tr><td><a href="{esc(href)}">{esc(app)}</a></td><td class="cfg">{esc(source and source.split("/")[-1])}'
-            f'</td><td>{esc(", ".join(sorted(set(g["device"]))))}</td><td class="n">{len(g)}</td>'
+            f'<tr><td><a href="{esc(href)}">{esc(app)}</a></td>{source_cell}'
+            f'<td>{esc(", ".join(sorted(set(g["device"]))))}</td><td class="n">{len(g)}</td>'
             f'<td class="n">{si(time, "s")}</td><td class="n">'
             f'{f"{100 * time / total:.1f} %" if total > 0 else "–"}</td>'
             f'<td class="n">{"–" if not np.isfinite(roof) else f"{roof:.1f} %"}</td><td>{top_name}</td></tr>'
         )
     return ('<section id="apps"><h2>Apps</h2><p class="meta">One row per app, longest GPU time first; % of roof is '
             "time-weighted over its judged kernels. Each app's page has all its kernels.</p>"
-            '<div class="scroll"><table><thead><tr><th>app</th><th>input</th><th>device</th><th>kernels</th>'
+            '<div class="scroll"><table><thead><tr><th>app</th>' + ("<th>input</th>" if any_source else "")
+            + "<th>device</th><th>kernels</th>"
             "<th>GPU time</th><th>of the run</th><th>% of roof</th><th>top kernel by priority</th></tr></thead>"
             f"<tbody>{''.join(rows)}</tbody></table></div></section>")
