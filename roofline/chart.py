@@ -102,7 +102,7 @@ def roofline_layers(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str) 
     points = plot_points(on_device)
     classes = _used_classes(on_device)
     shown = points[points["rank"] <= TOP_N_DEFAULT]  # labels avoid the points visible at first
-    layers, xy, sources = roof_base(points, ceilings, device, classes, shown)
+    layers, xy, sources, _ = roof_base(points, ceilings, device, classes, shown)
 
     n = max(len(points), 1)
     colour_by = alt.param(name="colour_by", value="bound",

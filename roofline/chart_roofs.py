@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import NamedTuple
 
 import altair as alt
 import numpy as np
@@ -303,14 +304,19 @@ def _axis_values(lo: float, hi: float) -> list[float]:
     return [10.0**e for e in range(math.ceil(math.log10(lo) - 1e-9), math.floor(math.log10(hi) + 1e-9) + 1)]
 
 
-XY = Callable[[str, str], dict]
+class RoofBase(NamedTuple):
+    """A device's roofs, ready for layers on top: those layers must position with ``xy``."""
+
+    layers: list[alt.Chart]  # roof segments, their labels, ridge points
+    xy: Callable[[str, str], dict]  # the shared log-log x and y channels of two fields
+    sources: list[str]  # the ceiling sources of the roofs drawn
+    frame: _Frame  # data <-> pixels, for marks placed in pixels (arrowheads)
 
 
 def roof_base(points: pd.DataFrame, ceilings: pd.DataFrame, device: str, classes: list[str],
-              avoid: pd.DataFrame | None = None) -> tuple[list[alt.Chart], XY, list[str]]:
+              avoid: pd.DataFrame | None = None) -> RoofBase:
     """The roof layers of ``device`` (segments, labels, ridge points) framed to hold ``points``
-    (columns ``ai_<level>`` and ``y``), the position channels every layer on top must use, and the
-    ceiling sources drawn.
+    (columns ``ai_<level>`` and ``y``), with the position channels every layer on top must use.
 
     ``classes`` are the compute classes whose flat roofs are drawn; labels avoid the points of
     ``avoid`` (default: ``points``), the ones visible at first.
@@ -351,4 +357,4 @@ def roof_base(points: pd.DataFrame, ceilings: pd.DataFrame, device: str, classes
         **xy("x", "y"), tooltip=alt.Tooltip("ridge:N", title="ridge point")))
     drawn = {("memory", lv) for lv in MEMORY_LEVELS} | {("compute", c) for c in classes}
     sources = sorted({s for key, (_, s) in roofs.items() if key in drawn})
-    return layers, xy, sources
+    return RoofBase(layers, xy, sources, frame)
