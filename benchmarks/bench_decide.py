@@ -32,6 +32,7 @@ from roofline import track  # noqa: E402
 from roofline.decide import DecisionParams  # noqa: E402
 from roofline.decide_state import STATE_DIR, update  # noqa: E402
 from roofline.history import CONTEXT, append_run, history_frame, read_decisions, write_partition  # noqa: E402
+from roofline.pages.trends import trends_html  # noqa: E402
 from roofline.schemas import TABLES  # noqa: E402
 
 PEAK_FLOPS, PEAK_BW = 19.5e12, 1.555e12
@@ -128,7 +129,7 @@ def measure(series: int, nights: int, params: DecisionParams) -> dict:
     page_decisions, page_summary = track.track(kernels, store, run_id, context, params)
     whole = time.perf_counter() - start
     start = time.perf_counter()
-    page = track.render_trends(page_decisions, page_summary, bundle="")
+    page = trends_html(page_decisions, page_summary, *track.page_rows(store, page_summary), vega="vega-bundle.js")
     render = time.perf_counter() - start
     out = {"series": series, "nights": nights, "generate_s": generated, "replay_s": replay,
            "first_s": first, "best_s": best, "replayed": replayed or any(r[2] for r in reruns),

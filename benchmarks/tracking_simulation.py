@@ -110,6 +110,7 @@ def simulate(seed: int = 0, nights: int = 60, kernels: int = 50, noise: float = 
                 "performance": flop / (t * launches[k]), "ai_dram": ai[k],
                 "ridge_ratio": ai[k] / (PEAK_FLOPS / PEAK_BW),
                 "bound": "compute:fp32" if ai[k] >= PEAK_FLOPS / PEAK_BW else "memory:dram",
+                "compute_class": "fp32", "binding_level": "dram", "attainable": attainable,
                 "roof_flops": PEAK_FLOPS, "roof_dram_bw": PEAK_BW, "ceiling_source": "datasheet",
                 "driver_version": "560.35.03" if after else "550.54.15", "cuda_version": "12.4",
                 "ncu_version": "2024.1.0", "gpu_uuid": "GPU-5f1c", "clock_control": "base",

@@ -15,6 +15,7 @@ from roofline import decide_state, track
 from roofline.decide import DecisionParams, decide_all
 from roofline.decide_state import KEEP, STATE_DIR, update
 from roofline.history import SERIES_KEY, append_run, history_frame, read_decisions, read_history
+from roofline.pages.trends import trends_html
 
 KEY = [*SERIES_KEY, "clock_control", "cache_control"]
 
@@ -247,7 +248,7 @@ def test_track_judges_from_the_state_and_the_page_shows_a_window(tmp_path):
     tonight = decisions[decisions["run_id"] == inputs[-1][0]]
     assert tonight["rule_version"].notna().all() and summary["kernels"] == 3
     assert summary["counts"]["outlier"] == 1 and summary["context"]["app_commit"] == "same"
-    page = track.render_trends(decisions, summary, bundle="")
+    page = trends_html(decisions, summary, vega="assets/vega-bundle.js")
     assert "5 nights shown" in page
     again, _ = track.track(kernels.iloc[:0], tmp_path, "later", {}, DecisionParams(), trend_nights=5)
     assert sorted(again["run_id"].unique()) == [r for r, _, _ in inputs[-5:]]

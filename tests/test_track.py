@@ -14,6 +14,7 @@ from conftest import REPO
 
 from roofline import track
 from roofline.history import DecisionParams, append_run, decide, decide_all, history_frame
+from roofline.pages import trends
 from roofline.schemas import write_table
 
 
@@ -323,8 +324,10 @@ def test_replay_flag_judges_every_night_again_with_the_same_result(nightly, capl
 def test_trends_page_is_offline_escaped_and_embeds_every_chart(nightly):
     tmp, _, _, _ = nightly
     page = (tmp / "reports" / "trends.html").read_text()
-    assert page.count("<script>") == 2 and "<script src=" not in page and "cdn.jsdelivr" not in page
-    assert page.count("vegaEmbed('#") == 3 and page.count("{actions:false}") == 3
+    # the one page builder: the summary's style sheet, and the Vega bundle shared beside the summary
+    assert '<script src="assets/vega-bundle.js"></script>' in page and "cdn.jsdelivr" not in page
+    assert (tmp / "reports" / "assets" / "vega-bundle.js").stat().st_size > 100_000
+    assert page.count('<div class="chart" id="chart') == 4  # trends, any kernel, baseline → tonight, tonight
     embedded = page[page.rindex("<script>"):]
     assert "</" not in embedded[len("<script>"):embedded.rindex("</script>")]
     assert "void gemm&lt;float, 128&gt;(float const*, float&amp;)" in page
@@ -333,16 +336,21 @@ def test_trends_page_is_offline_escaped_and_embeds_every_chart(nightly):
 
 
 def test_every_chart_compiles_with_vega():
+    from roofline.pages import trends
+
     history, _ = SIM.simulate(seed=2, nights=45, kernels=10)
     decisions = decide_all(history)
     tonight = decisions[decisions["run_id"] == night(44)]
-    facet, selector = track.trend_charts(decisions, track._series_names(tonight).tolist()[:4])
-    roofline = track.roofline_chart(tonight)
-    for spec in (facet, selector, roofline):
+    facet, selector = trends.trend_charts(decisions, trends.series_names(tonight).tolist()[:4])
+    kernels = history[history["run_id"] == night(44)]
+    findings = [{**r, "label": "regression"} for r in tonight.head(2).to_dict("records")]
+    specs, _ = trends.roofline_specs(kernels, history[history["run_id"] < night(44)], findings)
+    assert len(specs) == 2  # baseline → tonight, and tonight's kernels
+    for spec in (facet, selector, *specs):
         assert vl_convert.vegalite_to_svg(spec).startswith("<svg")
-    layers = roofline["layer"]
-    assert any(layer["mark"].get("shape") == "triangle" for layer in layers)
-    assert roofline["layer"][0]["encoding"]["y"]["scale"]["type"] == "log"
+    joined = [layer for layer in specs[0]["layer"] if layer["mark"]["type"] == "line"]
+    assert [layer["encoding"]["order"]["field"] for layer in joined] == ["step"]  # baseline → tonight, joined
+    assert specs[1]["layer"][0]["encoding"]["y"]["scale"]["type"] == "log"
 
 
 def test_a_convention_change_tonight_is_a_segment_break_in_the_json_and_on_the_page(tmp_path):
@@ -357,10 +365,10 @@ def test_a_convention_change_tonight_is_a_segment_break_in_the_json_and_on_the_p
     assert summary["counts"]["environment_change"] == 1 and summary["environment_changes"] == [words]
     assert summary["context"]["convention"] == "2026.12"
     assert [(f["label"], f["convention"]) for f in summary["findings"]] == [("environment_change", "2026.12")]
-    page = track.render_trends(decisions, summary, bundle="")
+    page = trends.trends_html(decisions, summary, vega="assets/vega-bundle.js")
     assert f"<li>{words}</li>" in page and "counting conventions changed)</h3>" in page
     assert "datum.label == 'environment_change'" in page  # the dotted segment rule of every break
-    trend = track.trend_data(decisions)
+    trend = trends.trend_data(decisions)
     assert trend.loc[trend["run_id"] == night(12), "label"].tolist() == ["environment_change"]
     assert trend.loc[trend["run_id"] == night(12), "note"].tolist() == [words]
 
