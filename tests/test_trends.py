@@ -1,0 +1,122 @@
+"""The trends page (roofline/pages/trends.py): its rooflines are drawn on the roofs the verdicts used."""
+
+import pandas as pd
+import pytest
+from test_chart import _rows_with
+
+from roofline import chart
+from roofline.classify import aggregate_kernels
+from roofline.pages import trends
+from roofline.schemas import conform
+
+CEILINGS = [("compute", "fp32", 20e12), ("compute", "fp64", 10e12), ("compute", "tensor_fp16_acc32", 100e12),
+            ("memory", "dram", 1e12), ("memory", "l2", 4e12)]
+CASES = [  # (kernel, class, FLOP, DRAM bytes, L2 bytes)
+    ("dgemm", "fp64", 1e12, 1e9, 2e9),
+    ("stream", "fp32", 1e9, 1e10, 1e10),
+    ("l2_bound", "fp32", 1e10, 1e9, 1e11),
+    ("hgemm", "tensor_fp16_acc32", 1e13, 1e9, 1e9),
+]
+
+
+def ceilings_table() -> pd.DataFrame:
+    rows = [{"device": "G", "kind": kind, "name": name, "value": value, "source": "datasheet", "selected": True}
+            for kind, name, value in CEILINGS]
+    rows.append({"device": "G", "kind": "memory", "name": "dram", "value": 2e12, "source": "report",
+                 "selected": False})  # a candidate the policy did not pick: never drawn
+    return conform(pd.DataFrame(rows), "ceilings")
+
+
+def at_roof(scale: float = 1.0) -> pd.DataFrame:
+    """Kernels each running exactly at its roof (duration = the binding time bound), classified by
+    the classify stage; ``scale`` multiplies the FLOP (intensity and performance move along the roof)."""
+    peaks = {name: value for kind, name, value in CEILINGS if kind == "compute"}
+    rows = []
+    for i, (name, cls, flop, dram, l2) in enumerate(CASES):
+        flop *= scale
+        rows.append({"app": "a", "kernel": name, "kernel_short": name, "launch": i, "device": "G",
+                     f"flop_{cls}": flop, "dram_bytes": dram, "l2_bytes": l2,
+                     "duration_s": max(flop / peaks[cls], dram / 1e12, l2 / 4e12)})
+    return aggregate_kernels(conform(pd.DataFrame(rows), "counters"), ceilings_table())
+
+
+def findings(kernels: pd.DataFrame, label: str = "regression") -> list[dict]:
+    return [{**{c: r[c] for c in trends.SERIES_KEY}, "kernel_short": r["kernel_short"], "label": label}
+            for r in kernels.to_dict("records")]
+
+
+@pytest.fixture(scope="module")
+def page_charts():
+    tonight = at_roof()
+    baseline = at_roof(0.5).assign(run_id="night-1")  # the baseline night: elsewhere on the same roofs
+    assert tonight["roof_pct"].to_numpy() == pytest.approx(100.0)
+    specs, blocks = trends.roofline_specs(tonight, baseline, findings(tonight))
+    return tonight, baseline, specs, blocks
+
+
+def _segments(spec: dict) -> list[dict]:
+    return [r for r in _rows_with(spec, "roof") if "x2" in r]
+
+
+def test_the_roofs_are_the_selected_ceilings_of_each_class_and_level_drawn(page_charts):
+    tonight, _, specs, _ = page_charts
+    selected = {name: value for kind, name, value in CEILINGS}
+    applied = trends.applied_ceilings(tonight)
+    assert dict(zip(applied["name"], applied["value"])) == selected  # the unselected 2 TB/s DRAM: not there
+    assert len(specs) == 2  # baseline → tonight, tonight's kernels
+    for spec in specs:
+        drawn = _segments(spec)
+        labels = {s["roof"].split(" ")[0] for s in drawn}
+        assert labels == {"FP32", "FP64", "Tensor", "DRAM", "L2"}  # each class and level of a verdict
+        for s in drawn:
+            if s["style"] == "compute":
+                name = max((n for n, label in chart.CLASS_LABEL.items() if s["roof"].startswith(label + " ")),
+                           key=lambda n: len(chart.CLASS_LABEL[n]))  # "Tensor FP16 (FP32 acc.)", not "Tensor FP16"
+                assert s["y"] == pytest.approx(selected[name], rel=1e-12)
+            else:
+                assert s["y2"] / s["x2"] == pytest.approx(selected[s["style"]], rel=1e-9)
+                assert s["y"] / s["x"] == pytest.approx(selected[s["style"]], rel=1e-9)
+
+
+def test_points_at_100_percent_lie_on_the_drawn_roof_of_their_class_and_level(page_charts):
+    """Tonight's and the baseline's trajectory points (the trends page's data) sit on the drawn roof
+    of the class and level their verdict used: compute-bound on the flat roof, memory-bound on the sloped one."""
+    tonight, _, specs, _ = page_charts
+    segments = _segments(specs[0])
+    steps = specs[0]["datasets"]["steps"]
+    assert sorted(p["step"] for p in steps) == [1] * len(tonight) + [2] * len(tonight)
+    bound = dict(zip(tonight["kernel"], tonight["bound"]))
+    for p in steps:
+        kind, resource = bound[p["kernel"]].split(":")
+        if kind == "compute":
+            [roof] = [s for s in segments if s["style"] == "compute"
+                      and s["roof"].startswith(chart.CLASS_LABEL[resource] + " ")]
+            assert p["performance"] == pytest.approx(roof["y"], rel=1e-9), p
+            assert p["ai"] >= roof["x"] * (1 - 1e-9)  # right of the ridge, on the flat part
+        else:
+            [roof] = [s for s in segments if s["style"] == resource]
+            assert p["performance"] == pytest.approx(roof["y2"] / roof["x2"] * p["ai"], rel=1e-9), p
+    assert {p["level"] for p in steps} == {"DRAM", "L2"}
+
+
+def test_baseline_and_tonight_are_the_two_steps_of_each_moved_kernel(page_charts):
+    tonight, baseline, _, _ = page_charts
+    points = trends.moved_points(tonight, baseline, findings(tonight.iloc[:2]) + findings(tonight.iloc[2:], "outlier"))
+    assert points.groupby("match")["step"].apply(list).tolist() == [[1, 2], [1, 2]]  # outliers are not drawn
+    stream = points[points["kernel"] == "stream"].set_index("step")
+    assert stream.loc[2, "performance"] == pytest.approx(2 * stream.loc[1, "performance"])  # FLOP doubled
+
+
+def test_a_night_without_findings_says_so_instead_of_an_empty_chart():
+    tonight = at_roof()
+    decisions = tonight.assign(run_id="n1", run_date="2026-01-01", label="unchanged", value_s=1e-3,
+                               baseline_s=1e-3, lower_s=9e-4, upper_s=1.1e-3, ratio=1.0, z=0.0, note="",
+                               noise_s=1e-5)
+    summary = {"run_id": "n1", "findings": [], "counts": {"regression": 0, "unchanged": 4}, "alert": False,
+               "environment_shift": False, "environment_changes": [], "context": {"run_id": "n1"},
+               "method": "m", "rule_version": "r"}
+    page = trends.trends_html(decisions, summary, tonight, None, vega="assets/vega-bundle.js")
+    assert "No findings tonight: every series is within its limits, nothing to draw." in page
+    assert "No kernel regressed or improved tonight" in page
+    assert page.count('<div class="chart" id="chart') == 2  # any kernel, tonight's roofline
+    assert 'id="chart0"></div></section>' in page.split('<section id="any">')[1][:200]
