@@ -6,6 +6,7 @@ Needs Debian's ``chromium`` (``apt-get install chromium``); skipped when it is a
 import csv
 import html
 import io
+import json
 import os
 import re
 import shutil
@@ -294,4 +295,63 @@ def test_compare_page_draws_offline_without_errors(compare_rendered):
 
 def test_compare_screenshot(compare_rendered):
     png = compare_rendered["png"]
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 50_000
+
+
+@pytest.fixture(scope="module")
+def trends_rendered(tmp_path_factory) -> dict:
+    """The trends page of a 40-night simulated history (tonight: one kernel 60 % slower, one 40 %
+    faster), written by the tracking stage's CLI, drawn, probed and screenshotted."""
+    from test_track import SIM
+
+    from roofline import track
+    from roofline.history import append_run
+    from roofline.schemas import write_table
+
+    tmp = tmp_path_factory.mktemp("trends")
+    history, _ = SIM.simulate(seed=3, nights=40, kernels=24)
+    inputs = list(SIM.nightly_inputs(history))
+    for run_id, kernels, context in inputs[:-1]:
+        append_run(tmp / "store", run_id, kernels, context)
+    run_id, kernels, context = inputs[-1]
+    for row, factor in ((0, 1.6), (5, 1 / 1.4)):  # tonight: a regression and an improvement
+        kernels.loc[row, ["duration_s"]] *= factor
+        kernels.loc[row, ["performance"]] /= factor
+        kernels.loc[row, ["roof_pct"]] /= factor
+    write_table(kernels, "kernels", tmp / "k.parquet")
+    page = tmp / "reports" / "trends.html"
+    code = track.main(["--kernels", str(tmp / "k.parquet"), "--store", str(tmp / "store"), "--run-id", run_id,
+                       "--context-json", json.dumps(context), "--trends", str(page),
+                       "--regressions", str(tmp / "reports" / "regressions.json")])
+    assert code == 0
+    path = probed(page, page.parent)
+    dump = chromium(path.as_uri(), tmp / "profile-dom", "--dump-dom")
+    shot = tmp / "trends.png"
+    chromium(page.as_uri(), tmp / "profile-png", "--window-size=1300,2600", f"--screenshot={shot}")
+    if SCREENSHOTS:
+        Path(SCREENSHOTS).mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(shot, Path(SCREENSHOTS) / "trends.png")
+    return {"dom": dump.stdout, "log": dump.stderr, "png": shot, "page": page.read_text(),
+            "charts": len(re.findall(r'<div class="chart"', page.read_text())),
+            "summary": json.loads((tmp / "reports" / "regressions.json").read_text())}
+
+
+def test_trends_page_draws_offline_without_errors(trends_rendered):
+    page = trends_rendered
+    labels = {f["label"] for f in page["summary"]["findings"]}
+    assert {"regression", "improvement"} <= labels
+    assert page["charts"] == 4  # findings' trends, any kernel, baseline → tonight, tonight's kernels
+    assert '<script src="assets/vega-bundle.js"></script>' in page["page"]
+    assert page["dom"].count('data-rendered="yes"') == page["charts"], page["log"][-2000:]
+    assert 'data-error="' not in page["dom"]
+    assert attribute(page, "logged") == "none"
+    resources = attribute(page, "resources")  # this Chromium lists no file:// resource: the bundle drew the charts
+    assert not re.search(r"https?:|wss?:", resources), resources
+    assert "net::ERR" not in page["log"]
+    exported = attribute(page, "exported").split()
+    assert exported == ["svg:data:image/png;base64:drawn"] * page["charts"]
+
+
+def test_trends_screenshot(trends_rendered):
+    png = trends_rendered["png"]
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 50_000

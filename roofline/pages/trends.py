@@ -174,7 +174,8 @@ def moved_points(kernels: pd.DataFrame, baseline: pd.DataFrame, findings: Sequen
     moved = pd.DataFrame([f for f in findings if f.get("label") in MOVED], columns=[*SERIES_KEY, "label"])
     if moved.empty or kernels.empty:
         return pd.DataFrame(columns=STEP_COLUMNS)
-    moved["match"] = series_names(moved.assign(kernel_short=[
+    # the legend names each path: its label first, so that a regression reads as one
+    moved["match"] = moved["label"] + ": " + series_names(moved.assign(kernel_short=[
         next((f.get("kernel_short") for f in findings if all(f.get(c) == r[c] for c in SERIES_KEY)), "")
         for r in moved.to_dict("records")]))
     now = _at_level(kernels.merge(moved, on=SERIES_KEY))
@@ -223,17 +224,30 @@ def roofline_specs(kernels: pd.DataFrame, baseline: pd.DataFrame, findings: Sequ
                 spec = trajectory_chart(mine, kernels, ceilings, device, 2).to_dict(validate=False)
                 n = mine["match"].nunique()
                 spec["title"] = {**spec["title"], "text": f"{device}: baseline → tonight", "subtitle": [
-                    f"{n} regressed or improved kernel(s); point 1: the baseline (median of its baseline nights), "
-                    "point 2: tonight",
+                    f"{n} regressed or improved kernel(s): each joined from its baseline (the median of its "
+                    "baseline nights) to tonight,",
                     "at the intensity of the memory level each verdict used; roofs: the ceilings tonight's verdicts "
                     "used"]}
+                _name_steps(spec)
                 specs.append(spec)
                 blocks.append(f'<div class="chart" id="chart{first + len(specs) - 1}"></div>')
             specs.append(roofline_chart(kernels, ceilings, device).to_dict(validate=False))
+            blocks.append(f'<h3>Every kernel tonight on {esc(device)} (as on the summary)</h3>')
             blocks.append(f'<div class="chart" id="chart{first + len(specs) - 1}"></div>')
     if points.empty:
         blocks.insert(0, "<p>No kernel regressed or improved tonight: tonight's kernels only.</p>")
     return specs, blocks
+
+
+def _name_steps(spec: dict) -> None:
+    """Each point's label on the baseline → tonight chart in words ("baseline", "tonight"), not the
+    trajectory's step number."""
+    for layer in spec.get("layer", []):
+        text = layer.get("encoding", {}).get("text", {})
+        if layer.get("mark", {}).get("type") == "text" and text.get("field") == "step":
+            layer["transform"] = [*layer.get("transform", []),
+                                  {"calculate": "datum.step == 1 ? 'baseline' : 'tonight'", "as": "when"}]
+            layer["encoding"]["text"] = {"field": "when", "type": "nominal"}
 
 
 # ---------------------------------------------------------------------------------------- the page
@@ -247,7 +261,7 @@ def _num(value: object, form: str) -> str:
 
 def findings_table(found: Sequence[Mapping]) -> str:
     """Tonight's findings by impact, one row per series (its id: :func:`roofline.pages.tonight.series_anchor`)."""
-    head = ["kernel", "label", "time per launch: baseline → tonight", "change", "z", "nights", "share",
+    head = ["kernel", "label", "time / launch: baseline → tonight", "change", "z", "nights", "share",
             "impact", "bound", "% of roof", "AI (DRAM) [FLOP/B]", "note"]
     rows = []
     for f in found:
