@@ -1,5 +1,6 @@
 """The workflow end to end: a small config in a temporary directory, lint, no-op reruns."""
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -33,7 +34,8 @@ def workdir(tmp_path_factory) -> Path:
     (work / "inputs" / "broken.ncu-rep").write_bytes(b"hand-made: not a report\n" * 100)
     real = REAL / "h100pcie-rmsnorm-full-ncu2025.1" / "2025-04-21_v1.ncu-rep"
     apps = f"apps:\n  rmsnorm: {{report: {real}}}\n" if real.exists() else "apps: {}\n"
-    (work / "config.yaml").write_text("# hand-made test config\ninputs: [inputs/*]\n" + apps)
+    series = "series: {pair: [textbook, rmsnorm]}\n" if real.exists() else ""
+    (work / "config.yaml").write_text("# hand-made test config\ninputs: [inputs/*]\n" + apps + series)
     _run(work, "--configfile", str(work / "config.yaml"))
     return work
 
@@ -47,7 +49,10 @@ def test_workflow_writes_the_contract_outputs(workdir):
     seed = classified.set_index("kernel").loc["seed_normalization"]
     assert seed["bound"] == "memory:dram" and seed["roof_pct"] == pytest.approx(100 * 30 / 36)
     html = (workdir / "reports" / "summary.html").read_text()
-    assert "cdn.jsdelivr" not in html and "<script src=" not in html
+    # offline: no CDN; the one script loaded from a file is the shared Vega bundle beside the pages
+    assert "cdn.jsdelivr" not in html
+    assert re.findall(r'<script src="([^"]*)"', html) == ["assets/vega-bundle.js"]
+    assert (workdir / "reports" / "assets" / "vega-bundle.js").exists()
 
 
 def test_broken_input_is_reported_and_does_not_stop_the_others(workdir):
@@ -66,6 +71,15 @@ def test_real_report_flows_through_all_stages(workdir):
     assert len(classified) == 3
     assert (classified["bound"] == "memory:dram").all()
     assert set(classified["ceiling_source"]) == {"report"}
+
+
+def test_a_configured_series_gets_its_compare_page_beside_the_shared_vega_script(workdir):
+    if not (workdir / "data" / "counters" / "rmsnorm.parquet").exists():
+        pytest.skip("the real rmsnorm report (../shared/fixtures/real) is absent: no series configured")
+    page = (workdir / "reports" / "compare" / "pair.html").read_text()
+    assert "textbook" in page and "rmsnorm" in page
+    assert (workdir / "reports" / "assets" / "vega-bundle.js").stat().st_size > 100_000
+    assert "compare/pair.html" in (workdir / "reports" / "summary.html").read_text()
 
 
 def test_second_run_and_touch_run_no_job(workdir):
