@@ -64,7 +64,7 @@ from roofline.pages.sections import (
     kernels_html,
     source_html,
 )
-from roofline.pages.tonight import add_tonight
+from roofline.pages.tonight import add_tonight_slot
 from roofline.schemas import conform, read_table, write_text_atomic
 
 CANVAS_FROM = 300  # kernels on a chart from which it is drawn on a canvas, not as SVG
@@ -427,13 +427,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--series", default="{}", help="JSON: the config's series: {name: {steps: [app, ...], "
                         "rename: {pattern: replacement}}}; a compare page each, in --compare-dir")
     parser.add_argument("--compare-dir", help="the series' compare pages (default: compare/ beside --output)")
-    parser.add_argument("--regressions", help="the tracking stage's regressions.json (its trends.html beside it): "
-                        "the summary says tonight against the baseline; absent or missing file: no such block")
+    parser.add_argument("--tonight-script", help="tonight.js, which the tracking stage writes beside the pages: "
+                        "the summary gets a slot that shows tonight against the baseline from it")
     args = parser.parse_args(argv)
     series = {name: ({"steps": s} if isinstance(s, list) else s) for name, s in json.loads(args.series).items()}
     write_report(args.kernels, args.ceilings, args.diagnostics, args.output, args.apps_dir, args.title, args.apps,
                  json.loads(args.sources), json.loads(args.input_problems), series, args.compare_dir)
-    add_tonight(args.output, args.regressions)
+    if args.tonight_script:
+        add_tonight_slot(args.output, args.tonight_script)
     return 0
 
 

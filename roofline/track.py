@@ -242,6 +242,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--params", help="decision parameters as JSON (docs/tracking.md)")
     parser.add_argument("--trends", required=True)
     parser.add_argument("--regressions", required=True)
+    parser.add_argument("--tonight-script", help="also write the summary's tonight block as this script "
+                        "(reports/tonight.js; roofline.pages.tonight)")
     parser.add_argument("--fail-on-regression", action="store_true",
                         help=f"exit {EXIT_REGRESSION} when a kernel regressed")
     parser.add_argument("--replay", action="store_true",
@@ -273,6 +275,10 @@ def main(argv: list[str] | None = None) -> int:
     from roofline.pages.trends import write_trends  # Altair and the page code: only once judged
 
     write_trends(args.trends, decisions, summary, *page_rows(args.store, summary))
+    if args.tonight_script:
+        from roofline.pages.tonight import write_tonight_script
+
+        write_tonight_script(args.tonight_script, summary, args.trends)
     counts = summary["counts"]
     log.info("run %s: %d kernels; %s", args.run_id, summary["kernels"],
              ", ".join(f"{k} {v}" for k, v in counts.items() if v))

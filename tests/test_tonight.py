@@ -1,6 +1,6 @@
-"""The summary's "Tonight against the baseline" block (roofline/pages/tonight.py) and report --regressions."""
+"""The summary's "Tonight against the baseline" block (roofline/pages/tonight.py): built by the
+tracking stage as tonight.js, shown by the summary's slot (report --tonight-script)."""
 
-import json
 
 import pytest
 from test_chart import make_ceilings, make_kernels
@@ -62,21 +62,26 @@ def tables(tmp_path):
             str(paths["diagnostics"]), "--apps-dir", str(tmp_path / "reports" / "apps")]
 
 
-def test_report_main_adds_the_block_after_at_a_glance_when_a_history_exists(tmp_path, tables):
+def test_report_main_adds_a_slot_that_tonight_js_fills_in_the_browser(tmp_path, tables):
+    """The summary does not wait for the tracking stage: it loads tonight.js (written by that stage
+    beside it) when opened, and shows the block after At a glance, its links on the trends page."""
+    from test_browser import CHROMIUM, chromium
+
     out = tmp_path / "reports" / "summary.html"
-    regressions = tmp_path / "reports" / "regressions.json"
-    regressions.parent.mkdir(parents=True)
-    regressions.write_text(json.dumps(SUMMARY))
-    assert report.main([*tables, "--output", str(out), "--regressions", str(regressions)]) == 0
+    script = tmp_path / "reports" / "tonight.js"
+    assert report.main([*tables, "--output", str(out), "--tonight-script", str(script)]) == 0
     page = out.read_text()
-    assert page.index('<section id="glance">') < page.index('<section id="tonight">') < page.index('id="charts"')
-    assert f'href="trends.html#{tonight.series_anchor(SUMMARY["findings"][2])}"' in page
+    assert '<script src="tonight.js"></script>' in page and 'id="tonight"' not in page
+    tonight.write_tonight_script(script, SUMMARY, tmp_path / "reports" / "trends.html")
+    if CHROMIUM is None:
+        pytest.skip("headless Chromium not installed: the slot is in the page, not drawn")
+    dom = chromium(out.as_uri(), tmp_path / "profile", "--dump-dom").stdout
+    assert dom.index('<section id="glance">') < dom.index('<section id="tonight">') < dom.index('id="charts"')
+    assert f'href="trends.html#{tonight.series_anchor(SUMMARY["findings"][2])}"' in dom
+    assert "slow&lt;float&gt;&amp;" in dom, "kernel names stay escaped text"
 
 
-def test_report_main_without_a_history_has_no_block(tmp_path, tables):
+def test_pages_written_without_tracking_have_no_slot(tmp_path, tables):
     out = tmp_path / "reports" / "summary.html"
-    assert report.main([*tables, "--output", str(out), "--regressions", str(tmp_path / "absent.json")]) == 0
-    assert 'id="tonight"' not in out.read_text()
-    (tmp_path / "bad.json").write_text("[1, 2]")
-    with pytest.raises(ValueError, match="not the tracking stage's regressions.json"):
-        tonight.add_tonight(out, tmp_path / "bad.json")
+    assert report.main([*tables, "--output", str(out)]) == 0
+    assert "tonight" not in out.read_text()

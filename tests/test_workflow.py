@@ -49,10 +49,12 @@ def test_workflow_writes_the_contract_outputs(workdir):
     seed = classified.set_index("kernel").loc["seed_normalization"]
     assert seed["bound"] == "memory:dram" and seed["roof_pct"] == pytest.approx(100 * 30 / 36)
     html = (workdir / "reports" / "summary.html").read_text()
-    # offline: no CDN; the one script loaded from a file is the shared Vega bundle beside the pages
+    # offline: no CDN; the scripts loaded from files are the shared Vega bundle and tonight's block
+    # (written by the tracking stage), both beside the pages
     assert "cdn.jsdelivr" not in html
-    assert re.findall(r'<script src="([^"]*)"', html) == ["assets/vega-bundle.js"]
-    assert (workdir / "reports" / "assets" / "vega-bundle.js").exists()
+    scripts = re.findall(r'<script src="([^"]*)"', html)
+    assert scripts == ["assets/vega-bundle.js", "tonight.js"]
+    assert all((workdir / "reports" / s).is_file() for s in scripts)
 
 
 def test_broken_input_is_reported_and_does_not_stop_the_others(workdir):

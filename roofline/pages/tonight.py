@@ -2,21 +2,21 @@
 stage's findings (``reports/regressions.json``, :func:`roofline.track.summarize`), regressions first,
 each linked to its row on the trends page.
 
-The report stage writes the summary before or beside the tracking stage, so the block is added to
-the written summary (:func:`add_tonight`) from the findings file the tracking stage left; without
-one (no history yet, tracking not run) the summary is left as it is.
+The workflow writes the summary and tracks the night side by side, so the summary does not wait
+for the tracking stage: the tracking stage writes the block as a script beside the pages
+(``reports/tonight.js``, :func:`write_tonight_script`), and the summary holds a slot that loads it
+(:func:`add_tonight_slot`). Pages written without tracking (``roofline report``) have no slot.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from roofline.chart_roofs import si
-from roofline.pages.markup import esc
+from roofline.pages.markup import esc, script_json
 from roofline.pages.page import asset_src
 from roofline.schemas import write_text_atomic
 
@@ -97,26 +97,30 @@ def insert_tonight(page: str, block: str) -> str:
     return page[:at] + "\n" + block + page[at:]
 
 
-def add_tonight(summary_page: str | os.PathLike, regressions: str | os.PathLike | None,
-                trends_page: str | os.PathLike | None = None) -> bool:
-    """Add the block to the written ``summary_page`` from the tracking stage's ``regressions`` file
-    (its trends page: ``trends_page``, default ``trends.html`` beside it). Returns whether it was
-    added: without the file (no history yet) the summary is left as it is.
+TONIGHT_GLOBAL = "rooflineTonight"  # what tonight.js sets, and the slot's script reads
 
-    Raises
-    ------
-    ValueError
-        If the file is not the tracking stage's JSON (a path given by mistake).
-    """
-    if not regressions or not Path(regressions).is_file():
-        return False
-    try:
-        summary = json.loads(Path(regressions).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{regressions}: not the tracking stage's regressions.json ({exc})") from None
-    if not isinstance(summary, dict) or "counts" not in summary:
-        raise ValueError(f"{regressions}: not the tracking stage's regressions.json (no counts)")
-    trends = Path(trends_page) if trends_page else Path(regressions).with_name("trends.html")
+
+def tonight_script(summary: Mapping, trends_href: str) -> str:
+    """tonight.js: the block's HTML as a script that sets ``window.rooflineTonight`` (a script file
+    loads from file:// where a fetch of an HTML fragment would not)."""
+    return f"window.{TONIGHT_GLOBAL} = {script_json(tonight_html(summary, trends_href))};\n"
+
+
+def write_tonight_script(path: str | os.PathLike, summary: Mapping, trends_page: str | os.PathLike) -> None:
+    """Write tonight.js for the tracking stage's ``summary`` (regressions.json's content); its links
+    point at ``trends_page``, relative to the script's folder (the summary's)."""
+    write_text_atomic(path, tonight_script(summary, asset_src(path, Path(trends_page))))
+
+
+def tonight_slot(script_src: str) -> str:
+    """Where the summary shows tonight's block: filled from ``script_src`` (tonight.js) when the page
+    is opened, so the summary never waits for, nor goes stale with, the tracking stage."""
+    return (f'<div id="tonight-slot"></div><script src="{esc(script_src)}"></script>'
+            f"<script>if (window.{TONIGHT_GLOBAL}) document.getElementById('tonight-slot').outerHTML = "
+            f"window.{TONIGHT_GLOBAL};</script>")
+
+
+def add_tonight_slot(summary_page: str | os.PathLike, script: str | os.PathLike) -> None:
+    """Put the slot for ``script`` (tonight.js, written by the tracking stage) into the written summary."""
     page = Path(summary_page).read_text(encoding="utf-8")
-    write_text_atomic(summary_page, insert_tonight(page, tonight_html(summary, asset_src(summary_page, trends))))
-    return True
+    write_text_atomic(summary_page, insert_tonight(page, tonight_slot(asset_src(summary_page, Path(script)))))

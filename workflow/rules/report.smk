@@ -28,4 +28,4 @@ rule report:
         stage("report") + " --kernels {input.kernels} --ceilings={input.ceilings} --diagnostics {input.diagnostics}"
         " --output={output.summary} --apps-dir=reports/apps --title={params.title:q} --apps {params.apps}"
         " --sources={params.sources:q} --input-problems={params.inputs:q}"
-        " --series={params.series:q} --compare-dir=reports/compare"
+        " --series={params.series:q} --compare-dir=reports/compare --tonight-script=reports/tonight.js"

@@ -8,10 +8,16 @@ rule track_history:
     input:
         kernels=all_kernel_tables(),
         counters=expand("data/counters/{app}.parquet", app=sorted(APPS)),
-        code=pkg_code("history.py", "track.py", *(p.name for p in sorted(PKG.glob("decide*.py")))),
+        code=pkg_code("history.py", "track.py", *(p.name for p in sorted(PKG.glob("decide*.py"))),
+                      "chart.py", "chart_roofs.py", "chart_trajectory.py", "trajectory.py", "derive.py",
+                      "assets/report.css", "assets/report.js",
+                      *(f"pages/{p.name}" for p in sorted((PKG / "pages").glob("*.py")))),
     output:
         trends="reports/trends.html",
         regressions="reports/regressions.json",
+        # the summary's "tonight against the baseline" block, loaded by the summary when opened, so
+        # that the report does not wait for this job (roofline/pages/tonight.py)
+        tonight="reports/tonight.js",
     params:
         run_id=run_id(),
         store="data/history",
@@ -26,3 +32,4 @@ rule track_history:
         stage("track") + " --kernels {input.kernels} --counters {input.counters} --store={params.store}"
         " --run-id={params.run_id:q} --config-json={params.config:q} --params={params.decision_params:q}"
         " --context-json={params.context:q} --trends={output.trends} --regressions={output.regressions}"
+        " --tonight-script={output.tonight}"
