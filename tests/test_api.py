@@ -7,28 +7,17 @@ import re
 import subprocess
 import sys
 import warnings
-from pathlib import Path
 
 import altair as alt
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import REPO, real_fixture
+from conftest import REPO
+from test_cli import A100_80, TEXTBOOK, nersc_csv, silu_report  # the same inputs
 
 import roofline
 from roofline import api
 from roofline.catalog import CATALOG_PATH
-
-TEXTBOOK = REPO / "data" / "examples" / "textbook.yaml"
-A100_80 = "NVIDIA A100-SXM4-80GB"
-
-
-def nersc_csv() -> Path:
-    return real_fixture("a100-dropout-nersc-metrics-csv") / "nsight162.csv"
-
-
-def silu_report() -> Path:
-    return next(real_fixture("a100sxm-silu-full-ncu2025.1").glob("*.ncu-rep"))
 
 
 def test_import_roofline_is_cheap():

@@ -1,15 +1,13 @@
 """The nightly decision from the stored state: equal to a full replay night by night, idempotent
 reruns, replays when the rule changes, crash safety, and a cost that does not read the past."""
 
-import importlib.util
 import json
-import sys
 
 import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-from conftest import REPO
+from test_track import SIM  # the simulator, loaded once
 
 from roofline import decide_state, track
 from roofline.decide import DecisionParams, decide_all
@@ -20,16 +18,6 @@ from roofline.pages.trends import trends_html
 KEY = [*SERIES_KEY, "clock_control", "cache_control"]
 
 
-def _simulator():
-    spec = importlib.util.spec_from_file_location("tracking_simulation",
-                                                  REPO / "benchmarks" / "tracking_simulation.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
-SIM = _simulator()
 
 
 def perturbed(seed: int, nights: int = 46, kernels: int = 24) -> pd.DataFrame:
