@@ -37,6 +37,8 @@ CHART_FIELDS = ["kernel", "kernel_short", "app", "compute_class", "bound", "laun
                 *(f"ai_{lv}" for lv in MEMORY_LEVELS), "achieved", "attainable", "roof_pct", "ceiling_source",
                 "note", "rank"]
 CROWDED = 150  # drawn kernels from which the points are smaller
+LABELLED = 5  # kernels named on the chart, by GPU time (the slider and filters pick among those drawn)
+LABEL_CHARS = 28
 ALL = "(all)"
 
 
@@ -172,6 +174,17 @@ def roofline_layers(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str) 
         opacity=alt.condition(pick, alt.value(0.85), alt.value(0.15)),  # an expression here blanks canvas legends
         tooltip=tooltip,
     ).add_params(pick))
+    # The biggest kernels named beside their point, once each: at the level their verdict used
+    # (DRAM for a compute-bound kernel), so a page read on paper still says which point is which.
+    at_verdict_level = ("datum.level_key == 'ai_' + (indexof(datum.bound, 'memory:') == 0 ? "
+                        "substring(datum.bound, 7) : 'dram')")
+    layers.append(
+        base.transform_filter(f"datum.rank <= {LABELLED} && {at_verdict_level}")
+        .transform_calculate(label=f"length(datum.kernel_short) > {LABEL_CHARS} ? "
+                                   f"substring(datum.kernel_short, 0, {LABEL_CHARS - 1}) + '…' : datum.kernel_short")
+        .mark_text(align="left", dx=7, dy=-7, fontSize=FONT, color="#333333", clip=True)
+        .encode(**xy("ai", "y"), text="label:N")
+    )
     return (
         alt.layer(*layers)
         .add_params(colour_by, *filters.values(), top_n)
