@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import copy
 import json
-import math
 import os
 import sys
 import urllib.parse
@@ -29,7 +28,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import altair as alt
-import numpy as np
 import pandas as pd
 
 from roofline.chart import (
@@ -38,16 +36,13 @@ from roofline.chart import (
     KERNEL_DATA,
     TOP_N_DEFAULT,
     kernel_count_text,
-    plot_points,
     roofline_layers,
 )
 from roofline.chart_instruction import instruction_chart
 from roofline.inputs import is_app_name
-from roofline.metrics import MEMORY_LEVELS
 from roofline.pages.glance import findings_html, glance_html
 from roofline.pages.markup import esc as _e
 from roofline.pages.markup import script_json as _json
-from roofline.pages.markup import script_safe as _script_safe
 from roofline.pages.overview import SUMMARY_KERNELS, apps_html, summary_rows
 from roofline.pages.page import (  # noqa: F401 - vega_bundle: the trends page takes it from here
     VEGA_ASSET,
@@ -64,6 +59,16 @@ from roofline.pages.sections import (
     kernels_html,
     source_html,
 )
+from roofline.pages.table import (  # noqa: F401 - TEXT_FIELDS: the tests read the table's contract here
+    COLUMN_HELP,
+    CSV_COLUMNS,
+    TABLE,
+    TABLE_COLUMNS,
+    TABLE_ROWS,
+    TEXT_FIELDS,
+    columns_json,
+    page_table,
+)
 from roofline.pages.tonight import add_tonight_slot
 from roofline.schemas import conform, read_table, write_text_atomic
 
@@ -74,92 +79,8 @@ CANVAS_FROM = 300  # kernels on a chart from which it is drawn on a canvas, not 
 
 # The kernels table: (header, field of the page's embedded table or None for the row number, format).
 # The inline script draws the rows and writes the CSV (these columns and the full name) from it.
-TABLE = [
-    ("#", None, "index"), ("kernel", "kernel_short", "name"), ("app", "app", "app"), ("device", "device", "cfg"),
-    ("grid × block", "config", "cfg"), ("launches", "launches", "int"), ("time share", "time_share", "share"),
-    ("GPU time", "duration_s", "s"), ("bound", "bound", "text"), ("% of roof", "roof_pct", "pct"),
-    ("achieved", "achieved", "achieved"), ("attainable", "attainable", "attainable"),
-    ("AI [FLOP/B]", "ai_bind", "num"), ("ceiling source", "ceiling_source", "text"),
-    ("instruction roofline", "instruction_bound", "text"), ("% of instr. roof", "instruction_roof_pct", "pct"),
-    ("ncu speedup", "ncu_speedup_pct", "pct"), ("priority", "priority", "num"), ("note", "note", "note"),
-]
-TABLE_COLUMNS = [head for head, *_ in TABLE]
-CSV_COLUMNS = [*((head, field) for head, field, _ in TABLE), ("kernel (full name)", "kernel")]
-TABLE_ROWS = 100  # rows drawn at first and per "show more"
-TEXT_FIELDS = {"kernel", "kernel_short", "app", "device", "config", "compute_class", "bound", "ceiling_source", "note",
-               "instruction_bound"}
-INT_FIELDS = {"launches", "rank"}
-
-
-COLUMN_HELP = {
-    "time share": "share of the app's GPU time",
-    "% of roof": "achieved / attainable at the binding roof (time form: largest lower bound / duration)",
-    "achieved": "work of the dominant compute class / duration",
-    "attainable": "the binding roof at the kernel's intensity",
-    "AI [FLOP/B]": "arithmetic intensity at the binding (busiest) memory level",
-    "priority": "time share x (1 - fraction of the binding roof)",
-    "bound": "FLOP roofline verdict; none: no floating-point work (see the instruction roofline column)",
-    "instruction roofline": "issue or memory:<level>: the roof that binds warp instructions/s (Ding & Williams)",
-    "% of instr. roof": "largest of the issue and memory time bounds / duration",
-    "ncu speedup": "the largest speedup Nsight Compute's own rules estimate (% of the kernel's time)",
-}
-
-
-
 def _app_href(app: str, prefix: str) -> str:
     return prefix + urllib.parse.quote(f"{app}.html")
-
-
-def page_table(kernels: pd.DataFrame) -> pd.DataFrame:
-    """Every kernel of a page in priority order: the chart's fields and the table's.
-
-    ``rank`` (order by GPU time on its device's chart) is missing for a kernel that has no place
-    on a chart; ``achieved`` is the measured performance, missing for what-if rows.
-    """
-    k = kernels.sort_values(["priority", "duration_s"], ascending=False, na_position="last").reset_index(drop=True)
-    rank = pd.Series(np.nan, index=k.index)
-    for _, group in k.groupby("device", sort=False):
-        points = plot_points(group)
-        rank[group.index[points["kid"].to_numpy()]] = points["rank"].to_numpy()
-    levels = [f"ai_{lv}" for lv in MEMORY_LEVELS]
-    ai = k[levels].apply(pd.to_numeric, errors="coerce")
-    binding = np.select([k["binding_level"] == lv for lv in MEMORY_LEVELS], [ai[c] for c in levels], np.nan)
-    performance = pd.to_numeric(k["performance"], errors="coerce")
-    return pd.DataFrame({
-        "kernel": k["kernel"], "kernel_short": k["kernel_short"], "app": k["app"], "device": k["device"],
-        "config": [f"{g} × {b}" if g or b else "" for g, b in zip(k["grid"], k["block"])],
-        "compute_class": k["compute_class"], "bound": k["bound"], "launches": k["launches"],
-        "time_share": k["time_share"], "duration_s": k["duration_s"], **{c: ai[c].where(ai[c] > 0) for c in levels},
-        "achieved": performance.where(np.isfinite(performance)), "attainable": k["attainable"],
-        "roof_pct": k["roof_pct"], "ai_bind": binding, "ceiling_source": k["ceiling_source"],
-        "instruction_bound": k["instruction_bound"].where(k["instruction_bound"] != "unknown", ""),
-        "instruction_roof_pct": k["instruction_roof_pct"], "ncu_speedup_pct": k["ncu_speedup_pct"],
-        "priority": k["priority"], "note": k["note"], "rank": rank,
-    })
-
-
-def _columns_json(table: pd.DataFrame) -> str:
-    """The table as one JSON object of columns, safe inside a <script> element.
-
-    Numbers keep 4 significant digits; a text column with few distinct values is stored as
-    ``{"levels": [...], "codes": [...]}``.
-    """
-    parts = []
-    for name in table.columns:
-        if name in TEXT_FIELDS:
-            values = table[name].fillna("").astype(str).tolist()
-            levels = sorted(set(values))
-            if 2 * len(levels) <= len(values):
-                code = {v: i for i, v in enumerate(levels)}
-                text = json.dumps({"levels": levels, "codes": [code[v] for v in values]}, ensure_ascii=False)
-            else:
-                text = json.dumps(values, ensure_ascii=False)
-        else:
-            numbers = pd.to_numeric(table[name], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-            form = "{:.0f}" if name in INT_FIELDS else "{:.4g}"
-            text = "[" + ",".join(form.format(v) if math.isfinite(v) else "null" for v in numbers) + "]"
-        parts.append(f"{json.dumps(name)}:{text}")
-    return _script_safe("{" + ",".join(parts) + "}")
 
 
 _SPECS: dict[tuple, dict] = {}
@@ -245,7 +166,7 @@ def _body(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFra
     if skipped:
         sections.append(f"<p>No chart for {', '.join(skipped)}: their kernels are in the table below, the reasons "
                         "under <a href=\"#diagnostics\">Diagnostics</a>.</p>")
-    data = (f'{{"n":{len(table)},"cols":{_columns_json(table)},"charts":{_json(charts)},'
+    data = (f'{{"n":{len(table)},"cols":{columns_json(table)},"charts":{_json(charts)},'
             f'"dataset":{_json(KERNEL_DATA)},"fields":{_json(CHART_FIELDS)},"table":{_json(TABLE)},'
             f'"csv":{_json(CSV_COLUMNS)},"csvName":{_json(csv_name)},"appPrefix":{_json(app_prefix)},'
             f'"pageRows":{TABLE_ROWS}}}')
