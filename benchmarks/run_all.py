@@ -19,7 +19,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 BENCHMARKS = ["bench_parse", "bench_nersc", "bench_report", "bench_incremental", "bench_workflow",
-              "bench_decide"]
+              "bench_decide", "bench_export"]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,91 @@
+"""One huge export through the workflow, against a columnar engine doing the same in the same run.
+
+Ours: cold ``snakemake --cores 2 data/kernels/big.parquet`` (the README's command) on the generated
+100k-launch, 5,000-kernel NERSC-style long CSV (643 MB): the parse job and the analysis job
+(ceilings, every launch classified, the kernels table), whole processes, Snakemake's start included.
+The peer: polars reading the same file (a lazy scan of the columns it needs), summing every metric
+per kernel and pivoting to one row per kernel, in its own process, interpreter start included. Both are started
+the same way (a fresh process each); the best of ``--repeat`` runs is kept for each.
+
+Goal (issue "Fleet scale"): ours <= 2x the peer.
+
+    python benchmarks/bench_export.py [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import BENCH_TMP, PY, REPO, fresh_dir, gb, job_env, record, run_tracked, snakemake_cmd  # noqa: E402
+from generate import NERSC_DEVICE, generate_big  # noqa: E402
+
+# The efficient way to write it in polars: a lazy scan of the four columns it needs, the values'
+# thousands separators stripped, summed per (kernel, metric) with the launch count, then pivoted to
+# one row per kernel (units as written: the peer converts none).
+PEER = '''
+import sys
+import polars as pl
+values = (
+    pl.scan_csv(sys.argv[1], schema_overrides={"ID": pl.Int64, "Metric Value": pl.Utf8})
+    .select("ID", "Kernel Name", "Metric Name",
+            pl.col("Metric Value").str.replace_all(",", "").cast(pl.Float64, strict=False))
+)
+sums = values.group_by("Kernel Name", "Metric Name").agg(pl.col("Metric Value").sum(), pl.col("ID").n_unique())
+per_kernel = sums.collect().pivot(on="Metric Name", index="Kernel Name", values="Metric Value")
+per_kernel.write_parquet(sys.argv[2])
+print(len(per_kernel))
+'''
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="one run each")
+    parser.add_argument("--no-record", action="store_true", help="print only; leave README.md alone")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.repeat = 1
+    path = generate_big(BENCH_TMP / "big")
+    env = job_env(True)
+    ours, peer = [], []
+    for i in range(args.repeat):
+        work = fresh_dir(BENCH_TMP / "export-workflow")
+        config = work / "config.yaml"
+        config.write_text(f"# benchmarks: one huge export (generated)\napps:\n  big: {{report: {path}, "
+                          f"device: '{NERSC_DEVICE}'}}\n")
+        run = run_tracked(snakemake_cmd(REPO / "Snakefile", work, config, "--keep-going", "data/kernels/big.parquet"),
+                          cwd=work,
+                          env=env)
+        if run.rc != 0:
+            raise SystemExit(f"workflow failed:\n{run.text[-3000:]}")
+        ours.append(run)
+        other = run_tracked([PY, "-c", PEER, str(path), str(BENCH_TMP / "export-peer.parquet")], env=env)
+        if other.rc != 0:
+            raise SystemExit(f"polars peer failed:\n{other.text[-3000:]}")
+        peer.append(other)
+        print(f"run {i + 1}: ours {run.wall_s:.2f} s, polars {other.wall_s:.2f} s")
+    best, best_peer = min(ours, key=lambda r: r.wall_s), min(peer, key=lambda r: r.wall_s)
+    ratio = best.wall_s / best_peer.wall_s
+    size = path.stat().st_size / 1e6
+    rows = [
+        ["polars: read + pivot + sum per kernel (peer)", f"{best_peer.wall_s:.2f} s", "1.00x",
+         gb(best_peer.max_proc_rss), ""],
+        ["ours: `snakemake --cores 2 data/kernels/big.parquet` (parse + analysis jobs)", f"{best.wall_s:.2f} s",
+         f"{ratio:.2f}x", gb(best.max_proc_rss), "<= 2x: " + ("met" if ratio <= 2 else "**not met**")],
+    ]
+    notes = [f"{size:.0f} MB long CSV, 100k launches, 5,000 kernels (`generate.py big`); best of {args.repeat} "
+             "whole processes each, run alternately; ours includes Snakemake's start and two job starts (parse, "
+             "analysis), the peer its interpreter start; the peer computes no units, recipes, ceilings or verdicts."]
+    print(f"ours {best.wall_s:.2f} s vs polars {best_peer.wall_s:.2f} s: {ratio:.2f}x")
+    if not args.no_record:
+        record("bench_export", "One huge export through the workflow vs polars",
+               ["what", "time", "/ peer", "largest process RSS", "goal"], rows, notes)
+    return 0 if ratio <= 2 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
