@@ -72,7 +72,11 @@ def test_report_main_adds_a_slot_that_tonight_js_fills_in_the_browser(tmp_path, 
     assert report.main([*tables, "--output", str(out), "--tonight-script", str(script)]) == 0
     page = out.read_text()
     assert '<script src="tonight.js"></script>' in page and 'id="tonight"' not in page
+    # no night tracked yet: an empty script, so the page loads no missing file and shows no block
+    assert script.read_text() == 'window.rooflineTonight = "";  // no night tracked yet\n'
     tonight.write_tonight_script(script, SUMMARY, tmp_path / "reports" / "trends.html")
+    assert report.main([*tables, "--output", str(out), "--tonight-script", str(script)]) == 0
+    assert "slow&lt;float&gt;" in script.read_text(), "the tracking stage's script is never replaced"
     if CHROMIUM is None:
         pytest.skip("headless Chromium not installed: the slot is in the page, not drawn")
     dom = chromium(out.as_uri(), tmp_path / "profile", "--dump-dom").stdout

@@ -121,6 +121,16 @@ def tonight_slot(script_src: str) -> str:
 
 
 def add_tonight_slot(summary_page: str | os.PathLike, script: str | os.PathLike) -> None:
-    """Put the slot for ``script`` (tonight.js, written by the tracking stage) into the written summary."""
+    """Put the slot for ``script`` (tonight.js, written by the tracking stage) into the written summary.
+
+    When the tracking stage has not written the script (the summary built alone, or before it), an
+    empty one is created, so that the page loads no missing file; it is created only if absent, in
+    one step, so it never replaces the tracking stage's."""
     page = Path(summary_page).read_text(encoding="utf-8")
     write_text_atomic(summary_page, insert_tonight(page, tonight_slot(asset_src(summary_page, Path(script)))))
+    try:
+        descriptor = os.open(script, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        return
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        handle.write(f"window.{TONIGHT_GLOBAL} = \"\";  // no night tracked yet\n")
