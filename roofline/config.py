@@ -27,6 +27,7 @@ from roofline.inputs import (  # noqa: F401 - APP_NAME, INPUT_SUFFIXES: importer
     is_app_name,
     suffix_kind,
 )
+from roofline.strict_yaml import DuplicateKey, StrictLoader
 
 SCHEMA_PATH = Path(__file__).resolve().parent / "data" / "config.schema.json"
 
@@ -292,22 +293,6 @@ def resolve_apps(config: Config, workdir: str | Path = ".") -> dict[str, App]:
     return resolve_inputs(config, workdir)[0]
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """Safe YAML that refuses a key given twice in one mapping (plain YAML keeps the last silently)."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
-        seen: dict = {}
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if isinstance(key, str | int | float | bool) and key in seen:
-                raise ConfigError(
-                    f"line {key_node.start_mark.line + 1}: key {key!r} is given twice (first on line "
-                    f"{seen[key]}); YAML would silently keep only the last: remove or rename one"
-                )
-            seen[key] = key_node.start_mark.line + 1
-        return super().construct_mapping(node, deep=deep)
-
-
 def check_config_files(paths) -> None:
     """Refuse config files that give one key twice (e.g. two ``apps:`` entries of one name).
 
@@ -322,9 +307,12 @@ def check_config_files(paths) -> None:
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"config file {path}: cannot be read ({exc})") from None
         try:
-            yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass
-        except ConfigError as exc:
-            raise ConfigError(f"config file {path}: {exc}") from None
+            yaml.load(text, Loader=StrictLoader)  # a SafeLoader subclass
+        except DuplicateKey as twice:
+            raise ConfigError(
+                f"config file {path}: line {twice.line}: key {twice.key!r} is given twice (first on line "
+                f"{twice.first_line}); YAML would silently keep only the last: remove or rename one"
+            ) from None
         except yaml.YAMLError:
             pass  # Snakemake has read the file already; its own error wins
 
