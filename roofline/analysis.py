@@ -25,7 +25,7 @@ import sys
 import pandas as pd
 
 from roofline.ceilings import device_ceilings
-from roofline.classify import aggregate_kernels, apply_annotations, classify_launches
+from roofline.classify import aggregate_kernels, apply_annotations, classify_launches, wide_ceilings
 from roofline.schemas import read_table, write_table
 
 
@@ -87,6 +87,7 @@ def classify_apps(apps: list[tuple[str, str, str]], ceilings: pd.DataFrame, anno
     one at a time elsewhere, or for a single app."""
     global _shared
     jobs = min(jobs, len(apps))
+    ceilings = wide_ceilings(ceilings)  # once, not twice per app
     if jobs <= 1 or "fork" not in multiprocessing.get_all_start_methods() or sys.platform == "darwin":
         for paths in apps:
             classify_app(paths, ceilings, annotations, options)

@@ -33,6 +33,8 @@ from roofline.metrics import MEMORY_LEVELS
 def instruction_points(kernels: pd.DataFrame) -> pd.DataFrame:
     """One row per kernel and memory level of the kernels without FP work that can be placed."""
     k = kernels[(kernels["bound"] == "none") & np.isfinite(kernels["warp_ips"]) & (kernels["warp_ips"] > 0)]
+    if k.empty:
+        return pd.DataFrame()
     rows = []
     for level in MEMORY_LEVELS:
         sectors = pd.to_numeric(k[f"{level}_bytes"], errors="coerce") / SECTOR_BYTES

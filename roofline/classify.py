@@ -79,10 +79,14 @@ def _text(frame: pd.DataFrame, name: str) -> np.ndarray:
 def classify_frame(
     frame: pd.DataFrame, ceilings: pd.DataFrame, low_roof_fraction: float = 0.1, above_roof_tolerance: float = 0.02
 ) -> pd.DataFrame:
-    """Add the classification columns to a frame of launches (or of per-kernel sums)."""
+    """Add the classification columns to a frame of launches (or of per-kernel sums).
+
+    ``ceilings``: the ceilings table, or its :func:`wide_ceilings` (what a caller classifying many
+    frames against the same ceilings computes once)."""
     n = len(frame)
-    merged = frame.merge(wide_ceilings(ceilings), on="device", how="left") if n else frame.copy()
-    out = merged.copy()
+    wide = ceilings if "selected" not in ceilings.columns else wide_ceilings(ceilings)
+    merged = frame.merge(wide, on="device", how="left") if n else frame.copy()
+    out: dict[str, object] = {}  # the new columns, joined to the frame once (inserting each is slow)
     rows = np.arange(n)
     with np.errstate(divide="ignore", invalid="ignore"):
         work = _matrix(merged, [f"flop_{c}" for c in COMPUTE_CLASSES])
@@ -117,7 +121,7 @@ def classify_frame(
             out[f"ai_{level}"] = np.where(level_bytes[:, i] > 0, flop / level_bytes[:, i], np.nan)
             out[f"roof_{level}_bw"] = level_bw[:, i]
             out[f"time_bound_{level}"] = level_time[:, i]
-            out[f"attainable_{level}"] = np.fmin(roof_flops, level_bw[:, i] * out[f"ai_{level}"].to_numpy())
+            out[f"attainable_{level}"] = np.fmin(roof_flops, level_bw[:, i] * out[f"ai_{level}"])
         busiest = _argmax(level_time)
         memory_time = np.where(busiest >= 0, level_time[rows, np.maximum(busiest, 0)], np.nan)
         busiest_level = np.where(busiest >= 0, np.array(MEMORY_LEVELS, dtype=object)[np.maximum(busiest, 0)], "")
@@ -160,7 +164,7 @@ def classify_frame(
         out["warp_ips"] = warp_instructions / duration
         busiest_bytes = np.where(busiest >= 0, level_bytes[rows, np.maximum(busiest, 0)], np.nan)
         out["instruction_intensity"] = np.where(busiest_bytes > 0, warp_instructions / (busiest_bytes / 32.0), np.nan)
-    out = out.assign(**instruction_roofline(merged, level_time, duration))
+    out.update(instruction_roofline(merged, level_time, duration))
     source_name = np.where(compute_wins, compute_class, busiest_level)
     ceiling_source = np.full(n, "", dtype=object)
     for name in pd.unique(source_name):
@@ -186,8 +190,9 @@ def classify_frame(
         "memory_time": memory_time,
     }
     out["note"] = _notes(merged, ceiling_source, above, roof_fraction, low_roof_fraction, evidence)
-    drop = [c for c in out.columns if c.startswith(("peak_", "bw_", "src_")) and c not in frame.columns]
-    return out.drop(columns=drop)
+    kept = [c for c in merged.columns if c not in out and not (c.startswith(("peak_", "bw_", "src_"))
+                                                                 and c not in frame.columns)]
+    return pd.concat([merged[kept], pd.DataFrame(out, index=merged.index)], axis=1)
 
 
 _FP16 = COMPUTE_CLASSES.index("fp16")

@@ -70,14 +70,23 @@ def roof_percent(row: pd.Series) -> float:
     return _num(row, "instruction_roof_pct" if instruction_judged(row) else "roof_pct")
 
 
-def saving_at_roof(row: pd.Series) -> float:
-    """GPU time [s] the kernel would save at its binding roof (0 at or above it)."""
-    duration = _num(row, "duration_s")
-    if instruction_judged(row):
-        at_roof = duration * roof_percent(row) / 100
+def savings_at_roof(kernels: pd.DataFrame) -> pd.Series:
+    """GPU time [s] each kernel would save at its binding roof (0 at or above it; NaN unknown)."""
+    def number(name: str) -> pd.Series:
+        if name not in kernels:
+            return pd.Series(np.nan, index=kernels.index)
+        return pd.to_numeric(kernels[name], errors="coerce").astype(float)
+
+    instruction = kernels["bound"].eq("none") if "bound" in kernels else pd.Series(False, index=kernels.index)
+    if "instruction_bound" in kernels:
+        instruction &= ~kernels["instruction_bound"].fillna("unknown").isin(["", "unknown"])
     else:
-        at_roof = _num(row, "predicted_duration_s")
-    return max(duration - at_roof, 0.0) if np.isfinite(duration) and np.isfinite(at_roof) else float("nan")
+        instruction &= False
+    duration = number("duration_s")
+    at_roof = duration * number("instruction_roof_pct") / 100
+    at_roof = at_roof.where(instruction, number("predicted_duration_s"))
+    saving = (duration - at_roof).clip(lower=0.0)
+    return saving.where(np.isfinite(duration) & np.isfinite(at_roof))
 
 
 def _pct(value: float) -> str:
@@ -106,7 +115,7 @@ def glance_html(kernels: pd.DataFrame, app_page: bool) -> str:
     app_time = k.groupby("app")["duration_s"].transform("sum")
     run_time = float(k["duration_s"].sum())
     judged = k[(k["bound"] != "unknown") & k["priority"].notna()].copy()
-    judged["_saving"] = [saving_at_roof(row) for _, row in judged.iterrows()]
+    judged["_saving"] = savings_at_roof(judged)
     # priority over the page's GPU time: an app page's is the kernels table's priority (its time share x
     # distance from the roof); across apps, a share of a small app's time must not outrank seconds
     judged["_rank"] = judged["_saving"] / run_time if run_time > 0 else judged["priority"]

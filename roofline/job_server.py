@@ -1,0 +1,365 @@
+"""A warm process that the workflow's jobs fork from, so that a job does not import pandas & co.
+
+Every analysis rule is ``python -m roofline.jobs STAGE LOG ...``, an ordinary process. Starting one
+costs ~0.45 s of imports (pandas, pyarrow, Altair) before any work, which is most of a parse job:
+50 apps pay it 50 times. So the first job of a run starts this server in the background (and runs
+itself as usual); later jobs hand their command line, working directory, environment and standard
+streams to it over a Unix socket, it forks a child that runs the job exactly as
+:func:`roofline.jobs.main` would in the job's own process, and the job exits with the child's status.
+
+What makes that safe:
+
+* **Same code, same interpreter.** The socket's name is a hash of the interpreter, ``sys.path``,
+  the environment (less the thread-count variables Snakemake sets per rule), the size and
+  modification time of every file of the package and those of the ``site-packages`` directories
+  (an install or removal changes them); a job whose hash differs starts its own server. A server
+  exits after :data:`IDLE_SECONDS` without jobs.
+* **Same job.** The child takes the job's working directory, umask, environment and file
+  descriptors 0-2 before it runs, and its exit status (75, 2, ...) is the job's. When the job's
+  process dies (Snakemake cancels it), the server kills the child's process group.
+* **Only where a job's processes may outlive it.** Not under a batch scheduler's job (SLURM,
+  PBS, LSF, Flux: ending that job would kill the server with another job's child), not where
+  ``fork`` is not the rule (macOS, Windows), not when ``ROOFLINE_JOB_SERVER=off``, and only through
+  a private directory (mode 0700, this user's) and peers of this user.
+* **Nothing lost when it is not there.** A job that finds no server, or one that closes before
+  taking it, runs in its own process, as before.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import selectors
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+import traceback
+from pathlib import Path
+
+IDLE_SECONDS = float(os.environ.get("ROOFLINE_JOB_SERVER_IDLE", "30"))
+# What the stage jobs import, at the top or on first use: imported once here, so every child has them.
+PRELOAD = ("pandas", "pyarrow.parquet", "pyarrow.compute", "pyarrow.csv", "ncu_report", "roofline.parse",
+           "roofline.ncu_csv", "roofline.ncu_rep", "roofline.what_if", "roofline.ncu_log", "roofline.analysis",
+           "roofline.catalog", "roofline.status", "roofline.track", "roofline.report", "roofline.pages.trends",
+           "roofline.pages.tonight", "roofline.pages.compare")
+# Set by Snakemake per rule from its threads; they do not change what the server imported.
+_PER_RULE_ENV = ("OMP_NUM_THREADS", "GOTO_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS",
+                 "OPENBLAS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")
+_BATCH_JOB_ENV = ("SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "FLUX_JOB_ID")
+_ACCEPTED = b"A"
+_STATUS = struct.Struct("!i")
+_LENGTH = struct.Struct("!Q")
+_PACKAGE = Path(__file__).resolve().parent
+
+
+def usable(environ: os._Environ | dict = os.environ) -> bool:
+    """Whether jobs here may go through a server (see the module's docstring)."""
+    return (sys.platform == "linux" and environ.get("ROOFLINE_JOB_SERVER", "on").lower() not in ("off", "0", "no")
+            and not any(name in environ for name in _BATCH_JOB_ENV))
+
+
+def _stamp(path: str) -> tuple:
+    try:
+        status = os.stat(path)
+    except OSError:
+        return (path,)
+    return (path, status.st_mtime_ns, status.st_size)
+
+
+def _package_stamps() -> list[tuple]:
+    stamps, pending = [], [str(_PACKAGE)]
+    while pending:
+        with os.scandir(pending.pop()) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name != "__pycache__":
+                        pending.append(entry.path)
+                else:
+                    status = entry.stat()
+                    stamps.append((entry.path, status.st_mtime_ns, status.st_size))
+    return sorted(stamps)
+
+
+def server_key(environ: os._Environ | dict = os.environ) -> str:
+    """What a server must share with a job to run it: interpreter, import path, environment, code."""
+    environment = sorted((name, value) for name, value in environ.items() if name not in _PER_RULE_ENV)
+    # an install or removal changes its site-packages directory; a working directory changes all along
+    installed = [_stamp(entry) for entry in sys.path if os.path.basename(entry) in ("site-packages", "dist-packages")]
+    material = [sys.executable, sys.version, sys.path, environment, _package_stamps(), installed]
+    return hashlib.sha256(json.dumps(material, default=str).encode()).hexdigest()[:24]
+
+
+def _private_dir() -> Path | None:
+    """This user's socket directory, created 0700; None when it exists but is not private."""
+    base = os.environ.get("XDG_RUNTIME_DIR") or "/tmp"
+    directory = Path(base) / f"roofline-jobs-{os.getuid()}"
+    try:
+        directory.mkdir(mode=0o700, exist_ok=True)
+        status = directory.lstat()
+    except OSError:
+        return None
+    if status.st_uid != os.getuid() or status.st_mode & 0o077 or not directory.is_dir() or directory.is_symlink():
+        return None
+    return directory
+
+
+_SOCKET_PATH_MAX = 100  # sun_path holds 108 bytes on Linux
+
+
+def socket_path(key: str) -> Path | None:
+    """Where the server for ``key`` listens; None where no private directory or too long a path."""
+    directory = _private_dir()
+    path = None if directory is None else directory / f"{key}.sock"
+    return path if path is not None and len(os.fsencode(path)) <= _SOCKET_PATH_MAX else None
+
+
+def _send(connection: socket.socket, payload: bytes) -> None:
+    socket.send_fds(connection, [_LENGTH.pack(len(payload)) + payload], [0, 1, 2])
+
+
+def _receive_exactly(connection: socket.socket, count: int) -> bytes:
+    data = b""
+    while len(data) < count:
+        chunk = connection.recv(count - len(data))
+        if not chunk:
+            raise ConnectionError("peer closed")
+        data += chunk
+    return data
+
+
+def submit(argv: list[str], path: Path) -> int | None:
+    """Run the job ``argv`` through the server at ``path``: its exit status, or None when no
+    server took it (none listening, or it closed before accepting)."""
+    client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        client.connect(str(path))
+        request = {"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ), "umask": _umask()}
+        _send(client, json.dumps(request).encode())
+        if client.recv(1) != _ACCEPTED:
+            return None
+    except OSError:
+        client.close()
+        return None
+    try:
+        return _STATUS.unpack(_receive_exactly(client, _STATUS.size))[0]
+    except OSError:
+        os.write(2, b"roofline.jobs: the job server running this job stopped before it ended; rerun the job "
+                    b"(ROOFLINE_JOB_SERVER=off runs every job in its own process)\n")
+        return 1
+    finally:
+        client.close()
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def start(path: Path) -> None:
+    """Start a server for ``path`` in the background, detached from this job (its own session,
+    no inherited streams), so the job's end neither waits for it nor stops it."""
+    try:
+        subprocess.Popen([sys.executable, "-m", "roofline.job_server", str(path)], stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=True,
+                         start_new_session=True)
+    except OSError:
+        pass
+
+
+def submit_or_run(argv: list[str]) -> int:
+    """A job's entry point: through a warm server when there is one, else in this process
+    (starting a server for the jobs after it)."""
+    from roofline import jobs
+
+    if len(argv) < 2 or argv[0] not in jobs.STAGES or not usable():
+        return jobs.main(argv)
+    path = socket_path(server_key())
+    if path is None:
+        return jobs.main(argv)
+    status = submit(argv, path)
+    if status is not None:
+        return status if status >= 0 else 128 - status  # killed by a signal: as a shell reports it
+    start(path)
+    return jobs.main(argv)
+
+
+# The server side.
+
+def _run_child(request: dict, descriptors: list[int], inherited: list) -> None:
+    """In the forked child: become the job, run it, exit with its status (never returns).
+    ``inherited``: the server's sockets, selector and lock, which the job must not hold."""
+    status = 1
+    try:
+        for held in inherited:
+            os.close(held) if isinstance(held, int) else held.close()
+        os.setpgid(0, 0)
+        for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGCHLD, signal.SIGPIPE):
+            signal.signal(number, signal.SIG_DFL)
+        for target, descriptor in enumerate(descriptors):
+            os.dup2(descriptor, target)
+            os.close(descriptor)
+        os.chdir(request["cwd"])
+        os.umask(request["umask"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        time.tzset()
+        import tempfile
+
+        tempfile.tempdir = None
+        sys.argv = [str(_PACKAGE / "jobs.py"), *request["argv"]]
+        from roofline import jobs
+
+        status = jobs.main(request["argv"])
+    except SystemExit as exit_:
+        status = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
+    except BaseException:  # noqa: BLE001 - the job's traceback goes to the job's stderr, as in its own process
+        traceback.print_exc()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(status if isinstance(status, int) and 0 <= status < 256 else 1)
+
+
+def _accept(listener: socket.socket) -> tuple[socket.socket, dict, list[int]] | None:
+    """A job's request (its connection, what it asked, its descriptors 0-2), or None when the peer
+    is not this user or not a job."""
+    try:
+        connection, _ = listener.accept()
+    except OSError:
+        return None
+    connection.settimeout(10)
+    descriptors: list[int] = []
+    try:
+        uid = struct.unpack("3i", connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[1]
+        data, descriptors, _, _ = socket.recv_fds(connection, 1 << 16, 3)
+        if uid != os.getuid() or len(descriptors) != 3 or len(data) < _LENGTH.size:
+            raise ConnectionError("not a job of this user")
+        length = _LENGTH.unpack(data[:_LENGTH.size])[0]
+        payload = data[_LENGTH.size:]
+        if length > len(payload):
+            payload += _receive_exactly(connection, length - len(payload))
+        request = json.loads(payload)
+    except (OSError, ValueError):
+        connection.close()
+        for descriptor in descriptors:
+            os.close(descriptor)
+        return None
+    connection.settimeout(None)
+    return connection, request, descriptors
+
+
+def serve(path: Path) -> None:
+    """Listen at ``path`` until idle for :data:`IDLE_SECONDS`; one forked child per job."""
+    import fcntl
+
+    lock = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return  # another server for this key is starting or running
+    for module in PRELOAD:
+        try:
+            __import__(module)
+        except ImportError:  # an optional reader (ncu_report): the job that needs it says so itself
+            pass
+    os.chdir("/")  # hold no job's directory; each child goes to its job's
+    path.unlink(missing_ok=True)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen(64)
+    bound = os.stat(path).st_ino
+    selector = selectors.DefaultSelector()
+    selector.register(listener, selectors.EVENT_READ)
+    children: dict[int, socket.socket] = {}
+    idle_since = time.monotonic()
+    try:
+        while children or time.monotonic() - idle_since < IDLE_SECONDS:
+            for key, _ in selector.select(timeout=0.05):
+                if key.fileobj is listener:
+                    accepted = _accept(listener)
+                    if accepted is None:
+                        continue
+                    connection, request, descriptors = accepted
+                    sys.stdout.flush()
+                    pid = os.fork()
+                    if pid == 0:
+                        _run_child(request, descriptors, [listener, selector, lock, *children.values(), connection])
+                    for descriptor in descriptors:
+                        os.close(descriptor)
+                    try:
+                        connection.sendall(_ACCEPTED)
+                    except OSError:
+                        pass
+                    children[pid] = connection
+                    selector.register(connection, selectors.EVENT_READ, pid)
+                else:  # a job's process closed its end before its child finished: stop the child
+                    with _ignored():
+                        os.killpg(key.data, signal.SIGTERM)
+                    selector.unregister(key.fileobj)
+            _reap(children, selector)
+            if children:
+                idle_since = time.monotonic()
+    finally:
+        with _ignored():
+            if os.stat(path).st_ino == bound:
+                path.unlink()
+        listener.close()
+        os.close(lock)
+
+
+def _reap(children: dict[int, socket.socket], selector: selectors.BaseSelector) -> None:
+    while children:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        connection = children.pop(pid, None)
+        if connection is None:
+            continue
+        with _ignored():
+            selector.unregister(connection)
+        with _ignored():
+            connection.sendall(_STATUS.pack(os.waitstatus_to_exitcode(status)))
+        connection.close()
+
+
+class _ignored:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind, value, trace) -> bool:
+        return kind is not None and issubclass(kind, (OSError, KeyError, ValueError))
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m roofline.job_server", description=(
+        "The warm server the workflow's jobs fork from (started by the first job; not run by hand). "
+        "--where says where the jobs started in this directory with this environment would find it."))
+    parser.add_argument("socket", nargs="?", help="the socket to listen at")
+    parser.add_argument("--where", action="store_true", help="print that socket's path ('none' where not used)")
+    args = parser.parse_args(argv)
+    if args.where:
+        path = socket_path(server_key()) if usable() else None
+        print(path or "none")
+        return 0
+    if not args.socket:
+        parser.error("give the socket to listen at, or --where")
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    serve(Path(args.socket))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

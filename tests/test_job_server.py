@@ -1,0 +1,231 @@
+"""roofline.job_server: jobs handed to a warm server run as they would in their own process.
+
+Every test runs real processes: ``python -m roofline.jobs`` as a rule's shell command runs it,
+and the server it starts. Each test has its own socket directory (``XDG_RUNTIME_DIR``), and its
+servers are stopped when it ends."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from test_jobs import full_tmpfs  # noqa: F401 - a fixture: a tiny tmpfs, already full
+
+from roofline import job_server
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLE = REPO / "data" / "examples" / "textbook.yaml"
+
+pytestmark = pytest.mark.skipif(not job_server.usable({}), reason="the job server is for Linux only")
+
+
+@pytest.fixture
+def runtime():
+    """A short private socket directory (a Unix socket path has ~100 characters at most), and the
+    environment of a job that uses it; the servers started under it are stopped at the end."""
+    base = Path(tempfile.mkdtemp(prefix="rj", dir="/tmp"))
+    env = {**os.environ, "PYTHONPATH": str(REPO), "XDG_RUNTIME_DIR": str(base), "ROOFLINE_JOB_SERVER_IDLE": "20"}
+    env.pop("ROOFLINE_JOB_SERVER", None)
+    for name in job_server._BATCH_JOB_ENV:
+        env.pop(name, None)
+    yield base, env
+    for pid in _servers(base):
+        os.kill(pid, signal.SIGTERM)
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def _servers(base: Path) -> list[int]:
+    """The server processes listening under ``base``."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                command = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"roofline.job_server" in command and any(str(base).encode() in part for part in command):
+                pids.append(int(entry.name))
+    return pids
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def _job(cwd: Path, env: dict, *argv: str, importtime: bool = False) -> subprocess.CompletedProcess:
+    command = [sys.executable, *(["-X", "importtime"] if importtime else []), "-m", "roofline.jobs", *argv]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=cwd, env=env)
+
+
+def _parse_argv(app: str) -> list[str]:
+    return ["parse", f"logs/parse/{app}.log", f"--input={EXAMPLE}", f"--app={app}", "--kind=what-if", "--device=",
+            "--problem=", f"--output=data/counters/{app}.parquet", f"--diagnostics=data/diagnostics/{app}.parquet"]
+
+
+def _wait_for_server(cwd: Path, env: dict, shell: bool = False) -> Path:
+    path = _where(cwd, env, shell)
+    deadline = time.monotonic() + 60
+    while not path.exists():
+        if time.monotonic() > deadline:
+            pytest.fail(f"no server listening at {path} a minute after the first job")
+        time.sleep(0.1)
+    return path
+
+
+def _where(cwd: Path, env: dict, shell: bool = False) -> Path:
+    """The socket of the jobs started in ``cwd`` with ``env`` (by bash: ``shell``), as their
+    interpreter computes it."""
+    command = [sys.executable, "-m", "roofline.job_server", "--where"]
+    if shell:
+        command = ["bash", "-c", "umask 022 && exec " + " ".join(command)]
+    result = subprocess.run(command, capture_output=True, text=True, env=env, check=True, cwd=cwd)
+    return Path(result.stdout.strip())
+
+
+def _imported_pandas(result: subprocess.CompletedProcess, log: Path) -> bool:
+    """Whether the job's own process imported pandas (``-X importtime`` writes to descriptor 2,
+    which is the job's log once the stage runs)."""
+    text = result.stderr + (log.read_text() if log.exists() else "")
+    return any(line.rstrip().endswith("| pandas") for line in text.splitlines())
+
+
+def test_a_job_through_the_server_writes_what_its_own_process_writes(runtime, tmp_path):
+    base, env = runtime
+    alone, served = tmp_path / "alone", tmp_path / "served"
+    alone.mkdir(), served.mkdir()
+
+    first = _job(alone, {**env, "ROOFLINE_JOB_SERVER": "off"}, *_parse_argv("textbook"))
+    assert first.returncode == 0, first.stderr
+    probe = _job(alone, {**env, "ROOFLINE_JOB_SERVER": "off"}, *_parse_argv("probe"), importtime=True)
+    assert _imported_pandas(probe, alone / "logs/parse/probe.log")  # what the check below would see
+    assert not _servers(base)  # off: no server started
+
+    warm_up = _job(served, env, *_parse_argv("warm_up"))  # no server yet: runs itself and starts one
+    assert warm_up.returncode == 0, warm_up.stderr
+    _wait_for_server(served, env)
+    second = _job(served, env, *_parse_argv("textbook"))
+    assert second.returncode == 0, second.stderr
+    probe = _job(served, env, *_parse_argv("probe"), importtime=True)
+    assert probe.returncode == 0, probe.stderr
+    # the job's own process imported no pandas: the server's child did the work
+    assert not _imported_pandas(probe, served / "logs/parse/probe.log")
+
+    for table in ("counters", "diagnostics"):
+        pd.testing.assert_frame_equal(pd.read_parquet(served / "data" / table / "textbook.parquet"),
+                                      pd.read_parquet(alone / "data" / table / "textbook.parquet"))
+    assert (served / "logs/parse/textbook.log").read_text() == (alone / "logs/parse/textbook.log").read_text()
+
+
+def test_exit_status_log_and_stderr_are_the_jobs(runtime, tmp_path, full_tmpfs):  # noqa: F811
+    base, env = runtime
+    assert _job(tmp_path, env, *_parse_argv("warm_up")).returncode == 0
+    _wait_for_server(tmp_path, env)
+
+    bad = _job(tmp_path, env, "parse", "logs/parse/bad.log", "--no-such-option", importtime=True)
+    assert not _imported_pandas(bad, tmp_path / "logs/parse/bad.log")
+    assert bad.returncode == 2  # argparse's, from the server's child
+    assert "jobs.py: error: the following arguments are required: --input" in (tmp_path / "logs/parse/bad.log").read_text()
+
+    # a log on a full disk: the one line on the job's own stderr, and status 75
+    log = full_tmpfs / "logs" / "status.log"
+    failed = _job(tmp_path, env, "status", str(log), "--output=status.json", importtime=True)
+    assert not _imported_pandas(failed, log)
+    assert failed.returncode == 75
+    assert f"roofline: cannot write {log}: No space left on device" in failed.stderr
+
+
+def _shell_job(cwd: Path, env: dict, before: str, *argv: str) -> subprocess.CompletedProcess:
+    """The job as a bash command line (bash sets variables of its own: the same for every job)."""
+    options = [a for a in argv if a in ("-X", "importtime")]
+    job = " ".join(a for a in argv if a not in options)
+    return subprocess.run(["bash", "-c", f"{before} && exec {sys.executable} {' '.join(options)} -m roofline.jobs {job}"],
+                          capture_output=True, text=True, timeout=120, cwd=cwd, env=env)
+
+
+def test_the_job_runs_in_its_directory_with_its_umask_and_environment(runtime, tmp_path):
+    base, env = runtime
+    assert _shell_job(tmp_path, env, "umask 022", *_parse_argv("warm_up")).returncode == 0
+    path = _wait_for_server(tmp_path, env, shell=True)
+    [server] = _servers(base)
+    assert os.readlink(f"/proc/{server}/cwd") == "/"  # the server holds no job's directory
+    # another environment or directory is another server (what a job imports could differ)...
+    assert _where(tmp_path, {**env, "ROOFLINE_TEST_MARK": "1"}, shell=True) != path
+    assert _where(tmp_path / "data", env, shell=True) != path
+    # ...but not Snakemake's per-rule thread counts
+    assert _where(tmp_path, {**env, "OMP_NUM_THREADS": "7", "OPENBLAS_NUM_THREADS": "7"}, shell=True) == path
+    served = _shell_job(tmp_path, {**env, "OMP_NUM_THREADS": "3"}, "umask 077", "-X", "importtime",
+                        *_parse_argv("textbook"))
+    assert served.returncode == 0 and not _imported_pandas(served, tmp_path / "logs/parse/textbook.log")
+    output = tmp_path / "data/counters/textbook.parquet"
+    assert output.exists()
+    assert output.stat().st_mode & 0o077 == 0  # written under the job's umask, not the server's
+    assert (tmp_path / "data/counters/warm_up.parquet").stat().st_mode & 0o077 != 0
+
+
+def test_a_cancelled_job_stops_its_child(runtime, tmp_path):
+    """Snakemake cancels a job by signalling its process: the server then stops the child."""
+    base, env = runtime
+    assert _job(tmp_path, env, *_parse_argv("warm_up")).returncode == 0
+    _wait_for_server(tmp_path, env)
+    server = _servers(base)[0]
+    fifo = tmp_path / "never-written.yaml"
+    os.mkfifo(fifo)  # the child blocks opening it: a job that does not end on its own
+    argv = [a if not a.startswith("--input=") else f"--input={fifo}" for a in _parse_argv("stuck")]
+    job = subprocess.Popen([sys.executable, "-m", "roofline.jobs", *argv], cwd=tmp_path, env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while not _children(server):
+        assert time.monotonic() < deadline, "the server did not start the job"
+        time.sleep(0.05)
+    [child] = _children(server)
+    job.send_signal(signal.SIGTERM)
+    job.wait(timeout=30)
+    deadline = time.monotonic() + 30
+    while Path(f"/proc/{child}").exists() and _children(server):
+        assert time.monotonic() < deadline, "the cancelled job's child still runs"
+        time.sleep(0.05)
+
+
+def test_edited_code_gets_a_new_server(tmp_path):
+    """A copy of the package: editing one of its files changes the socket, so no server started
+    before the edit runs a job after it."""
+    copy = tmp_path / "workflow"
+    shutil.copytree(REPO / "roofline", copy / "roofline", ignore=shutil.ignore_patterns("__pycache__"))
+    env = {**os.environ, "PYTHONPATH": str(copy)}
+    before = _where(tmp_path, env)
+    assert _where(tmp_path, env) == before and before.name.endswith(".sock")
+    module = copy / "roofline" / "classify.py"
+    module.write_text(module.read_text() + "\n# edited\n")
+    assert _where(tmp_path, env) != before
+    assert _where(tmp_path, {**env, "ROOFLINE_JOB_SERVER": "off"}) == Path("none")
+
+
+def test_where_the_server_is_not_used(tmp_path):
+    assert job_server.usable({})
+    assert not job_server.usable({"ROOFLINE_JOB_SERVER": "off"})
+    for name in ("SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "FLUX_JOB_ID"):
+        assert not job_server.usable({name: "123"})  # a batch job's processes end with it
+
+
+def test_a_socket_directory_others_can_enter_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    directory = tmp_path / f"roofline-jobs-{os.getuid()}"
+    directory.mkdir(mode=0o700)
+    assert job_server.socket_path("k") == directory / "k.sock"
+    directory.chmod(0o777)
+    assert job_server.socket_path("k") is None
+    (tmp_path / ("x" * 120)).mkdir()
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / ("x" * 120)))
+    assert job_server.socket_path("k") is None  # too long for a Unix socket: jobs run in their own process
