@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
 from test_jobs import full_tmpfs  # noqa: F401 - a fixture: a tiny tmpfs, already full
 
 from roofline import job_server
@@ -136,7 +135,8 @@ def test_exit_status_log_and_stderr_are_the_jobs(runtime, tmp_path, full_tmpfs):
     bad = _job(tmp_path, env, "parse", "logs/parse/bad.log", "--no-such-option", importtime=True)
     assert not _imported_pandas(bad, tmp_path / "logs/parse/bad.log")
     assert bad.returncode == 2  # argparse's, from the server's child
-    assert "jobs.py: error: the following arguments are required: --input" in (tmp_path / "logs/parse/bad.log").read_text()
+    usage = (tmp_path / "logs/parse/bad.log").read_text()
+    assert "jobs.py: error: the following arguments are required: --input" in usage
 
     # a log on a full disk: the one line on the job's own stderr, and status 75
     log = full_tmpfs / "logs" / "status.log"
@@ -150,8 +150,8 @@ def _shell_job(cwd: Path, env: dict, before: str, *argv: str) -> subprocess.Comp
     """The job as a bash command line (bash sets variables of its own: the same for every job)."""
     options = [a for a in argv if a in ("-X", "importtime")]
     job = " ".join(a for a in argv if a not in options)
-    return subprocess.run(["bash", "-c", f"{before} && exec {sys.executable} {' '.join(options)} -m roofline.jobs {job}"],
-                          capture_output=True, text=True, timeout=120, cwd=cwd, env=env)
+    line = f"{before} && exec {sys.executable} {' '.join(options)} -m roofline.jobs {job}"
+    return subprocess.run(["bash", "-c", line], capture_output=True, text=True, timeout=120, cwd=cwd, env=env)
 
 
 def test_the_job_runs_in_its_directory_with_its_umask_and_environment(runtime, tmp_path):
