@@ -77,6 +77,9 @@ def job_env(bytecode: bool) -> dict[str, str]:
         env["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
     # The jobs run `python -m roofline.jobs <stage>`: make sure `python` is this venv's interpreter.
     env["PATH"] = f"{Path(PY).parent}{os.pathsep}{env.get('PATH', '')}"
+    # The jobs' warm server (roofline/job_server.py) ends soon after a run's last job, so that every
+    # measured run starts without one, as a user's first run does; its time is counted (SUBREAPER).
+    env["ROOFLINE_JOB_SERVER_IDLE"] = "3"
     return env
 
 
@@ -109,9 +112,9 @@ class Run:
 def _subreaper() -> bool:
     """Make this process the reaper of its orphaned descendants (Linux), so their CPU time counts.
 
-    The workflow's stage jobs fork from a server process (roofline/jobs.py) that outlives
-    snakemake by a moment; without this it would be reparented to init and its CPU time (that of
-    every job) would be missing from the figures."""
+    The workflow's stage jobs fork from a server process (roofline/job_server.py) that leaves the
+    job that started it and outlives snakemake by a moment; without this it would be reparented to
+    init and its CPU time and memory (those of every job it ran) would be missing from the figures."""
     try:
         return ctypes.CDLL(None, use_errno=True).prctl(36, 1) == 0  # PR_SET_CHILD_SUBREAPER
     except (OSError, AttributeError):
@@ -152,14 +155,13 @@ def run_tracked(cmd: list[str], cwd: Path | None = None, env: dict | None = None
 
         def sample() -> None:
             nonlocal peak, samples
-            try:
-                root = psutil.Process(proc.pid)
-            except psutil.NoSuchProcess:
-                return
+            # every descendant of this process: the command's tree and, with SUBREAPER, what left it
+            # (the jobs' server and the children it forks for them)
+            me = psutil.Process()
             while not done.is_set():
                 total = 0
                 try:
-                    procs = [root, *root.children(recursive=True)]
+                    procs = me.children(recursive=True)
                 except psutil.NoSuchProcess:
                     break
                 for p in procs:
