@@ -16,7 +16,8 @@ What makes that safe:
   exits after :data:`IDLE_SECONDS` without jobs.
 * **Same job.** The child takes the job's working directory, umask, environment and file
   descriptors 0-2 before it runs, and its exit status (75, 2, ...) is the job's. When the job's
-  process dies (Snakemake cancels it), the server kills the child's process group.
+  process dies (Snakemake cancels it), the server kills the child's process group; when the
+  server dies, the kernel kills the child and the job fails saying so.
 * **Only where a job's processes may outlive it.** Not under a batch scheduler's job (SLURM,
   PBS, LSF, Flux: ending that job would kill the server with another job's child), not where
   ``fork`` is not the rule (macOS, Windows), not when ``ROOFLINE_JOB_SERVER=off``, and only through
@@ -190,11 +191,25 @@ def submit_or_run(argv: list[str]) -> int:
 
 # The server side.
 
-def _run_child(request: dict, descriptors: list[int], inherited: list) -> None:
+def _die_with(parent: int) -> None:
+    """Have the kernel kill this process when ``parent`` (the server) dies: the job's own process
+    then reports the job failed, and nothing may go on writing its outputs."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:  # died before the request took effect
+        os._exit(1)
+
+
+def _run_child(request: dict, descriptors: list[int], inherited: list, parent: int) -> None:
     """In the forked child: become the job, run it, exit with its status (never returns).
     ``inherited``: the server's sockets, selector and lock, which the job must not hold."""
     status = 1
     try:
+        _die_with(parent)
         for held in inherited:
             os.close(held) if isinstance(held, int) else held.close()
         os.setpgid(0, 0)
@@ -289,9 +304,11 @@ def serve(path: Path) -> None:
                         continue
                     connection, request, descriptors = accepted
                     sys.stdout.flush()
+                    server = os.getpid()
                     pid = os.fork()
                     if pid == 0:
-                        _run_child(request, descriptors, [listener, selector, lock, *children.values(), connection])
+                        _run_child(request, descriptors, [listener, selector, lock, *children.values(), connection],
+                                   server)
                     for descriptor in descriptors:
                         os.close(descriptor)
                     try:

@@ -229,3 +229,62 @@ def test_a_socket_directory_others_can_enter_is_refused(tmp_path, monkeypatch):
     (tmp_path / ("x" * 120)).mkdir()
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / ("x" * 120)))
     assert job_server.socket_path("k") is None  # too long for a Unix socket: jobs run in their own process
+
+
+def test_a_server_that_dies_during_a_job_fails_that_job_saying_so(runtime, tmp_path):
+    base, env = runtime
+    assert _job(tmp_path, env, *_parse_argv("warm_up")).returncode == 0
+    _wait_for_server(tmp_path, env)
+    [server] = _servers(base)
+    fifo = tmp_path / "never-written.yaml"
+    os.mkfifo(fifo)
+    argv = [a if not a.startswith("--input=") else f"--input={fifo}" for a in _parse_argv("stuck")]
+    job = subprocess.Popen([sys.executable, "-m", "roofline.jobs", *argv], cwd=tmp_path, env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while not _children(server):
+        assert time.monotonic() < deadline, "the server did not start the job"
+        time.sleep(0.05)
+    [child] = _children(server)
+    os.kill(server, signal.SIGKILL)
+    _, stderr = job.communicate(timeout=30)
+    assert job.returncode == 1
+    assert "the job server running this job stopped before it ended; rerun the job" in stderr
+    deadline = time.monotonic() + 30
+    while Path(f"/proc/{child}").exists() and "zombie" not in _state(child):
+        assert time.monotonic() < deadline, "the child of the killed server goes on with the job"
+        time.sleep(0.05)
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/status").read_text().split("State:")[1].split("\n")[0].lower()
+    except (OSError, IndexError):
+        return "gone"
+
+
+def test_a_stale_socket_is_replaced(runtime, tmp_path):
+    """A server killed outright leaves its socket file: the next job runs itself and starts a
+    server that listens there again."""
+    base, env = runtime
+    path = _where(tmp_path, env)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    import socket
+
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(str(path))
+    stale.close()  # the file stays, nobody listens
+    first = _job(tmp_path, env, *_parse_argv("first"))
+    assert first.returncode == 0, first.stderr
+    assert (tmp_path / "data/counters/first.parquet").exists()
+    deadline = time.monotonic() + 60
+    while not _servers(base):
+        assert time.monotonic() < deadline, "no server started beside the stale socket"
+        time.sleep(0.1)
+    second = _job(tmp_path, env, *_parse_argv("second"), importtime=True)
+    deadline = time.monotonic() + 60
+    while _imported_pandas(second, tmp_path / "logs/parse/second.log"):  # until the new server listens
+        assert time.monotonic() < deadline, "the new server never took a job"
+        time.sleep(0.2)
+        second = _job(tmp_path, env, *_parse_argv("second"), importtime=True)
+    assert second.returncode == 0
