@@ -329,6 +329,11 @@ def serve(path: Path) -> None:
             if os.stat(path).st_ino == bound:
                 path.unlink()
         listener.close()
+        # the lock file goes too (a server starting this moment may lock the old one: it then
+        # listens where the newer one does not, and ends idle)
+        with _ignored():
+            if os.stat(f"{path}.lock").st_ino == os.fstat(lock).st_ino:
+                os.unlink(f"{path}.lock")
         os.close(lock)
 
 
