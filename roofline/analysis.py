@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import gc
 import json
 import logging
 import multiprocessing
@@ -93,6 +94,10 @@ def classify_apps(apps: list[tuple[str, str, str]], ceilings: pd.DataFrame, anno
             classify_app(paths, ceilings, annotations, options)
         return
     _shared = (ceilings, annotations, options)
+    # what the workers inherit stays out of their garbage collector's passes: each pass would walk
+    # (and copy, page by page) every object this process holds
+    gc.collect()
+    gc.freeze()
     context = multiprocessing.get_context("fork")
     with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
         # list(): the first worker exception is raised here, after the pool stops

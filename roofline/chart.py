@@ -98,6 +98,15 @@ def roofline_chart(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str) -
     return chart
 
 
+def roofline_spec(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str) -> dict:
+    """``roofline_chart(...).to_dict()``, its kernel rows put in after the conversion (which would
+    copy and walk every row of them: seconds for thousands of kernels)."""
+    chart, points = roofline_layers(kernels, ceilings, device)
+    spec = chart.to_dict(validate=False)
+    spec.setdefault("datasets", {})[KERNEL_DATA] = chart_records(points[["kid", *CHART_FIELDS]])
+    return spec
+
+
 def roofline_layers(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str) -> tuple[alt.LayerChart, pd.DataFrame]:
     """The chart of :func:`roofline_chart` without its kernel rows, and those rows."""
     on_device = kernels[kernels["device"] == device]

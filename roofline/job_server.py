@@ -285,6 +285,10 @@ def serve(path: Path) -> None:
             __import__(module)
         except ImportError:  # an optional reader (ncu_report): the job that needs it says so itself
             pass
+    import gc
+
+    gc.collect()
+    gc.freeze()  # the preloaded modules stay out of every child's garbage-collector passes
     os.chdir("/")  # hold no job's directory; each child goes to its job's
     path.unlink(missing_ok=True)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -2,7 +2,7 @@
 trends over the last nights, and the rooflines, built by the one page builder
 (:mod:`roofline.pages.page`: the summary's style sheet, Vega bundle and chart script).
 
-The rooflines are the chart module's: tonight's kernels by :func:`roofline.chart.roofline_chart`
+The rooflines are the chart module's: tonight's kernels by :func:`roofline.chart.roofline_spec`
 (the summary's chart) and the regressed and improved kernels' move from their baseline to tonight by
 :func:`roofline.chart_trajectory.trajectory_chart` (the compare page's), both on the roofs the
 verdicts used: the ceilings each kernel row was judged with (:func:`applied_ceilings`), never a
@@ -20,7 +20,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from roofline.chart import roofline_chart
+from roofline.chart import roofline_spec
 from roofline.chart_roofs import si
 from roofline.chart_trajectory import trajectory_chart
 from roofline.history import SERIES_KEY
@@ -231,7 +231,7 @@ def roofline_specs(kernels: pd.DataFrame, baseline: pd.DataFrame, findings: Sequ
                 _name_steps(spec)
                 specs.append(spec)
                 blocks.append(f'<div class="chart" id="chart{first + len(specs) - 1}"></div>')
-            specs.append(roofline_chart(kernels, ceilings, device).to_dict(validate=False))
+            specs.append(roofline_spec(kernels, ceilings, device))
             blocks.append(f'<h3>Every kernel tonight on {esc(device)} (as on the summary)</h3>')
             blocks.append(f'<div class="chart" id="chart{first + len(specs) - 1}"></div>')
     if points.empty:
