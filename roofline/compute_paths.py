@@ -41,7 +41,7 @@ SPARSE_OF: dict[str, str] = {f"{c}_sparse": c for c in TENSOR_DENSE_CLASSES if c
 TENSOR_CLASSES = TENSOR_DENSE_CLASSES + tuple(SPARSE_OF)
 COMPUTE_CLASSES = CUDA_CORE_CLASSES + TENSOR_CLASSES
 # The classes a datasheet entry names; the FP32-accumulate and sparse classes are derived from an
-# entry's ``fp32_accumulate`` and ``sparse`` values (roofline/catalog.py).
+# entry's ``fp32_accumulate`` and ``sparse`` values (roofline/catalog_entries.py).
 CATALOG_CLASSES = CUDA_CORE_CLASSES + tuple(c for c in TENSOR_DENSE_CLASSES if c not in ACC32_OF)
 MEMORY_LEVELS = ("dram", "l2", "l1", "shared")
 

@@ -88,7 +88,7 @@ def _compute_capability(raw: pd.DataFrame) -> pd.Series:
 # the recipe that gave the value), later recipes do not replace it, and the launch keeps its row
 # and gets one warning (parse.diagnostics_for). Quantities computed from a refused one (e.g.
 # DRAM bytes = rate x duration) are empty too. The limits are those of the GPU catalog
-# (roofline/catalog.py: COMPUTE_RANGE, MEMORY_RANGE upper ends); clocks may reach 100 GHz because
+# (roofline/catalog_entries.py: COMPUTE_RANGE, MEMORY_RANGE upper ends); clocks may reach 100 GHz because
 # ncu reports GDDR7 DRAM clocks near 14 GHz (RTX 5090 fixture).
 #
 # - any quantity below 0 (negative counters, bytes, times, clocks, peaks);

@@ -10,14 +10,8 @@ import numpy as np
 import pytest
 import yaml
 
-from roofline.catalog import (
-    CATALOG_PATH,
-    Catalog,
-    catalog_ceilings,
-    load_catalog,
-    match_device,
-    normalise_name,
-)
+from roofline.catalog import CATALOG_PATH, catalog_ceilings, load_catalog, match_device
+from roofline.catalog_entries import Catalog, normalise_name
 from roofline.metrics import COMPUTE_CLASSES, MEMORY_LEVELS, TENSOR_CLASSES
 from roofline.schemas import TABLES
 

@@ -8,7 +8,7 @@ rule analyse:
         counters=expand("data/counters/{app}.parquet", app=sorted(APPS)),
         catalog=catalog_file(),
         measured=measured_table(),
-        code=pkg_code("analysis.py", "ceilings.py", "catalog.py", "classify.py", "instruction.py", "ncu_rules.py"),
+        code=pkg_code("analysis.py", "ceilings.py", "catalog.py", "catalog_entries.py", "classify.py", "instruction.py", "ncu_rules.py"),
     output:
         ceilings=DEVICE_CEILINGS,
         diagnostics="data/diagnostics/devices.ceilings.parquet",
