@@ -28,18 +28,20 @@ What makes that safe:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import selectors
-import signal
 import socket
 import struct
-import subprocess
 import sys
-import time
-import traceback
-from pathlib import Path
+from typing import TYPE_CHECKING
+
+try:
+    from _blake2 import blake2b  # hashlib's own BLAKE2, without hashlib's OpenSSL import (~10 ms a job)
+except ImportError:  # another Python than CPython
+    from hashlib import blake2b
+
+if TYPE_CHECKING:
+    import selectors
 
 IDLE_SECONDS = float(os.environ.get("ROOFLINE_JOB_SERVER_IDLE", "30"))
 # What the stage jobs import, at the top or on first use: imported once here, so every child has them.
@@ -54,7 +56,7 @@ _BATCH_JOB_ENV = ("SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "FLUX_JOB_ID")
 _ACCEPTED = b"A"
 _STATUS = struct.Struct("!i")
 _LENGTH = struct.Struct("!Q")
-_PACKAGE = Path(__file__).resolve().parent
+_PACKAGE = os.path.dirname(os.path.realpath(__file__))
 
 
 def usable(environ: os._Environ | dict = os.environ) -> bool:
@@ -72,7 +74,7 @@ def _stamp(path: str) -> tuple:
 
 
 def _package_stamps() -> list[tuple]:
-    stamps, pending = [], [str(_PACKAGE)]
+    stamps, pending = [], [_PACKAGE]
     while pending:
         with os.scandir(pending.pop()) as entries:
             for entry in entries:
@@ -91,30 +93,37 @@ def server_key(environ: os._Environ | dict = os.environ) -> str:
     # an install or removal changes its site-packages directory; a working directory changes all along
     installed = [_stamp(entry) for entry in sys.path if os.path.basename(entry) in ("site-packages", "dist-packages")]
     material = [sys.executable, sys.version, sys.path, environment, _package_stamps(), installed]
-    return hashlib.sha256(json.dumps(material, default=str).encode()).hexdigest()[:24]
+    return blake2b(json.dumps(material, default=str).encode(), digest_size=12).hexdigest()
 
 
-def _private_dir() -> Path | None:
+def _private_dir() -> str | None:
     """This user's socket directory, created 0700; None when it exists but is not private."""
     base = os.environ.get("XDG_RUNTIME_DIR") or "/tmp"
-    directory = Path(base) / f"roofline-jobs-{os.getuid()}"
+    directory = os.path.join(base, f"roofline-jobs-{os.getuid()}")
     try:
-        directory.mkdir(mode=0o700, exist_ok=True)
-        status = directory.lstat()
+        os.mkdir(directory, 0o700)
+    except FileExistsError:
+        pass
     except OSError:
         return None
-    if status.st_uid != os.getuid() or status.st_mode & 0o077 or not directory.is_dir() or directory.is_symlink():
+    try:
+        status = os.lstat(directory)
+    except OSError:
         return None
+    import stat
+
+    if status.st_uid != os.getuid() or status.st_mode & 0o077 or not stat.S_ISDIR(status.st_mode):
+        return None  # someone else's, open to others, or a symbolic link
     return directory
 
 
 _SOCKET_PATH_MAX = 100  # sun_path holds 108 bytes on Linux
 
 
-def socket_path(key: str) -> Path | None:
+def socket_path(key: str) -> str | None:
     """Where the server for ``key`` listens; None where no private directory or too long a path."""
     directory = _private_dir()
-    path = None if directory is None else directory / f"{key}.sock"
+    path = None if directory is None else os.path.join(directory, f"{key}.sock")
     return path if path is not None and len(os.fsencode(path)) <= _SOCKET_PATH_MAX else None
 
 
@@ -132,12 +141,12 @@ def _receive_exactly(connection: socket.socket, count: int) -> bytes:
     return data
 
 
-def submit(argv: list[str], path: Path) -> int | None:
+def submit(argv: list[str], path: str) -> int | None:
     """Run the job ``argv`` through the server at ``path``: its exit status, or None when no
     server took it (none listening, or it closed before accepting)."""
     client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        client.connect(str(path))
+        client.connect(path)
         request = {"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ), "umask": _umask()}
         _send(client, json.dumps(request).encode())
         if client.recv(1) != _ACCEPTED:
@@ -161,11 +170,13 @@ def _umask() -> int:
     return mask
 
 
-def start(path: Path) -> None:
+def start(path: str) -> None:
     """Start a server for ``path`` in the background, detached from this job (its own session,
     no inherited streams), so the job's end neither waits for it nor stops it."""
+    import subprocess
+
     try:
-        subprocess.Popen([sys.executable, "-m", "roofline.job_server", str(path)], stdin=subprocess.DEVNULL,
+        subprocess.Popen([sys.executable, "-m", "roofline.job_server", path], stdin=subprocess.DEVNULL,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=True,
                          start_new_session=True)
     except OSError:
@@ -195,6 +206,7 @@ def _die_with(parent: int) -> None:
     """Have the kernel kill this process when ``parent`` (the server) dies: the job's own process
     then reports the job failed, and nothing may go on writing its outputs."""
     import ctypes
+    import signal
 
     try:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
@@ -207,6 +219,10 @@ def _die_with(parent: int) -> None:
 def _run_child(request: dict, descriptors: list[int], inherited: list, parent: int) -> None:
     """In the forked child: become the job, run it, exit with its status (never returns).
     ``inherited``: the server's sockets, selector and lock, which the job must not hold."""
+    import signal
+    import time
+    import traceback
+
     status = 1
     try:
         _die_with(parent)
@@ -226,7 +242,7 @@ def _run_child(request: dict, descriptors: list[int], inherited: list, parent: i
         import tempfile
 
         tempfile.tempdir = None
-        sys.argv = [str(_PACKAGE / "jobs.py"), *request["argv"]]
+        sys.argv = [os.path.join(_PACKAGE, "jobs.py"), *request["argv"]]
         from roofline import jobs
 
         status = jobs.main(request["argv"])
@@ -271,9 +287,12 @@ def _accept(listener: socket.socket) -> tuple[socket.socket, dict, list[int]] | 
     return connection, request, descriptors
 
 
-def serve(path: Path) -> None:
+def serve(path: str) -> None:
     """Listen at ``path`` until idle for :data:`IDLE_SECONDS`; one forked child per job."""
     import fcntl
+    import selectors
+    import signal
+    import time
 
     lock = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
@@ -290,9 +309,10 @@ def serve(path: Path) -> None:
     gc.collect()
     gc.freeze()  # the preloaded modules stay out of every child's garbage-collector passes
     os.chdir("/")  # hold no job's directory; each child goes to its job's
-    path.unlink(missing_ok=True)
+    with _ignored():
+        os.unlink(path)  # a socket left by a server that was killed
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(str(path))
+    listener.bind(path)
     listener.listen(64)
     bound = os.stat(path).st_ino
     selector = selectors.DefaultSelector()
@@ -331,7 +351,7 @@ def serve(path: Path) -> None:
     finally:
         with _ignored():
             if os.stat(path).st_ino == bound:
-                path.unlink()
+                os.unlink(path)
         listener.close()
         # the lock file goes too (a server starting this moment may lock the old one: it then
         # listens where the newer one does not, and ends idle)
@@ -382,8 +402,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if not args.socket:
         parser.error("give the socket to listen at, or --where")
+    import signal
+
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    serve(Path(args.socket))
+    serve(args.socket)
     return 0
 
 

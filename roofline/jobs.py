@@ -18,8 +18,6 @@ import io
 import os
 import sys
 
-from roofline import errors
-
 STAGES = ("parse", "analysis", "report", "track", "status")
 USAGE = f"usage: python -m roofline.jobs {{{','.join(STAGES)}}} LOG [STAGE ARGUMENTS...]"
 
@@ -42,6 +40,8 @@ class _Log(io.TextIOBase):
         return 2
 
     def write(self, text: str) -> int:
+        from roofline import errors
+
         data = text.encode(self.encoding, self.errors)
         try:
             while data and self.error is None:
@@ -63,6 +63,8 @@ def _say(descriptor: int, line: str) -> None:
 
 def run(stage: str, log: str, argv: list[str]) -> int:
     """Run ``roofline.<stage>.main(argv)`` with stderr in ``log``; return the job's exit status."""
+    from roofline import errors  # here: a job handed to the warm server never needs it (its start-up)
+
     if stage not in STAGES:
         _say(2, f"roofline.jobs: unknown stage {stage!r}; expected one of {', '.join(STAGES)}")
         return 2

@@ -223,7 +223,7 @@ def test_a_socket_directory_others_can_enter_is_refused(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
     directory = tmp_path / f"roofline-jobs-{os.getuid()}"
     directory.mkdir(mode=0o700)
-    assert job_server.socket_path("k") == directory / "k.sock"
+    assert job_server.socket_path("k") == str(directory / "k.sock")
     directory.chmod(0o777)
     assert job_server.socket_path("k") is None
     (tmp_path / ("x" * 120)).mkdir()
