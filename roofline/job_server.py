@@ -19,9 +19,10 @@ What makes that safe:
   process dies (Snakemake cancels it), the server kills the child's process group; when the
   server dies, the kernel kills the child and the job fails saying so.
 * **Only where a job's processes may outlive it.** Not under a batch scheduler's job (SLURM,
-  PBS, LSF, Flux: ending that job would kill the server with another job's child), not where
-  ``fork`` is not the rule (macOS, Windows), not when ``ROOFLINE_JOB_SERVER=off``, and only through
-  a private directory (mode 0700, this user's) and peers of this user.
+  PBS, LSF, Flux: ending that job would kill the server with another job's child), not in a
+  job's own Apptainer container (later jobs would run in the first job's), not where ``fork`` is
+  not the rule (macOS, Windows), not when ``ROOFLINE_JOB_SERVER=off``, and only through a private
+  directory (mode 0700, this user's) and peers of this user.
 * **Nothing lost when it is not there.** A job that finds no server, or one that closes before
   taking it, runs in its own process, as before.
 """
@@ -53,6 +54,9 @@ PRELOAD = ("pandas", "pyarrow.parquet", "pyarrow.compute", "pyarrow.csv", "ncu_r
 _PER_RULE_ENV = ("OMP_NUM_THREADS", "GOTO_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS",
                  "OPENBLAS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")
 _BATCH_JOB_ENV = ("SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "FLUX_JOB_ID")
+# Inside a job's own container (Snakemake's --sdm apptainer) a server would run every later job in
+# the first job's container.
+_CONTAINER_ENV = ("APPTAINER_CONTAINER", "SINGULARITY_CONTAINER")
 _ACCEPTED = b"A"
 _STATUS = struct.Struct("!i")
 _LENGTH = struct.Struct("!Q")
@@ -62,7 +66,7 @@ _PACKAGE = os.path.dirname(os.path.realpath(__file__))
 def usable(environ: os._Environ | dict = os.environ) -> bool:
     """Whether jobs here may go through a server (see the module's docstring)."""
     return (sys.platform == "linux" and environ.get("ROOFLINE_JOB_SERVER", "on").lower() not in ("off", "0", "no")
-            and not any(name in environ for name in _BATCH_JOB_ENV))
+            and not any(name in environ for name in (*_BATCH_JOB_ENV, *_CONTAINER_ENV)))
 
 
 def _stamp(path: str) -> tuple:

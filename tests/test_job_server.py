@@ -34,7 +34,7 @@ def runtime():
     base = Path(tempfile.mkdtemp(prefix="rj", dir="/tmp"))
     env = {**os.environ, "PYTHONPATH": str(REPO), "XDG_RUNTIME_DIR": str(base), "ROOFLINE_JOB_SERVER_IDLE": "20"}
     env.pop("ROOFLINE_JOB_SERVER", None)
-    for name in job_server._BATCH_JOB_ENV:
+    for name in (*job_server._BATCH_JOB_ENV, *job_server._CONTAINER_ENV):
         env.pop(name, None)
     yield base, env
     for pid in _servers(base):
@@ -217,6 +217,8 @@ def test_where_the_server_is_not_used(tmp_path):
     assert not job_server.usable({"ROOFLINE_JOB_SERVER": "off"})
     for name in ("SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "FLUX_JOB_ID"):
         assert not job_server.usable({name: "123"})  # a batch job's processes end with it
+    for name in ("APPTAINER_CONTAINER", "SINGULARITY_CONTAINER"):
+        assert not job_server.usable({name: "/images/roofline.sif"})  # a job's container is its own
 
 
 def test_a_socket_directory_others_can_enter_is_refused(tmp_path, monkeypatch):
