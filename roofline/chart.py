@@ -42,6 +42,23 @@ LABEL_CHARS = 28
 ALL = "(all)"
 
 
+def chart_ranks(kernels: pd.DataFrame) -> pd.Series:
+    """Each kernel's rank by GPU time on its device's chart (predicted time for what-if rows), or
+    missing for a kernel the chart cannot place (no positive performance or intensity); the index
+    is the frame's."""
+    placeable, rank = _placeable(kernels)
+    return rank.where(placeable)
+
+
+def _placeable(k: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
+    measured = np.isfinite(k["performance"]) & (k["performance"] > 0)
+    y = k["performance"].where(measured, k["attainable"])
+    ai = k[[f"ai_{lv}" for lv in MEMORY_LEVELS]]
+    ok = np.isfinite(y) & (y > 0) & (np.isfinite(ai) & (ai > 0)).any(axis=1)
+    time = k["duration_s"].where(np.isfinite(k["duration_s"]), k["predicted_duration_s"])
+    return ok, time.rank(ascending=False, method="first", na_option="bottom").astype(int)
+
+
 def plot_points(kernels: pd.DataFrame) -> pd.DataFrame:
     """One row per kernel that can be placed on the chart, with the fields the chart needs.
 
@@ -49,11 +66,9 @@ def plot_points(kernels: pd.DataFrame) -> pd.DataFrame:
     measured duration; ``rank`` orders kernels by GPU time (predicted time for what-if rows).
     """
     k = kernels.reset_index(drop=True)
+    ok, rank = _placeable(k)
     measured = np.isfinite(k["performance"]) & (k["performance"] > 0)
     y = k["performance"].where(measured, k["attainable"])
-    ai = k[[f"ai_{lv}" for lv in MEMORY_LEVELS]]
-    ok = np.isfinite(y) & (y > 0) & (np.isfinite(ai) & (ai > 0)).any(axis=1)
-    time = k["duration_s"].where(np.isfinite(k["duration_s"]), k["predicted_duration_s"])
     out = pd.DataFrame(
         {
             "kid": np.arange(len(k)),
@@ -64,7 +79,7 @@ def plot_points(kernels: pd.DataFrame) -> pd.DataFrame:
             "y": y, "achieved": k["performance"].where(measured), "attainable": k["attainable"],
             "roof_pct": k["roof_pct"], "ceiling_source": k["ceiling_source"],
             "timing": np.where(measured, MEASURED, PREDICTED), "note": k["note"],
-            "rank": time.rank(ascending=False, method="first", na_option="bottom").astype(int),
+            "rank": rank,
         }
     )
     return out[ok.to_numpy()].reset_index(drop=True)

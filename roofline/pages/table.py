@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from roofline.chart import plot_points
+from roofline.chart import chart_ranks
 from roofline.metrics import MEMORY_LEVELS
 from roofline.pages.markup import script_safe
 
@@ -54,8 +54,7 @@ def page_table(kernels: pd.DataFrame) -> pd.DataFrame:
     k = kernels.sort_values(["priority", "duration_s"], ascending=False, na_position="last").reset_index(drop=True)
     rank = pd.Series(np.nan, index=k.index)
     for _, group in k.groupby("device", sort=False):
-        points = plot_points(group)
-        rank[group.index[points["kid"].to_numpy()]] = points["rank"].to_numpy()
+        rank[group.index] = chart_ranks(group).to_numpy(dtype=float, na_value=np.nan)
     levels = [f"ai_{lv}" for lv in MEMORY_LEVELS]
     ai = k[levels].apply(pd.to_numeric, errors="coerce")
     binding = np.select([k["binding_level"] == lv for lv in MEMORY_LEVELS], [ai[c] for c in levels], np.nan)
