@@ -23,6 +23,7 @@ from roofline.chart_roofs import (  # noqa: F401 - the scales and labels, import
     WIDTH,
     _axis_values,
     _used_classes,
+    layered,
     roof_base,
     si,
 )
@@ -209,16 +210,10 @@ def roofline_layers(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str) 
         .mark_text(align="left", dx=7, dy=-7, fontSize=FONT, color="#333333", clip=True)
         .encode(**xy("ai", "y"), text="label:N")
     )
-    return (
-        alt.layer(*layers)
-        .add_params(colour_by, *filters.values(), top_n)
-        .properties(width=WIDTH, height=HEIGHT, title=alt.Title(
-            device, subtitle=[
-                f"{kernel_count_text(len(points))}; ceilings: {', '.join(sources) or 'none'}; "
-                "click a kernel to highlight its levels, double-click to clear",
-                *(["hollow points: what-if kernels without a duration, drawn at their predicted (at-roof) "
-                   "performance"] if (points["timing"] == PREDICTED).any() else []),
-            ]))
-        .configure_axis(labelFontSize=FONT, titleFontSize=12)
-        .configure_legend(labelFontSize=FONT)
-    ), points
+    title = alt.Title(device, subtitle=[
+        f"{kernel_count_text(len(points))}; ceilings: {', '.join(sources) or 'none'}; "
+        "click a kernel to highlight its levels, double-click to clear",
+        *(["hollow points: what-if kernels without a duration, drawn at their predicted (at-roof) "
+           "performance"] if (points["timing"] == PREDICTED).any() else []),
+    ])
+    return layered(layers, title).add_params(colour_by, *filters.values(), top_n), points

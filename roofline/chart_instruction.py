@@ -21,9 +21,9 @@ from roofline.chart import (
     LEVEL_LABEL,
     PALETTE,
     ROOF_COLOUR,
-    WIDTH,
     _axis_values,
     chart_records,
+    layered,
     si,
 )
 from roofline.instruction import SECTOR_BYTES
@@ -102,11 +102,11 @@ def instruction_chart(kernels: pd.DataFrame, device: str) -> alt.LayerChart | No
                                    alt.Tooltip("verdict:N"), alt.Tooltip("roof_pct:Q", format=".1f", title="% of roof"),
                                    alt.Tooltip("time_share:Q", format=".1%", title="time share")]))
     n = points["kernel"].nunique()
-    return alt.layer(*layers).properties(width=WIDTH, height=int(HEIGHT * 0.8), title=alt.Title(
+    return layered(layers, alt.Title(
         f"{device}: instruction roofline", subtitle=[
             f"{n} kernel{'s' if n != 1 else ''} without floating-point work (bound: none on the FLOP roofline); "
-            "issue roof = SMs × warp schedulers per SM × SM clock (1 warp instruction per cycle each)"])
-    ).configure_axis(labelFontSize=FONT, titleFontSize=12).configure_legend(labelFontSize=FONT)
+            "issue roof = SMs × warp schedulers per SM × SM clock (1 warp instruction per cycle each)"]),
+        height=int(HEIGHT * 0.8))
 
 
 def _decades(lo: float, hi: float) -> tuple[float, float]:

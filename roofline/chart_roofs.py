@@ -28,6 +28,13 @@ ROOF_COLOUR = "#555555"
 LEVEL_LABEL = {"dram": "DRAM", "l2": "L2", "l1": "L1", "shared": "Shared"}
 LEVEL_DASH = {"dram": [1, 0], "l2": [8, 3], "l1": [3, 2], "shared": [8, 2, 2, 2]}
 LEVEL_SIZE = {"dram": 140, "shared": 20}  # point area [px^2], linear in level order
+def layered(layers: list, title: alt.Title, width: int = WIDTH, height: int = HEIGHT) -> alt.LayerChart:
+    """The layers as one chart with the pages' size, title and fonts, built in one construction:
+    a chain of ``.properties()`` and ``.configure_*()`` calls deep-copies every layer at each call."""
+    return alt.LayerChart(layer=layers, width=width, height=height, title=title, config=alt.Config(
+        axis=alt.AxisConfig(labelFontSize=FONT, titleFontSize=12), legend=alt.LegendConfig(labelFontSize=FONT)))
+
+
 def _class_label(cls: str) -> str:
     """"FP32", "Tensor FP16", "Tensor FP16 (FP32 acc.)", "Tensor INT8 2:4 sparse"."""
     if not cls.startswith("tensor_"):

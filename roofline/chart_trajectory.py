@@ -14,7 +14,7 @@ import math
 import altair as alt
 import pandas as pd
 
-from roofline.chart_roofs import FONT, HEIGHT, LEVEL_LABEL, PALETTE, WIDTH, _used_classes, roof_base, si
+from roofline.chart_roofs import FONT, LEVEL_LABEL, PALETTE, _used_classes, layered, roof_base, si
 from roofline.metrics import MEMORY_LEVELS
 
 TRAJECTORY_KERNELS = 12  # kernels drawn per chart (longest first); the table lists them all
@@ -91,11 +91,11 @@ def trajectory_chart(points: pd.DataFrame, kernels: pd.DataFrame, ceilings: pd.D
     drawn, total = p["path"].nunique(), int((points["device"] == device).groupby(
         [points["match"], points["config"]]).any().sum())
     more = f" (the {drawn} longest of {total})" if total > drawn else ""
-    chart = alt.layer(*layers).properties(width=WIDTH, height=HEIGHT, title=alt.Title(device, subtitle=[
+    chart = layered(layers, alt.Title(device, subtitle=[
         f"{drawn} kernel path(s){more} across {n_steps} steps; ceilings: {', '.join(sources) or 'none'}",
         "each point: a step (numbered), at the intensity of the memory level its verdict used; arrows point to "
         "the later step",
-    ])).configure_axis(labelFontSize=FONT, titleFontSize=12).configure_legend(labelFontSize=FONT)
+    ]))
     chart.datasets = {STEP_DATA: rows.astype(object).where(rows.notna(), None).to_dict("records")}
     return chart
 
