@@ -15,15 +15,28 @@ from roofline.ncu_csv.errors import Where
 _NA_TEXT = ["", "n/a", "nan", "na", "-", "none"]
 
 
+_ONE_BLOCK_MAX = 1 << 26  # bytes: a file up to this size is read as one block with ``one_block``
+
+
+def _block_size(source: str | io.BytesIO) -> int:
+    """A block that holds the whole file (at most :data:`_ONE_BLOCK_MAX`)."""
+    import os
+
+    size = source.getbuffer().nbytes if isinstance(source, io.BytesIO) else os.path.getsize(source)
+    return max(1 << 20, min(size + 1, _ONE_BLOCK_MAX))
+
+
 def read_table(source: str | io.BytesIO, encoding: str, columns: list[str], where: Where,
-               integer_ids: bool = False) -> pa.Table:
+               integer_ids: bool = False, one_block: bool = False) -> pa.Table:
     """``columns`` as dictionary-encoded text ("Metric Value" as plain text): pyarrow's fast reader,
     pandas' when rows are ragged or odd. With ``integer_ids``, "ID" is first tried as integers (a
     long export's ID column, without log lines: no dictionary of 100k texts to build).
 
     Dictionaries let every later step work once per distinct text (a kernel name on each of its
     metric rows, a device attribute on every launch) instead of once per row. pyarrow lists each
-    dictionary in order of first appearance, as ``pandas.factorize`` would.
+    dictionary in order of first appearance, as ``pandas.factorize`` would. ``one_block`` reads the
+    file as one block (up to 64 MB): a wide export's hundreds of dictionary columns then need no
+    unifying of one dictionary per block each (:func:`text_codes`).
     """
     dictionary = pa.dictionary(pa.int32(), pa.string())
     types = {c: pa.string() if c == "Metric Value" else dictionary for c in columns}
@@ -33,7 +46,8 @@ def read_table(source: str | io.BytesIO, encoding: str, columns: list[str], wher
         try:
             return pacsv.read_csv(
                 source,
-                read_options=pacsv.ReadOptions(encoding="utf8" if "8" in encoding else encoding),
+                read_options=pacsv.ReadOptions(encoding="utf8" if "8" in encoding else encoding,
+                                               **({"block_size": _block_size(source)} if one_block else {})),
                 convert_options=pacsv.ConvertOptions(
                     include_columns=columns,
                     column_types={**types, "ID": id_type} if "ID" in columns else types,

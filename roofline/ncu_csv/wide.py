@@ -15,7 +15,7 @@ from roofline.units import UnitError, si_factor, unknown_unit_warning
 def read_wide(source, encoding: str, header: list[str], where: Where) -> pd.DataFrame:
     metrics = [c for c in header if "__" in c and (is_kept_metric(c) or c in DIMS)]
     ident = [c for c in IDENT_SOURCE if c in header]
-    table = read_table(source, encoding, [*ident, *metrics], where)
+    table = read_table(source, encoding, [*ident, *metrics], where, one_block=True)
     if table.num_rows == 0:
         raise where.no_kernel("no units row and no launches")
     id_codes, id_texts = text_codes(table, "ID")
