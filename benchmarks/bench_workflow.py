@@ -69,7 +69,7 @@ def startup_floor(env: dict, repeat: int = 3) -> dict[str, float]:
     for stage in STAGES:
         times = [run_tracked([PY, "-c", f"import roofline.{stage}"], cwd=REPO, env=env).wall_s for _ in range(repeat)]
         out[stage] = statistics.median(times)
-    served = [run_tracked([PY, "-c", "import roofline.jobs, roofline.job_server"], cwd=REPO, env=env).wall_s
+    served = [run_tracked([PY, "-c", "import roofline.jobs, roofline.job_client"], cwd=REPO, env=env).wall_s
               for _ in range(repeat)]
     out["served"] = statistics.median(served)
     return out

@@ -29,6 +29,7 @@ What makes that safe:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -36,10 +37,7 @@ import struct
 import sys
 from typing import TYPE_CHECKING
 
-try:
-    from _blake2 import blake2b  # hashlib's own BLAKE2, without hashlib's OpenSSL import (~10 ms a job)
-except ImportError:  # another Python than CPython
-    from hashlib import blake2b
+from roofline.job_client import ACCEPTED, LENGTH, PACKAGE, STATUS, receive_exactly, server_key, socket_path, usable
 
 if TYPE_CHECKING:
     import selectors
@@ -50,161 +48,8 @@ PRELOAD = ("pandas", "pyarrow.parquet", "pyarrow.compute", "pyarrow.csv", "ncu_r
            "roofline.ncu_csv", "roofline.ncu_rep", "roofline.what_if", "roofline.ncu_log", "roofline.analysis",
            "roofline.catalog", "roofline.status", "roofline.track", "roofline.report", "roofline.pages.trends",
            "roofline.pages.tonight", "roofline.pages.compare")
-# Set by Snakemake per rule from its threads; they do not change what the server imported.
-_PER_RULE_ENV = ("OMP_NUM_THREADS", "GOTO_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS",
-                 "OPENBLAS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")
-_BATCH_JOB_ENV = ("SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "FLUX_JOB_ID")
-# Inside a job's own container (Snakemake's --sdm apptainer) a server would run every later job in
-# the first job's container.
-_CONTAINER_ENV = ("APPTAINER_CONTAINER", "SINGULARITY_CONTAINER")
-_ACCEPTED = b"A"
-_STATUS = struct.Struct("!i")
-_LENGTH = struct.Struct("!Q")
-_PACKAGE = os.path.dirname(os.path.realpath(__file__))
-
-
-def usable(environ: os._Environ | dict = os.environ) -> bool:
-    """Whether jobs here may go through a server (see the module's docstring)."""
-    return (sys.platform == "linux" and environ.get("ROOFLINE_JOB_SERVER", "on").lower() not in ("off", "0", "no")
-            and not any(name in environ for name in (*_BATCH_JOB_ENV, *_CONTAINER_ENV)))
-
-
-def _stamp(path: str) -> tuple:
-    try:
-        status = os.stat(path)
-    except OSError:
-        return (path,)
-    return (path, status.st_mtime_ns, status.st_size)
-
-
-def _package_stamps() -> list[tuple]:
-    stamps, pending = [], [_PACKAGE]
-    while pending:
-        with os.scandir(pending.pop()) as entries:
-            for entry in entries:
-                if entry.is_dir(follow_symlinks=False):
-                    if entry.name != "__pycache__":
-                        pending.append(entry.path)
-                else:
-                    status = entry.stat()
-                    stamps.append((entry.path, status.st_mtime_ns, status.st_size))
-    return sorted(stamps)
-
-
-def server_key(environ: os._Environ | dict = os.environ) -> str:
-    """What a server must share with a job to run it: interpreter, import path, environment, code."""
-    environment = sorted((name, value) for name, value in environ.items() if name not in _PER_RULE_ENV)
-    # an install or removal changes its site-packages directory; a working directory changes all along
-    installed = [_stamp(entry) for entry in sys.path if os.path.basename(entry) in ("site-packages", "dist-packages")]
-    material = [sys.executable, sys.version, sys.path, environment, _package_stamps(), installed]
-    return blake2b(json.dumps(material, default=str).encode(), digest_size=12).hexdigest()
-
-
-def _private_dir() -> str | None:
-    """This user's socket directory, created 0700; None when it exists but is not private."""
-    base = os.environ.get("XDG_RUNTIME_DIR") or "/tmp"
-    directory = os.path.join(base, f"roofline-jobs-{os.getuid()}")
-    try:
-        os.mkdir(directory, 0o700)
-    except FileExistsError:
-        pass
-    except OSError:
-        return None
-    try:
-        status = os.lstat(directory)
-    except OSError:
-        return None
-    import stat
-
-    if status.st_uid != os.getuid() or status.st_mode & 0o077 or not stat.S_ISDIR(status.st_mode):
-        return None  # someone else's, open to others, or a symbolic link
-    return directory
-
-
-_SOCKET_PATH_MAX = 100  # sun_path holds 108 bytes on Linux
-
-
-def socket_path(key: str) -> str | None:
-    """Where the server for ``key`` listens; None where no private directory or too long a path."""
-    directory = _private_dir()
-    path = None if directory is None else os.path.join(directory, f"{key}.sock")
-    return path if path is not None and len(os.fsencode(path)) <= _SOCKET_PATH_MAX else None
-
-
-def _send(connection: socket.socket, payload: bytes) -> None:
-    socket.send_fds(connection, [_LENGTH.pack(len(payload)) + payload], [0, 1, 2])
-
-
-def _receive_exactly(connection: socket.socket, count: int) -> bytes:
-    data = b""
-    while len(data) < count:
-        chunk = connection.recv(count - len(data))
-        if not chunk:
-            raise ConnectionError("peer closed")
-        data += chunk
-    return data
-
-
-def submit(argv: list[str], path: str) -> int | None:
-    """Run the job ``argv`` through the server at ``path``: its exit status, or None when no
-    server took it (none listening, or it closed before accepting)."""
-    client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        client.connect(path)
-        request = {"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ), "umask": _umask()}
-        _send(client, json.dumps(request).encode())
-        if client.recv(1) != _ACCEPTED:
-            return None
-    except OSError:
-        client.close()
-        return None
-    try:
-        return _STATUS.unpack(_receive_exactly(client, _STATUS.size))[0]
-    except OSError:
-        os.write(2, b"roofline.jobs: the job server running this job stopped before it ended; rerun the job "
-                    b"(ROOFLINE_JOB_SERVER=off runs every job in its own process)\n")
-        return 1
-    finally:
-        client.close()
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def start(path: str) -> None:
-    """Start a server for ``path`` in the background, detached from this job (its own session,
-    no inherited streams), so the job's end neither waits for it nor stops it."""
-    import subprocess
-
-    try:
-        subprocess.Popen([sys.executable, "-m", "roofline.job_server", path], stdin=subprocess.DEVNULL,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=True,
-                         start_new_session=True)
-    except OSError:
-        pass
-
-
-def submit_or_run(argv: list[str]) -> int:
-    """A job's entry point: through a warm server when there is one, else in this process
-    (starting a server for the jobs after it)."""
-    from roofline import jobs
-
-    if len(argv) < 2 or argv[0] not in jobs.STAGES or not usable():
-        return jobs.main(argv)
-    path = socket_path(server_key())
-    if path is None:
-        return jobs.main(argv)
-    status = submit(argv, path)
-    if status is not None:
-        return status if status >= 0 else 128 - status  # killed by a signal: as a shell reports it
-    start(path)
-    return jobs.main(argv)
-
-
-# The server side.
+# What the server does without when it fails: a gone peer, an unregistered socket, a vanished file.
+_IGNORED = (OSError, KeyError, ValueError)
 
 def _die_with(parent: int) -> None:
     """Have the kernel kill this process when ``parent`` (the server) dies: the job's own process
@@ -246,7 +91,7 @@ def _run_child(request: dict, descriptors: list[int], inherited: list, parent: i
         import tempfile
 
         tempfile.tempdir = None
-        sys.argv = [os.path.join(_PACKAGE, "jobs.py"), *request["argv"]]
+        sys.argv = [os.path.join(PACKAGE, "jobs.py"), *request["argv"]]
         from roofline import jobs
 
         status = jobs.main(request["argv"])
@@ -275,12 +120,12 @@ def _accept(listener: socket.socket) -> tuple[socket.socket, dict, list[int]] | 
     try:
         uid = struct.unpack("3i", connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[1]
         data, descriptors, _, _ = socket.recv_fds(connection, 1 << 16, 3)
-        if uid != os.getuid() or len(descriptors) != 3 or len(data) < _LENGTH.size:
+        if uid != os.getuid() or len(descriptors) != 3 or len(data) < LENGTH.size:
             raise ConnectionError("not a job of this user")
-        length = _LENGTH.unpack(data[:_LENGTH.size])[0]
-        payload = data[_LENGTH.size:]
+        length = LENGTH.unpack(data[:LENGTH.size])[0]
+        payload = data[LENGTH.size:]
         if length > len(payload):
-            payload += _receive_exactly(connection, length - len(payload))
+            payload += receive_exactly(connection, length - len(payload))
         request = json.loads(payload)
     except (OSError, ValueError):
         connection.close()
@@ -313,7 +158,7 @@ def serve(path: str) -> None:
     gc.collect()
     gc.freeze()  # the preloaded modules stay out of every child's garbage-collector passes
     os.chdir("/")  # hold no job's directory; each child goes to its job's
-    with _ignored():
+    with contextlib.suppress(*_IGNORED):
         os.unlink(path)  # a socket left by a server that was killed
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
@@ -340,26 +185,26 @@ def serve(path: str) -> None:
                     for descriptor in descriptors:
                         os.close(descriptor)
                     try:
-                        connection.sendall(_ACCEPTED)
+                        connection.sendall(ACCEPTED)
                     except OSError:
                         pass
                     children[pid] = connection
                     selector.register(connection, selectors.EVENT_READ, pid)
                 else:  # a job's process closed its end before its child finished: stop the child
-                    with _ignored():
+                    with contextlib.suppress(*_IGNORED):
                         os.killpg(key.data, signal.SIGTERM)
                     selector.unregister(key.fileobj)
             _reap(children, selector)
             if children:
                 idle_since = time.monotonic()
     finally:
-        with _ignored():
+        with contextlib.suppress(*_IGNORED):
             if os.stat(path).st_ino == bound:
                 os.unlink(path)
         listener.close()
         # the lock file goes too (a server starting this moment may lock the old one: it then
         # listens where the newer one does not, and ends idle)
-        with _ignored():
+        with contextlib.suppress(*_IGNORED):
             if os.stat(f"{path}.lock").st_ino == os.fstat(lock).st_ino:
                 os.unlink(f"{path}.lock")
         os.close(lock)
@@ -376,19 +221,11 @@ def _reap(children: dict[int, socket.socket], selector: selectors.BaseSelector) 
         connection = children.pop(pid, None)
         if connection is None:
             continue
-        with _ignored():
+        with contextlib.suppress(*_IGNORED):
             selector.unregister(connection)
-        with _ignored():
-            connection.sendall(_STATUS.pack(os.waitstatus_to_exitcode(status)))
+        with contextlib.suppress(*_IGNORED):
+            connection.sendall(STATUS.pack(os.waitstatus_to_exitcode(status)))
         connection.close()
-
-
-class _ignored:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind, value, trace) -> bool:
-        return kind is not None and issubclass(kind, (OSError, KeyError, ValueError))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -108,6 +108,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from roofline import job_server  # through a warm server where one runs (roofline/job_server.py)
+    from roofline import job_client  # through a warm server where one runs (roofline/job_server.py)
 
-    sys.exit(job_server.submit_or_run(sys.argv[1:]))
+    sys.exit(job_client.submit_or_run(sys.argv[1:]))

@@ -1,4 +1,4 @@
-"""roofline.job_server: jobs handed to a warm server run as they would in their own process.
+"""roofline.job_server and roofline.job_client: jobs handed to a warm server run as they would in their own process.
 
 Every test runs real processes: ``python -m roofline.jobs`` as a rule's shell command runs it,
 and the server it starts. Each test has its own socket directory (``XDG_RUNTIME_DIR``), and its
@@ -19,12 +19,12 @@ import pandas as pd
 import pytest
 from test_jobs import full_tmpfs  # noqa: F401 - a fixture: a tiny tmpfs, already full
 
-from roofline import job_server
+from roofline import job_client
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "data" / "examples" / "textbook.yaml"
 
-pytestmark = pytest.mark.skipif(not job_server.usable({}), reason="the job server is for Linux only")
+pytestmark = pytest.mark.skipif(not job_client.usable({}), reason="the job server is for Linux only")
 
 
 @pytest.fixture
@@ -34,7 +34,7 @@ def runtime():
     base = Path(tempfile.mkdtemp(prefix="rj", dir="/tmp"))
     env = {**os.environ, "PYTHONPATH": str(REPO), "XDG_RUNTIME_DIR": str(base), "ROOFLINE_JOB_SERVER_IDLE": "20"}
     env.pop("ROOFLINE_JOB_SERVER", None)
-    for name in (*job_server._BATCH_JOB_ENV, *job_server._CONTAINER_ENV):
+    for name in (*job_client.BATCH_JOB_ENV, *job_client.CONTAINER_ENV):
         env.pop(name, None)
     yield base, env
     for pid in _servers(base):
@@ -213,24 +213,24 @@ def test_edited_code_gets_a_new_server(tmp_path):
 
 
 def test_where_the_server_is_not_used(tmp_path):
-    assert job_server.usable({})
-    assert not job_server.usable({"ROOFLINE_JOB_SERVER": "off"})
+    assert job_client.usable({})
+    assert not job_client.usable({"ROOFLINE_JOB_SERVER": "off"})
     for name in ("SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "FLUX_JOB_ID"):
-        assert not job_server.usable({name: "123"})  # a batch job's processes end with it
+        assert not job_client.usable({name: "123"})  # a batch job's processes end with it
     for name in ("APPTAINER_CONTAINER", "SINGULARITY_CONTAINER"):
-        assert not job_server.usable({name: "/images/roofline.sif"})  # a job's container is its own
+        assert not job_client.usable({name: "/images/roofline.sif"})  # a job's container is its own
 
 
 def test_a_socket_directory_others_can_enter_is_refused(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
     directory = tmp_path / f"roofline-jobs-{os.getuid()}"
     directory.mkdir(mode=0o700)
-    assert job_server.socket_path("k") == str(directory / "k.sock")
+    assert job_client.socket_path("k") == str(directory / "k.sock")
     directory.chmod(0o777)
-    assert job_server.socket_path("k") is None
+    assert job_client.socket_path("k") is None
     (tmp_path / ("x" * 120)).mkdir()
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / ("x" * 120)))
-    assert job_server.socket_path("k") is None  # too long for a Unix socket: jobs run in their own process
+    assert job_client.socket_path("k") is None  # too long for a Unix socket: jobs run in their own process
 
 
 def test_a_server_that_dies_during_a_job_fails_that_job_saying_so(runtime, tmp_path):

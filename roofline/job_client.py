@@ -1,0 +1,175 @@
+"""How a job finds and uses the warm server of :mod:`roofline.job_server` (the design, and what
+makes it safe, are described there).
+
+This is all a job handed to the server imports (~30 ms with the interpreter): whether a server
+may be used here, the key and socket of the server for this job's interpreter, import path,
+environment and code, the hand-over of the job, and the start of a server when none listens.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import struct
+import sys
+
+try:
+    from _blake2 import blake2b  # hashlib's own BLAKE2, without hashlib's OpenSSL import (~10 ms a job)
+except ImportError:  # another Python than CPython
+    from hashlib import blake2b
+
+# Set by Snakemake per rule from its threads; they do not change what the server imported.
+_PER_RULE_ENV = ("OMP_NUM_THREADS", "GOTO_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS",
+                 "OPENBLAS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")
+BATCH_JOB_ENV = ("SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "FLUX_JOB_ID")
+# Inside a job's own container (Snakemake's --sdm apptainer) a server would run every later job in
+# the first job's container.
+CONTAINER_ENV = ("APPTAINER_CONTAINER", "SINGULARITY_CONTAINER")
+# The hand-over: the job sends its request and descriptors 0-2, the server answers ACCEPTED once it
+# has forked the job's child, then the child's exit status.
+ACCEPTED = b"A"
+STATUS = struct.Struct("!i")
+LENGTH = struct.Struct("!Q")
+PACKAGE = os.path.dirname(os.path.realpath(__file__))
+
+
+def usable(environ: os._Environ | dict = os.environ) -> bool:
+    """Whether jobs here may go through a server (see the module's docstring)."""
+    return (sys.platform == "linux" and environ.get("ROOFLINE_JOB_SERVER", "on").lower() not in ("off", "0", "no")
+            and not any(name in environ for name in (*BATCH_JOB_ENV, *CONTAINER_ENV)))
+
+
+def _stamp(path: str) -> tuple:
+    try:
+        status = os.stat(path)
+    except OSError:
+        return (path,)
+    return (path, status.st_mtime_ns, status.st_size)
+
+
+def _package_stamps() -> list[tuple]:
+    stamps, pending = [], [PACKAGE]
+    while pending:
+        with os.scandir(pending.pop()) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name != "__pycache__":
+                        pending.append(entry.path)
+                else:
+                    status = entry.stat()
+                    stamps.append((entry.path, status.st_mtime_ns, status.st_size))
+    return sorted(stamps)
+
+
+def server_key(environ: os._Environ | dict = os.environ) -> str:
+    """What a server must share with a job to run it: interpreter, import path, environment, code."""
+    environment = sorted((name, value) for name, value in environ.items() if name not in _PER_RULE_ENV)
+    # an install or removal changes its site-packages directory; a working directory changes all along
+    installed = [_stamp(entry) for entry in sys.path if os.path.basename(entry) in ("site-packages", "dist-packages")]
+    material = [sys.executable, sys.version, sys.path, environment, _package_stamps(), installed]
+    return blake2b(json.dumps(material, default=str).encode(), digest_size=12).hexdigest()
+
+
+def _private_dir() -> str | None:
+    """This user's socket directory, created 0700; None when it exists but is not private."""
+    base = os.environ.get("XDG_RUNTIME_DIR") or "/tmp"
+    directory = os.path.join(base, f"roofline-jobs-{os.getuid()}")
+    try:
+        os.mkdir(directory, 0o700)
+    except FileExistsError:
+        pass
+    except OSError:
+        return None
+    try:
+        status = os.lstat(directory)
+    except OSError:
+        return None
+    import stat
+
+    if status.st_uid != os.getuid() or status.st_mode & 0o077 or not stat.S_ISDIR(status.st_mode):
+        return None  # someone else's, open to others, or a symbolic link
+    return directory
+
+
+_SOCKET_PATH_MAX = 100  # sun_path holds 108 bytes on Linux
+
+
+def socket_path(key: str) -> str | None:
+    """Where the server for ``key`` listens; None where no private directory or too long a path."""
+    directory = _private_dir()
+    path = None if directory is None else os.path.join(directory, f"{key}.sock")
+    return path if path is not None and len(os.fsencode(path)) <= _SOCKET_PATH_MAX else None
+
+
+def _send(connection: socket.socket, payload: bytes) -> None:
+    socket.send_fds(connection, [LENGTH.pack(len(payload)) + payload], [0, 1, 2])
+
+
+def receive_exactly(connection: socket.socket, count: int) -> bytes:
+    data = b""
+    while len(data) < count:
+        chunk = connection.recv(count - len(data))
+        if not chunk:
+            raise ConnectionError("peer closed")
+        data += chunk
+    return data
+
+
+def submit(argv: list[str], path: str) -> int | None:
+    """Run the job ``argv`` through the server at ``path``: its exit status, or None when no
+    server took it (none listening, or it closed before accepting)."""
+    client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        client.connect(path)
+        request = {"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ), "umask": _umask()}
+        _send(client, json.dumps(request).encode())
+        if client.recv(1) != ACCEPTED:
+            return None
+    except OSError:
+        client.close()
+        return None
+    try:
+        return STATUS.unpack(receive_exactly(client, STATUS.size))[0]
+    except OSError:
+        os.write(2, b"roofline.jobs: the job server running this job stopped before it ended; rerun the job "
+                    b"(ROOFLINE_JOB_SERVER=off runs every job in its own process)\n")
+        return 1
+    finally:
+        client.close()
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def start(path: str) -> None:
+    """Start a server for ``path`` in the background, detached from this job (its own session,
+    no inherited streams), so the job's end neither waits for it nor stops it."""
+    import subprocess
+
+    try:
+        subprocess.Popen([sys.executable, "-m", "roofline.job_server", path], stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=True,
+                         start_new_session=True)
+    except OSError:
+        pass
+
+
+def submit_or_run(argv: list[str]) -> int:
+    """A job's entry point: through a warm server when there is one, else in this process
+    (starting a server for the jobs after it)."""
+    from roofline import jobs
+
+    if len(argv) < 2 or argv[0] not in jobs.STAGES or not usable():
+        return jobs.main(argv)
+    path = socket_path(server_key())
+    if path is None:
+        return jobs.main(argv)
+    status = submit(argv, path)
+    if status is not None:
+        return status if status >= 0 else 128 - status  # killed by a signal: as a shell reports it
+    start(path)
+    return jobs.main(argv)
