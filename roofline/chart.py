@@ -114,12 +114,13 @@ def roofline_chart(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str) -
     return chart
 
 
-def roofline_spec(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str) -> dict:
+def roofline_spec(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str, rows: bool = True) -> dict:
     """``roofline_chart(...).to_dict()``, its kernel rows put in after the conversion (which would
-    copy and walk every row of them: seconds for thousands of kernels)."""
+    copy and walk every row of them: seconds for thousands of kernels); ``rows=False`` leaves the
+    dataset empty, for a page that fills it from its own table."""
     chart, points = roofline_layers(kernels, ceilings, device)
     spec = chart.to_dict(validate=False)
-    spec.setdefault("datasets", {})[KERNEL_DATA] = chart_records(points[["kid", *CHART_FIELDS]])
+    spec.setdefault("datasets", {})[KERNEL_DATA] = chart_records(points[["kid", *CHART_FIELDS]]) if rows else []
     return spec
 
 

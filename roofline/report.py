@@ -36,7 +36,7 @@ from roofline.chart import (
     KERNEL_DATA,
     TOP_N_DEFAULT,
     kernel_count_text,
-    roofline_layers,
+    roofline_spec,
 )
 from roofline.chart_instruction import instruction_chart
 from roofline.inputs import is_app_name
@@ -95,9 +95,7 @@ def _chart_spec(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str) -> d
     if key not in _SPECS:
         if len(_SPECS) > 64:
             _SPECS.clear()
-        spec = roofline_layers(kernels, ceilings, device)[0].to_dict(validate=False)
-        spec.setdefault("datasets", {})[KERNEL_DATA] = []
-        _SPECS[key] = spec
+        _SPECS[key] = roofline_spec(kernels, ceilings, device, rows=False)
     return copy.deepcopy(_SPECS[key])
 
 
