@@ -97,9 +97,9 @@ def read(path: PathLike, device: str | None = None, app: str | None = None) -> p
         (``roofline.ncu_rep.InputError`` and others) when the file cannot be read; the message
         names the file and the fix.
     """
-    from roofline.config import input_kind
     from roofline.ncu_rep import InputError
     from roofline.parse import parse_input
+    from roofline.workflow_config import input_kind
 
     path = os.fspath(path)
     # the workflow's judgement of a file a pattern found: the same message, naming the fix

@@ -41,9 +41,10 @@ from bad_inputs import (
 from conftest import REPO, snakemake_command
 
 from roofline import parse, status
-from roofline.config import ConfigError, input_kind, load_config, load_workflow_config, resolve_apps
+from roofline.config import ConfigError, load_config
 from roofline.inputs import App, is_app_name, write_refusal
 from roofline.schemas import conform, read_table
+from roofline.workflow_config import input_kind, load_workflow_config, resolve_apps
 
 
 def run_parse(path: Path, out: Path, app: str = "app") -> tuple[pd.DataFrame, pd.DataFrame]:

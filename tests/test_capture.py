@@ -16,11 +16,12 @@ from conftest import REAL, REPO, snakemake_command
 from roofline import capture as cap
 from roofline import gpu_probe
 from roofline.capture import app_regex, capture_plan, ncu_command
-from roofline.config import AppConfig, load_config, resolve_apps
+from roofline.config import AppConfig, load_config
 from roofline.errors import CaptureError
 from roofline.gpu_probe import NCU_MISSING, parse_gpu_list, parse_query_metrics
 from roofline.metric_plan import compute_capability, plan_metrics
 from roofline.recipe import Quantity, Recipe
+from roofline.workflow_config import resolve_apps
 
 RMSNORM = REAL / "h100pcie-rmsnorm-full-ncu2025.1" / "2025-04-21_v1.ncu-rep"
 VOLTA_TENSOR = "sm__inst_executed_pipe_tensor.sum"

@@ -5,7 +5,8 @@ import json
 import pytest
 from conftest import REPO
 
-from roofline.config import SCHEMA_PATH, ConfigError, input_kind, load_config, resolve_apps, resolve_inputs
+from roofline.config import SCHEMA_PATH, ConfigError, load_config
+from roofline.workflow_config import input_kind, resolve_apps, resolve_inputs
 
 
 def test_exported_schema_is_up_to_date():

@@ -16,7 +16,8 @@ PKG = REPO / "roofline"
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from roofline.config import ConfigError, catalog_path, interpreter_first_on_path, load_workflow_config  # noqa: E402
+from roofline.config import ConfigError  # noqa: E402
+from roofline.workflow_config import catalog_path, interpreter_first_on_path, load_workflow_config  # noqa: E402
 from roofline.inputs import folder_exports  # noqa: E402
 
 # Every rule is a shell command `python -m roofline...`. Without a conda environment, `python` is the
