@@ -209,7 +209,7 @@ def snakemake_cmd(snakefile: Path, workdir: Path, configfile: Path | None, *extr
     return cmd + list(extra)
 
 
-_JOB = re.compile(r"^(?:local)?rule (\w+):\s*$")
+_JOB = re.compile(r"^(?:local)?(?:rule|checkpoint) (\w+):\s*$")
 _WILDCARDS = re.compile(r"^\s+wildcards: (.*)$")
 
 

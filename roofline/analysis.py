@@ -1,16 +1,18 @@
-"""Analysis stage: every app's counters -> one ceilings table per device -> every app's verdicts.
+"""Analysis stage: every app's counters -> one ceilings table per device -> each app's verdicts.
 
-One job for all apps, because every app on a device is judged against the same roof (the report
-source is the median over all apps' launches on that device): a change to one app's counters can
-move the roof of every other app on its GPU, so their classification reruns with it either way.
-The apps are classified on ``--jobs`` processes, each holding one app's counters at a time, after
-the ceilings have read the few columns of all of them they need.
+Every app on a device is judged against the same roof (the report source is the median over all
+apps' launches on that device), so the ceilings are one job over every app's counters
+(:func:`ceilings_main`), and each app is then classified in a job of its own (:func:`classify_main`)
+against them. The workflow makes the ceilings job a checkpoint: when one app's new counters leave
+the ceilings table byte-identical, only that app is classified again; when they move its device's
+roof, every app is. :func:`main` does both in one process, over a pool of ``--jobs`` processes.
 
-    python -m roofline.analysis --counters data/counters/a.parquet data/counters/b.parquet \\
+    python -m roofline.jobs ceilings LOG --counters data/counters/a.parquet data/counters/b.parquet \\
         --catalog roofline/data/gpus.yaml --ceilings data/ceilings/devices.parquet \\
-        --ceilings-diagnostics data/diagnostics/devices.ceilings.parquet \\
-        --classified data/classified/a.parquet data/classified/b.parquet \\
-        --kernels data/kernels/a.parquet data/kernels/b.parquet
+        --ceilings-diagnostics data/diagnostics/devices.ceilings.parquet
+    python -m roofline.jobs classify LOG --ceilings data/ceilings/devices.parquet \\
+        --counters data/counters/a.parquet --classified data/classified/a.parquet \\
+        --kernels data/kernels/a.parquet
 """
 
 from __future__ import annotations
@@ -30,9 +32,7 @@ from roofline.classify import aggregate_kernels, apply_annotations, classify_lau
 from roofline.schemas import read_table, write_table
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description="Ceilings per device, then each app's classified launches and kernels.")
+def _ceiling_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--counters", nargs="*", default=[], help="every app's counters table (none: no app)")
     parser.add_argument("--catalog", required=True, help="datasheet catalog (YAML)")
     parser.add_argument("--policy", default="report,datasheet", help="ceiling sources in order of preference")
@@ -40,29 +40,73 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--measured", default="", help="measured ceilings table, if any")
     parser.add_argument("--overrides", default="{}", help="JSON: catalog additions/overrides")
     parser.add_argument("--margin", type=float, default=0.25, help="cross-check margin between sources")
+    parser.add_argument("--ceilings", required=True, help="the devices' ceilings table to write")
+    parser.add_argument("--ceilings-diagnostics", required=True, help="its diagnostics table to write")
+
+
+def _classify_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--low-roof-fraction", type=float, default=0.1)
     parser.add_argument("--above-roof-tolerance", type=float, default=0.02)
     parser.add_argument("--annotations", default="[]", help="JSON list of compulsory-work annotations")
-    parser.add_argument("--ceilings", required=True, help="the devices' ceilings table to write")
-    parser.add_argument("--ceilings-diagnostics", required=True, help="its diagnostics table to write")
     parser.add_argument("--classified", nargs="*", default=[], help="per app, in the order of --counters")
     parser.add_argument("--kernels", nargs="*", default=[], help="per app, in the order of --counters")
-    parser.add_argument("--jobs", type=int, default=1, help="processes classifying apps at once")
-    args = parser.parse_args(argv)
-    if not len(args.counters) == len(args.classified) == len(args.kernels):
-        parser.error(f"give one --classified and one --kernels path per --counters table "
-                     f"({len(args.counters)}, {len(args.classified)}, {len(args.kernels)} given)")
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
 
+
+def _write_ceilings(args: argparse.Namespace) -> pd.DataFrame:
     ceilings, diagnostics = device_ceilings(
         args.counters, args.catalog, args.policy.split(","), json.loads(args.device_policy), args.measured,
         json.loads(args.overrides), args.margin)
     write_table(ceilings, "ceilings", args.ceilings)
     write_table(diagnostics, "diagnostics", args.ceilings_diagnostics)
+    return ceilings
 
-    options = {"low_roof_fraction": args.low_roof_fraction, "above_roof_tolerance": args.above_roof_tolerance}
-    classify_apps(list(zip(args.counters, args.classified, args.kernels)), ceilings, json.loads(args.annotations),
-                  options, args.jobs)
+
+def _app_paths(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[tuple[str, str, str]]:
+    if not len(args.counters) == len(args.classified) == len(args.kernels):
+        parser.error(f"give one --classified and one --kernels path per --counters table "
+                     f"({len(args.counters)}, {len(args.classified)}, {len(args.kernels)} given)")
+    return list(zip(args.counters, args.classified, args.kernels))
+
+
+def _options(args: argparse.Namespace) -> dict:
+    return {"low_roof_fraction": args.low_roof_fraction, "above_roof_tolerance": args.above_roof_tolerance}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Ceilings and every app's verdicts in one process (``--jobs`` workers classify the apps)."""
+    parser = argparse.ArgumentParser(
+        description="Ceilings per device, then each app's classified launches and kernels.")
+    _ceiling_arguments(parser)
+    _classify_arguments(parser)
+    parser.add_argument("--jobs", type=int, default=1, help="processes classifying apps at once")
+    args = parser.parse_args(argv)
+    apps = _app_paths(parser, args)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    ceilings = _write_ceilings(args)
+    classify_apps(apps, ceilings, json.loads(args.annotations), _options(args), args.jobs)
+    return 0
+
+
+def ceilings_main(argv: list[str] | None = None) -> int:
+    """The ceilings job: every app's counters -> the devices' ceilings table and its diagnostics."""
+    parser = argparse.ArgumentParser(description="Ceilings per device from every app's counters.")
+    _ceiling_arguments(parser)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    _write_ceilings(args)
+    return 0
+
+
+def classify_main(argv: list[str] | None = None) -> int:
+    """A classify job: apps' counters + the devices' ceilings -> their classified launches and kernels."""
+    parser = argparse.ArgumentParser(description="Classify apps' launches and kernels against the devices' ceilings.")
+    parser.add_argument("--counters", nargs="*", default=[], help="the apps' counters tables")
+    parser.add_argument("--ceilings", required=True, help="the devices' ceilings table (the ceilings job's)")
+    _classify_arguments(parser)
+    args = parser.parse_args(argv)
+    apps = _app_paths(parser, args)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    classify_apps(apps, read_table(args.ceilings, "ceilings"), json.loads(args.annotations), _options(args))
     return 0
 
 

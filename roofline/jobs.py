@@ -18,7 +18,17 @@ import io
 import os
 import sys
 
-STAGES = ("parse", "analysis", "report", "track", "status")
+# stage -> the function that runs it (module:function)
+STAGES = {
+    "parse": "parse:main",
+    "analysis": "analysis:main",
+    "ceilings": "analysis:ceilings_main",
+    "classify": "analysis:classify_main",
+    "report": "report:main",
+    "page": "report:page_main",
+    "track": "track:main",
+    "status": "status:main",
+}
 USAGE = f"usage: python -m roofline.jobs {{{','.join(STAGES)}}} LOG [STAGE ARGUMENTS...]"
 
 
@@ -62,7 +72,8 @@ def _say(descriptor: int, line: str) -> None:
 
 
 def run(stage: str, log: str, argv: list[str]) -> int:
-    """Run ``roofline.<stage>.main(argv)`` with stderr in ``log``; return the job's exit status."""
+    """Run the stage's function (:data:`STAGES`) on ``argv`` with stderr in ``log``; return the job's
+    exit status."""
     from roofline import errors  # here: a job handed to the warm server never needs it (its start-up)
 
     if stage not in STAGES:
@@ -81,7 +92,8 @@ def run(stage: str, log: str, argv: list[str]) -> int:
     os.close(descriptor)
     sys.stderr = stream = _Log()
     try:
-        status = importlib.import_module(f"roofline.{stage}").main(argv)
+        module, function = STAGES[stage].split(":")
+        status = getattr(importlib.import_module(f"roofline.{module}"), function)(argv)
     except OSError as error:
         if not errors.is_environmental(error):
             raise

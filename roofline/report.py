@@ -35,6 +35,7 @@ from roofline.chart import (
     CHART_FIELDS,
     KERNEL_DATA,
     TOP_N_DEFAULT,
+    chart_ranks,
     kernel_count_text,
     roofline_spec,
 )
@@ -45,10 +46,12 @@ from roofline.pages.markup import esc as _e
 from roofline.pages.markup import script_json as _json
 from roofline.pages.overview import SUMMARY_KERNELS, apps_html, summary_rows
 from roofline.pages.page import (  # noqa: F401 - vega_bundle: the trends page takes it from here
+    CHARTS_ASSET,
     VEGA_ASSET,
     asset_src,
     page_html,
     vega_bundle,
+    write_charts_asset,
     write_vega_asset,
 )
 from roofline.pages.sections import (
@@ -99,26 +102,25 @@ def _chart_spec(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str) -> d
     return copy.deepcopy(_SPECS[key])
 
 
-def _narrow_controls(spec: dict, n: int, apps: list[str]) -> dict:
-    """Fit a chart to the page's rows: the kernel count in its subtitle and the top-N slider to its
-    ``n`` kernels, the app filter to its apps (a chart built from more rows, as an app page's is,
-    counts and offers more)."""
-    subtitle = spec.get("title", {}).get("subtitle") if isinstance(spec.get("title"), dict) else None
-    if subtitle:
-        subtitle[0] = kernel_count_text(n) + subtitle[0][subtitle[0].index(";"):]
-    for param in spec.get("params", []):
-        bind = param.get("bind")
-        if param.get("name") == "top_n" and isinstance(bind, dict):
-            param["value"], bind["max"] = min(n, TOP_N_DEFAULT), max(n, 1)
-        elif param.get("name") == "app_filter" and isinstance(bind, dict):
-            bind["options"] = [ALL, *apps]
-    return spec
+def _controls(n: int, apps: list[str]) -> dict:
+    """What fits a device chart to the page's rows, which the page's script sets in the spec before
+    drawing it (``narrow`` in assets/report.js): the kernel count of its subtitle, the top-N
+    slider's value and end for its ``n`` kernels, the app filter's choices for its ``apps`` (the
+    chart is built from every kernel of the device, as the summary draws it)."""
+    return {"count": kernel_count_text(n), "top": min(n, TOP_N_DEFAULT), "max": max(n, 1), "apps": [ALL, *apps]}
+
+
+def chart_devices(kernels: pd.DataFrame, ceilings: pd.DataFrame) -> list[str]:
+    """The devices that get a roofline: a selected ceiling and a kernel the chart can place."""
+    placeable = set(kernels.loc[chart_ranks(kernels).notna(), "device"]) if len(kernels) else set()
+    selected = set(ceilings.loc[ceilings["selected"], "device"])
+    return sorted(placeable & selected)
 
 
 def _body(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFrame, title: str,
           app_prefix: str | None, nav: str, csv_name: str,
           chart_kernels: pd.DataFrame | None = None, chart_cache: dict | None = None, limit: int | None = None,
-          after_glance: str = "") -> tuple[str, list[dict], str]:
+          after_glance: str = "", shared_charts: bool = False) -> tuple[str, list[dict | None], str]:
     """The page's body, its chart specs and its embedded data (JSON text).
 
     ``limit``: the page's table and charts carry at most this many kernels
@@ -128,6 +130,8 @@ def _body(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFra
     summary's kernels, so that its charts share the summary's axes, roof labels and app colours (and
     the chart is built once per device, not once per page: ~0.3 s each). ``chart_cache`` keeps the
     specs by device across the pages of one :func:`write_pages` call (same frames for every page).
+    ``shared_charts``: the device charts are the summary's, loaded from ``assets/charts.js``
+    (:func:`roofline.pages.page.write_charts_asset`); the page carries only their controls.
     """
     kernels = conform(kernels, "kernels")
     ceilings = conform(ceilings, "ceilings")
@@ -144,16 +148,20 @@ def _body(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFra
             elif not n:
                 skipped.append(f"{_e(device)} (no kernel with both a performance and an intensity)")
             else:
-                if chart_cache is not None and device in chart_cache:
-                    spec = copy.deepcopy(chart_cache[device])
+                page_apps = sorted(kernels.loc[kernels["device"] == device, "app"].unique())
+                entry = {"device": device, "canvas": n >= CANVAS_FROM, "controls": _controls(n, page_apps)}
+                if shared_charts:
+                    specs.append(None)
+                    entry["shared"] = True
+                elif chart_cache is not None and device in chart_cache:
+                    specs.append(copy.deepcopy(chart_cache[device]))
                 else:
                     frame = kernels if chart_kernels is None else conform(chart_kernels, "kernels")
                     spec = _chart_spec(frame[frame["device"] == device], ceilings[ceilings["device"] == device], device)
                     if chart_cache is not None:
                         chart_cache[device] = copy.deepcopy(spec)
-                page_apps = sorted(kernels.loc[kernels["device"] == device, "app"].unique())
-                specs.append(_narrow_controls(spec, n, page_apps))
-                charts.append({"device": device, "canvas": n >= CANVAS_FROM})
+                    specs.append(spec)
+                charts.append(entry)
                 i = len(specs) - 1
                 sections.append(f'<div class="chart" id="chart{i}"></div><p class="drawn" id="drawn{i}"></p>')
             instruction = instruction_chart(carried, device)
@@ -223,18 +231,20 @@ def summary_html(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.
 
 def app_html(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFrame, app: str,
              title: str = "", chart_cache: dict | None = None, source: str | None = None,
-             vega: str | None = None) -> str:
+             vega: str | None = None, charts: str | None = None) -> str:
     """The page of one app (``reports/apps/{app}.html``): the summary's blocks for its rows only,
     under a line naming its input (``source``, default: its rows' ``source_file``); ``vega`` as for
-    :func:`summary_html`."""
+    :func:`summary_html`. ``charts`` is the relative URL of the summary's device charts
+    (``assets/charts.js``, :func:`write_pages`): the page then draws those, fitted to its rows, and
+    needs only its own kernels; without it, each device chart is built here from ``kernels``."""
     mine, notes = kernels[kernels["app"] == app], diagnostics[diagnostics["app"] == app]
     source = source if source is not None else app_sources(mine, notes).get(app)
-    return _app_page(mine, kernels, ceilings, notes, app, title, chart_cache, source, vega)
+    return _app_page(mine, kernels, ceilings, notes, app, title, chart_cache, source, vega, charts)
 
 
 def _app_page(mine: pd.DataFrame, kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFrame,
               app: str, title: str, chart_cache: dict | None, source: str | None = None,
-              vega: str | None = None) -> str:
+              vega: str | None = None, charts: str | None = None) -> str:
     """:func:`app_html` from the app's rows (``mine``) and diagnostics, already picked out."""
     devices = set(mine["device"])
     heading = f"{title}: {app}" if title else app
@@ -242,7 +252,8 @@ def _app_page(mine: pd.DataFrame, kernels: pd.DataFrame, ceilings: pd.DataFrame,
     if source:
         nav += f'\n<p class="meta">input: <code>{_e(source)}</code></p>'
     return page_html(heading, *_body(mine, ceilings[ceilings["device"].isin(devices)], diagnostics, heading, None, nav,
-                                 f"{app}.csv", chart_kernels=kernels, chart_cache=chart_cache), vega=vega)
+                                 f"{app}.csv", chart_kernels=kernels, chart_cache=chart_cache,
+                                 shared_charts=charts is not None), vega=vega, charts=charts)
 
 
 # -- IO edge ---------------------------------------------------------------------------------------
@@ -256,15 +267,18 @@ def _read_all(paths: Sequence[str | os.PathLike], table: str) -> pd.DataFrame:
 
 def write_pages(
     kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFrame,
-    output: str | os.PathLike, apps_dir: str | os.PathLike, title: str, apps: Sequence[str] = (),
+    output: str | os.PathLike, apps_dir: str | os.PathLike | None, title: str, apps: Sequence[str] = (),
     sources: Mapping[str, str] | None = None, inputs: Sequence[Mapping] = (),
     series_links: Mapping[str, str] | None = None,
 ) -> list[Path]:
-    """Write the summary page and one page per app (atomically); return the pages written.
+    """Write the summary page and one page per app in ``apps_dir`` (atomically); return the pages
+    written. With ``apps_dir`` None only the summary is written (the workflow writes each app's page
+    in a job of its own, :func:`page_main`); it links to ``apps/`` beside it all the same.
     ``series_links`` (name -> relative URL) are the compare pages the summary links to.
 
     The pages share one Vega bundle, ``assets/vega-bundle.js`` beside the summary
-    (:data:`VEGA_ASSET`, written once and loaded by relative path).
+    (:data:`VEGA_ASSET`, written once and loaded by relative path), and the summary's device charts,
+    ``assets/charts.js`` (:data:`CHARTS_ASSET`), which the app pages draw fitted to their rows.
 
     Every app in the tables gets a page, and so does every name in ``apps`` (an app whose input
     gave no kernel and no diagnostic still gets its, empty, page). ``sources`` names each app's
@@ -280,7 +294,7 @@ def write_pages(
     bad = [a for a in apps if not is_app_name(a)]
     if bad:
         raise ValueError(f"app names {bad} cannot be file names; use letters, digits, '.', '_', '-'")
-    output, apps_dir = Path(output), Path(apps_dir)
+    output = Path(output)
     # Conformed once here, so that each page's own conform is a check; one chart per device for all pages.
     kernels, ceilings = conform(kernels, "kernels"), conform(ceilings, "ceilings")
     diagnostics, charts = conform(diagnostics, "diagnostics"), {}
@@ -289,15 +303,23 @@ def write_pages(
     bundle = write_vega_asset(output.parent)
     write_text_atomic(output, summary_html(kernels, ceilings, diagnostics, title, charts, sources, inputs, apps,
                                            vega=asset_src(output, bundle), series_links=series_links))
+    # every device an app page may chart: the summary's own charts skip devices none of its carried rows reach
+    shared = write_charts_asset(output.parent, {
+        device: charts[device] if device in charts else _chart_spec(
+            kernels[kernels["device"] == device], ceilings[ceilings["device"] == device], device)
+        for device in chart_devices(kernels, ceilings)})
     written = [output]
-    app_vega = asset_src(apps_dir / "x.html", bundle)
+    if apps_dir is None:
+        return written
+    apps_dir = Path(apps_dir)
+    app_vega, app_charts = asset_src(apps_dir / "x.html", bundle), asset_src(apps_dir / "x.html", shared)
     # Split once: picking each app's rows out of all of them would make the pages quadratic in apps.
     rows_of, notes_of = dict(tuple(kernels.groupby("app"))), dict(tuple(diagnostics.groupby("app")))
     for app in apps:
         page = apps_dir / f"{app}.html"
         write_text_atomic(page, _app_page(rows_of.get(app, kernels.iloc[:0]), kernels, ceilings,
-                                          notes_of.get(app, diagnostics.iloc[:0]), app, title, charts,
-                                          sources.get(app), app_vega))
+                                          notes_of.get(app, diagnostics.iloc[:0]), app, title, None,
+                                          sources.get(app), app_vega, app_charts))
         written.append(page)
     return written
 
@@ -307,7 +329,7 @@ def write_report(
     ceilings_paths: Sequence[str | os.PathLike],
     diagnostics_paths: Sequence[str | os.PathLike],
     output: str | os.PathLike,
-    apps_dir: str | os.PathLike,
+    apps_dir: str | os.PathLike | None,
     title: str,
     apps: Sequence[str] = (),
     sources: Mapping[str, str] | None = None,
@@ -338,7 +360,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ceilings", nargs="*", default=[])
     parser.add_argument("--diagnostics", nargs="*", default=[])
     parser.add_argument("--output", required=True)
-    parser.add_argument("--apps-dir", required=True)
+    parser.add_argument("--apps-dir", help="write a page per app here too (default: the summary only; the "
+                        "workflow writes each app's page in a job of its own, `python -m roofline.jobs page`)")
     parser.add_argument("--title", default="Roofline summary")
     parser.add_argument("--apps", nargs="*", default=[], help="apps that must get a page even without rows")
     parser.add_argument("--sources", default="{}", help="JSON: app -> its input file")
@@ -354,6 +377,46 @@ def main(argv: list[str] | None = None) -> int:
                  json.loads(args.sources), json.loads(args.input_problems), series, args.compare_dir)
     if args.tonight_script:
         add_tonight_slot(args.output, args.tonight_script)
+    return 0
+
+
+def write_app_page(kernels_path: str | os.PathLike, ceilings_path: str | os.PathLike,
+                   diagnostics_paths: Sequence[str | os.PathLike], app: str, output: str | os.PathLike,
+                   title: str = "", source: str | None = None, summary: str | os.PathLike | None = None) -> Path:
+    """Write one app's page from its own kernels and diagnostics tables and the devices' ceilings.
+    ``summary`` is the summary page's path: the page loads the Vega bundle and the device charts the
+    summary's job writes beside it (:data:`VEGA_ASSET`, :data:`CHARTS_ASSET`), so building it draws
+    no chart. Without one, the bundle is inlined and the charts are built from the app's kernels."""
+    if not is_app_name(app):
+        raise ValueError(f"app name {app!r} cannot be a file name; use letters, digits, '.', '_', '-'")
+    kernels = conform(_read_all([kernels_path], "kernels"), "kernels")
+    ceilings = conform(read_table(ceilings_path, "ceilings").drop_duplicates(), "ceilings")
+    diagnostics = conform(_read_all(diagnostics_paths, "diagnostics"), "diagnostics")
+    output = Path(output)
+    vega = charts = None
+    if summary:
+        folder = Path(summary).parent
+        vega, charts = asset_src(output, folder / VEGA_ASSET), asset_src(output, folder / CHARTS_ASSET)
+    write_text_atomic(output, app_html(kernels, ceilings, diagnostics, app, title, source=source or None, vega=vega,
+                                       charts=charts))
+    return output
+
+
+def page_main(argv: list[str] | None = None) -> int:
+    """The page job of one app (``python -m roofline.jobs page LOG ...``)."""
+    parser = argparse.ArgumentParser(description="Write one app's offline HTML roofline page.")
+    parser.add_argument("--app", required=True)
+    parser.add_argument("--kernels", required=True, help="the app's kernels table")
+    parser.add_argument("--ceilings", required=True, help="the devices' ceilings table")
+    parser.add_argument("--diagnostics", nargs="*", default=[], help="the app's diagnostics tables")
+    parser.add_argument("--output", required=True)
+    parser.add_argument("--title", default="Roofline summary")
+    parser.add_argument("--source", default="", help="the app's input file, as the config names it")
+    parser.add_argument("--summary", help="the summary page, whose Vega bundle and device charts the page loads "
+                        "(default: the page inlines the bundle and builds its own charts)")
+    args = parser.parse_args(argv)
+    write_app_page(args.kernels, args.ceilings, args.diagnostics, args.app, args.output, args.title,
+                   args.source, args.summary)
     return 0
 
 

@@ -21,7 +21,7 @@ from test_capture import fake_ncu
 pytestmark = pytest.mark.slow
 
 APPS = ["alpha", "beta", "gamma"]
-_JOB = re.compile(r"^(?:local)?rule (\w+):\s*$")
+_JOB = re.compile(r"^(?:local)?(?:rule|checkpoint) (\w+):\s*$")
 _WILDCARDS = re.compile(r"^\s+wildcards: (.*)$")
 _NODE = re.compile(r'^\s*(\d+)\[label = "([^"]+)"')
 _EDGE = re.compile(r"^\s*(\d+) -> (\d+)")
@@ -125,25 +125,48 @@ def test_c_editing_classify_reruns_the_analysis_and_the_report_only(flow):
         jobs = _jobs(flow.run("-n"))
     finally:
         module.write_bytes(original)
-    assert [j for j in jobs if j.split(":")[0] in ("parse", "capture")] == []
-    assert "analyse" in jobs and "report" in jobs
-    assert jobs == _expected(flow, "analyse", APPS)
+    assert [j for j in jobs if j.split(":")[0] in ("parse", "capture", "ceilings")] == []
+    assert "classify:beta" in jobs and "report" in jobs
+    assert jobs == _expected(flow, "classify", [*APPS, "probe"])
 
 
-def test_b_replacing_one_input_reruns_its_parse_and_the_analysis_of_every_app(flow):
-    """One roof per device: a new input can move its device's ceilings, so every app is classified
-    again against them (one analysis job); no other app is parsed again, nothing is captured."""
-    table = flow.root / "inputs" / "beta.yaml"
+def _replaced(flow: Workflow, app: str, old: str, new: str) -> list[str]:
+    """Run the workflow with ``old`` replaced by ``new`` in the app's table, then with the table as
+    it was (so that the next test starts from the cold run's state); the first run's jobs."""
+    table = flow.root / "inputs" / f"{app}.yaml"
     text = table.read_text()
     try:
-        table.write_text(text.replace("duration_s: 8.0e-3", "duration_s: 9.0e-3", 1))
+        table.write_text(text.replace(old, new, 1))
         assert table.read_text() != text
-        jobs = _jobs(flow.run("-n"))
+        jobs = _jobs(flow.run())
     finally:
         table.write_text(text)
-    assert [j for j in jobs if j.startswith(("parse", "capture"))] == ["parse:beta"]
-    assert "analyse" in jobs and "report" in jobs
-    assert jobs == sorted(["parse:beta", *(_downstream(flow.rulegraph, "analyse"))])
+        flow.run()
+    return jobs
+
+
+def test_b_replacing_one_input_reruns_its_chain_and_the_aggregates_only(flow):
+    """A new input that moves no roof: its parse, the ceilings (a checkpoint: they come out
+    byte-identical), then its own classification and page only, and the aggregate jobs; no other
+    app is parsed, classified or paged again, nothing is captured."""
+    jobs = _replaced(flow, "beta", "duration_s: 8.0e-3", "duration_s: 9.0e-3")
+    aggregates = sorted(_downstream(flow.rulegraph, "parse") & {j for j in flow.cold_jobs if ":" not in j})
+    assert aggregates == ["ceilings", "report", "status", "track_history"]
+    # status reads beta's diagnostics, which come out byte-identical: it runs only when Snakemake
+    # starts it beside the ceilings, before the checkpoint has it look at every job again
+    assert [j for j in jobs if j != "status"] == ["app_page:beta", "ceilings", "classify:beta", "parse:beta", "report",
+                                                  "track_history"]
+
+
+def test_b_moving_a_roof_reclassifies_every_app(flow):
+    """One roof per device: an input that moves its device's ceilings has every app classified
+    again against them (and every page rewritten), though only that input is parsed again."""
+    # alpha's: the three tables define the same machines, and the first app's definition is the roof
+    jobs = _replaced(flow, "alpha", "seed-120T-3TB:   {compute: {fp32: 120.0e+12}, memory: {dram: 3.0e+12}}",
+                     "seed-120T-3TB:   {compute: {fp32: 120.0e+12}, memory: {dram: 3.3e+12}}")
+    assert [j for j in jobs if j.startswith(("parse", "capture"))] == ["parse:alpha"]
+    apps = [*APPS, "probe"]
+    assert {f"classify:{a}" for a in apps} | {f"app_page:{a}" for a in apps} | {"ceilings", "report"} <= set(jobs)
 
 
 def test_d_editing_an_analysis_module_plans_no_capture(flow):

@@ -105,7 +105,9 @@ def test_table_data_sorted_by_priority_with_app_links(page):
     head = head[: head.index("</thead>")]
     assert re.findall(r">([^<>]+)</th>", head) == [html_escape(c) for c in report.TABLE_COLUMNS]
     assert 'href="apps/app0.html"' in page and 'href="apps/app1.html"' in page  # the nav
-    assert rows["rank"].notna().all() and data["charts"] == [{"device": "GPU-A", "canvas": False}]
+    assert rows["rank"].notna().all()
+    assert data["charts"] == [{"device": "GPU-A", "canvas": False, "controls": {
+        "count": "6 kernels", "top": 6, "max": 6, "apps": [chart.ALL, "app0", "app1"]}}]
 
 
 def test_csv_columns_are_the_table_and_full_name(page):
@@ -133,40 +135,78 @@ def _specs(page: str) -> list[dict]:
     return json.loads(re.search(r"\nvar SPECS = (.*);\nvar VIEWS = ", page).group(1))
 
 
-def test_app_page_shares_the_summary_axes_with_its_own_controls(tmp_path):
-    """An app page draws its rows in the summary's frame for that device (same axes and roofs, app
-    colours as on the summary); its slider and app filter fit its own rows."""
+def _charts_asset(path) -> dict:
+    text = path.read_text()
+    assert text.startswith("window.ROOFLINE_CHARTS = ") and text.endswith(";\n")
+    return json.loads(text[len("window.ROOFLINE_CHARTS = "):-2])
+
+
+def test_app_page_draws_the_summary_chart_with_its_own_controls(tmp_path):
+    """An app page draws the summary's chart of its device (same axes, roofs and app colours), from
+    the shared assets/charts.js: it carries no spec of its own, only the controls that fit its rows
+    (its kernel count, top-N slider and app filter), which its script sets before drawing."""
     kernels = make_kernels(12, seed=5)
     pages = report.write_pages(kernels, make_ceilings(), make_diagnostics(), tmp_path / "summary.html",
                                tmp_path / "apps", "T")
-    summary = _specs((tmp_path / "summary.html").read_text())[0]
-    app_page = _specs((tmp_path / "apps" / "app1.html").read_text())[0]
+    summary_page = (tmp_path / "summary.html").read_text()
+    app_page = (tmp_path / "apps" / "app1.html").read_text()
     assert len(pages) == 3
-
-    def scales(spec: dict) -> list:
-        return [(layer["encoding"][axis]["scale"]) for layer in spec["layer"] for axis in ("x", "y")
-                if axis in layer.get("encoding", {})]
-
-    assert scales(app_page) == scales(summary) and len(scales(summary)) >= 4
-    params = {p["name"]: p for p in app_page["params"]}
+    shared = _charts_asset(tmp_path / "assets" / "charts.js")
+    assert list(shared) == ["GPU-A"] and shared["GPU-A"] == _specs(summary_page)[0]
+    assert _specs(app_page) == [None]
     n_app1 = int((kernels["app"] == "app1").sum())  # every row is drawn (the what-if one at its attainable)
-    assert params["app_filter"]["bind"]["options"] == [chart.ALL, "app1"]
-    assert params["top_n"]["bind"]["max"] == n_app1 == params["top_n"]["value"]
-    assert app_page["title"]["subtitle"][0].startswith(f"{n_app1} kernels; ")
-    assert summary["title"]["subtitle"][0].startswith(f"{len(kernels)} kernels; ")
-    summary_params = {p["name"]: p for p in summary["params"]}
-    assert summary_params["app_filter"]["bind"]["options"] == [chart.ALL, "app0", "app1"]
-    assert summary_params["top_n"]["bind"]["max"] == len(kernels) > n_app1
-    # the same page from app_html alone (no shared cache) is identical; both load the one shared bundle
+    [entry] = page_data(app_page)["charts"]
+    assert entry == {"device": "GPU-A", "canvas": False, "shared": True, "controls": {
+        "count": f"{n_app1} kernels", "top": n_app1, "max": n_app1, "apps": [chart.ALL, "app1"]}}
+    [summary_entry] = page_data(summary_page)["charts"]
+    assert summary_entry["controls"]["count"] == f"{len(kernels)} kernels" and "shared" not in summary_entry
+    assert summary_entry["controls"]["apps"] == [chart.ALL, "app0", "app1"]
+    assert summary_entry["controls"]["max"] > n_app1
+    # the spec is built from every kernel of the device: its own controls are the summary's, until fitted
+    params = {p["name"]: p for p in shared["GPU-A"]["params"]}
+    assert params["top_n"]["bind"]["max"] == len(kernels)
+    # the same page from app_html alone, given the assets' URLs, is identical; all pages load the one bundle
     alone = report.app_html(conform(kernels, "kernels"), make_ceilings(), make_diagnostics(), "app1", "T",
-                            vega="../assets/vega-bundle.js")
-    assert alone == (tmp_path / "apps" / "app1.html").read_text()
+                            vega="../assets/vega-bundle.js", charts="../assets/charts.js")
+    assert alone == app_page
     assert (tmp_path / "assets" / "vega-bundle.js").read_text() == report.vega_bundle()
     for page in pages:
         text = page.read_text()
-        assert "vegaEmbed" not in text.split("<script>")[0] and text.count("<script") == 2
-        [src] = re.findall(r'<script src="([^"]+)"></script>', text)
-        assert (page.parent / src).resolve() == (tmp_path / "assets" / "vega-bundle.js").resolve()
+        assert "vegaEmbed" not in text.split("<script>")[0]
+        sources = re.findall(r'<script src="([^"]+)"></script>', text)
+        assert (page.parent / sources[0]).resolve() == (tmp_path / "assets" / "vega-bundle.js").resolve()
+        if page.parent.name == "apps":
+            assert (page.parent / sources[1]).resolve() == (tmp_path / "assets" / "charts.js").resolve()
+
+
+def test_an_app_page_alone_builds_its_own_chart():
+    """Without the summary's assets an app page is whole: the bundle inlined, its charts built from
+    the kernels it is given."""
+    kernels = make_kernels(12, seed=5)
+    page = report.app_html(conform(kernels, "kernels"), make_ceilings(), make_diagnostics(), "app1", "T")
+    [spec] = _specs(page)
+    assert spec["title"]["text"] == "GPU-A" and "shared" not in page_data(page)["charts"][0]
+    assert "ROOFLINE_CHARTS" not in page.split("<script>\nvar DATA")[0]
+
+
+def test_an_app_page_job_writes_the_page_of_its_own_tables(tmp_path):
+    """The workflow's page job (``python -m roofline.jobs page``): the app's kernels and diagnostics
+    tables and the ceilings in, its page out, pointing at the summary's assets."""
+    kernels = make_kernels(12, seed=5)
+    paths = {name: tmp_path / f"{name}.parquet" for name in ("kernels", "ceilings", "diagnostics")}
+    write_table(kernels[kernels["app"] == "app1"], "kernels", paths["kernels"])
+    write_table(make_ceilings(), "ceilings", paths["ceilings"])
+    write_table(make_diagnostics(), "diagnostics", paths["diagnostics"])
+    out = tmp_path / "reports" / "apps" / "app1.html"
+    assert report.page_main(["--app=app1", f"--kernels={paths['kernels']}", f"--ceilings={paths['ceilings']}",
+                             "--diagnostics", str(paths["diagnostics"]), f"--output={out}", "--title=T",
+                             f"--summary={tmp_path / 'reports' / 'summary.html'}"]) == 0
+    page = out.read_text()
+    assert re.findall(r'<script src="([^"]+)"></script>', page) == ["../assets/vega-bundle.js", "../assets/charts.js"]
+    assert set(page_data(page)["rows"]["app"]) == {"app1"} and "cannot derive l2_bytes" in page
+    assert "not a report" not in page  # app0's diagnostic
+    with pytest.raises(ValueError, match="cannot be a file name"):
+        report.write_app_page(paths["kernels"], paths["ceilings"], [], "../evil", tmp_path / "x.html")
 
 
 def test_device_without_ceilings_has_no_chart():
@@ -188,7 +228,8 @@ def test_thousands_of_kernels():
     page = report.summary_html(kernels, make_ceilings(), make_diagnostics(), "big")
     data = page_data(page)
     # the summary carries the kernels that matter most: half by priority, half by GPU time
-    assert data["n"] == report.SUMMARY_KERNELS and data["charts"] == [{"device": "GPU-A", "canvas": True}]
+    assert data["n"] == report.SUMMARY_KERNELS and data["charts"] == [{"device": "GPU-A", "canvas": True, "controls": {
+        "count": "2000 kernels", "top": chart.TOP_N_DEFAULT, "max": 2000, "apps": [chart.ALL, "app0", "app1"]}}]
     carried = set(data["rows"]["kernel"])
     half = report.SUMMARY_KERNELS // 2
     assert set(kernels.sort_values("priority", ascending=False)["kernel"].head(half)) <= carried
@@ -322,8 +363,12 @@ def test_real_glance_and_findings(real_pages):
 
 def test_real_instruction_roofline_drawn_for_fp_free_kernels(real_pages):
     out, result = real_pages
-    specs = _specs((out / "apps" / "heatsim_gtx1650.html").read_text())
-    titles = [s["title"]["text"] for s in specs]
+    page = (out / "apps" / "heatsim_gtx1650.html").read_text()
+    specs = _specs(page)
+    # the device roofline is the summary's (assets/charts.js); the instruction roofline is the page's own
+    assert [c["device"] for c in page_data(page)["charts"]] == ["NVIDIA GeForce GTX 1650"] * 2 and specs[0] is None
+    shared = _charts_asset(out / "assets" / "charts.js")
+    titles = [s["title"]["text"] for s in (shared["NVIDIA GeForce GTX 1650"], specs[1])]
     assert titles == ["NVIDIA GeForce GTX 1650", "NVIDIA GeForce GTX 1650: instruction roofline"]
     points = next(layer for layer in specs[1]["layer"] if layer["mark"]["type"] == "point")["data"]["values"]
     fp_free = result.kernels[(result.kernels["app"] == "heatsim_gtx1650") & (result.kernels["bound"] == "none")]

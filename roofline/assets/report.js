@@ -104,6 +104,17 @@ function drawnNote(top, n) {
   return 'Drawn: the top ' + count(top) + ' of ' + count(n) + ' kernels by GPU time; ' + count(n - top) +
     ' hidden. Move the "top N kernels by GPU time" slider to the right to show them.';
 }
+// A device chart is built from every kernel of its device (the summary's); fit its controls to this
+// page's rows: the kernel count in its subtitle, the top-N slider, the app filter's choices.
+function narrow(spec, controls) {
+  const subtitle = spec.title && spec.title.subtitle;
+  if (Array.isArray(subtitle) && subtitle.length) subtitle[0] = controls.count + subtitle[0].slice(subtitle[0].indexOf(';'));
+  (spec.params || []).forEach(function (param) {
+    if (!param.bind) return;
+    if (param.name === 'top_n') { param.value = controls.top; param.bind.max = controls.max; }
+    if (param.name === 'app_filter') param.bind.options = controls.apps;
+  });
+}
 // Every chart exports to SVG and PNG from its "..." menu: vega-embed renders the file in the page,
 // offline; the editor and source actions would open vega.github.io and are left out.
 const ACTIONS = {export: true, source: false, compiled: false, editor: false};
@@ -119,6 +130,17 @@ DATA.charts.forEach(function (chart, c) {
     });
     return;
   }
+  if (chart.shared) {  // the summary's chart of this device (assets/charts.js), fitted to this page below
+    const shared = window.ROOFLINE_CHARTS && window.ROOFLINE_CHARTS[chart.device];
+    if (!shared) {
+      el.setAttribute('data-error', 'no shared chart for ' + chart.device);
+      el.textContent = 'This chart is written with the summary (assets/charts.js beside it), which was not found: ' +
+        'build the summary (snakemake reports/summary.html) and reload this page.';
+      return;
+    }
+    SPECS[c] = JSON.parse(JSON.stringify(shared));
+  }
+  narrow(SPECS[c], chart.controls);
   const points = [];
   for (let i = 0; i < N; i++) {
     if (C.device[i] !== chart.device || C.rank[i] === null) continue;

@@ -6,6 +6,11 @@ The Vega bundle (~1 MB of JavaScript) is either inlined (a page written alone, e
 ``assets/vega-bundle.js`` beside the summary, loaded by relative path (:func:`write_vega_asset`,
 :func:`asset_src`): a classic ``<script src>`` loads from ``file://`` in every browser, so the
 pages still open offline, and a thousand app pages do not carry a thousand copies.
+
+The device rooflines an app page draws are the summary's (same axes, roofs and app colours), so they
+are one more shared file beside the bundle, ``assets/charts.js`` (:func:`write_charts_asset`),
+written with the summary: an app page carries only its own rows and the controls that fit them,
+and is built without drawing a chart, in a job of its own.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ CSS = (ASSETS / "report.css").read_text(encoding="utf-8")
 # Names are data: every text goes in with textContent or a property, never as markup.
 SCRIPT = (ASSETS / "report.js").read_text(encoding="utf-8")
 VEGA_ASSET = Path("assets") / "vega-bundle.js"  # beside the summary page
+CHARTS_ASSET = Path("assets") / "charts.js"  # the summary's device rooflines, which app pages load
 
 
 @functools.cache
@@ -67,17 +73,36 @@ def write_vega_asset(folder: str | os.PathLike) -> Path:
     return path
 
 
+def write_charts_asset(folder: str | os.PathLike, specs: dict[str, dict]) -> Path:
+    """Write the device chart specs (device -> Vega-Lite spec without kernel rows) to
+    ``folder/assets/charts.js`` as ``ROOFLINE_CHARTS`` (atomically; left alone when unchanged, so
+    that a rerun does not touch it) and return its path."""
+    path = Path(folder) / CHARTS_ASSET
+    text = f"window.ROOFLINE_CHARTS = {script_json(specs)};\n"
+    try:
+        if path.read_text(encoding="utf-8") == text:
+            return path
+    except (OSError, UnicodeDecodeError):
+        pass
+    write_text_atomic(path, text)
+    return path
+
+
 def asset_src(page: str | os.PathLike, asset: str | os.PathLike) -> str:
     """The relative URL from ``page`` (a file) to ``asset``, for ``<script src>``."""
     rel = os.path.relpath(os.path.abspath(asset), os.path.dirname(os.path.abspath(page)))
     return urllib.parse.quote(posixpath.join(*Path(rel).parts))
 
 
-def page_html(title: str, body: str, specs: list[dict], data: str, vega: str | None = None) -> str:
+def page_html(title: str, body: str, specs: list[dict | None], data: str, vega: str | None = None,
+              charts: str | None = None) -> str:
     """A whole page: ``body`` (HTML), the chart ``specs`` and the page's ``data`` (JSON text, the
     ``DATA`` the inline script reads). ``vega`` is the relative URL of the shared Vega bundle
-    (:func:`asset_src`); without it the bundle is inlined."""
+    (:func:`asset_src`); without it the bundle is inlined. ``charts`` is the relative URL of the
+    shared device charts (:func:`write_charts_asset`), for a page whose specs leave them out (None)."""
     script = f'<script src="{esc(vega)}"></script>' if vega else f"<script>{vega_bundle()}</script>"
+    if charts:
+        script += f'\n<script src="{esc(charts)}"></script>'
     return (
         f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>\n'
         f"<style>\n{CSS}</style>\n{script}\n</head><body>\n{body}\n"

@@ -6,10 +6,10 @@ rule status:
     localrule: True
     input:
         diagnostics=diagnostics_tables(),
-        code=pkg_code("status.py"),
     output:
         status="reports/status.json",
     params:
+        code=pkg_code("status.py"),
         sources=app_sources(),
         inputs=input_problems(),
     log:
