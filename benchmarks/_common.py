@@ -270,15 +270,19 @@ def downstream(graph: dict[str, set[str]], start: set[str]) -> set[str]:
     return seen
 
 
-def expected_jobs(graph: dict[str, set[str]], cold_jobs: list[str], changed: set[str], apps: list[str]) -> list[str]:
+def expected_jobs(graph: dict[str, set[str]], cold_jobs: list[str], changed: set[str], apps: list[str],
+                  same_output: set[str] = frozenset()) -> list[str]:
     """Jobs a rerun should execute when rules ``changed`` rerun for ``apps``: their per-app dependents
     for those apps, every aggregate (no-wildcard) rule downstream except ``all``, and for every app
-    the per-app rules downstream of such an aggregate (the device ceilings feed every classify)."""
+    the per-app rules downstream of such an aggregate (the device ceilings feed every classify),
+    unless the aggregate is in ``same_output``: a checkpoint whose outputs came out byte-identical,
+    after which Snakemake reruns only what changed for other reasons."""
     per_app = {j.split(":")[0] for j in cold_jobs if ":" in j}
     aggregate = {j for j in cold_jobs if ":" not in j}
     every_app = sorted({j.split(":", 1)[1] for j in cold_jobs if ":" in j})
     rules = downstream(graph, changed) - {"all"}
-    after_aggregate = downstream(graph, rules & aggregate) - (rules & aggregate) if rules & aggregate else set()
+    fanning = (rules & aggregate) - set(same_output)
+    after_aggregate = downstream(graph, fanning) - fanning if fanning else set()
     jobs = [f"{r}:{a}" for r in (rules & per_app) - after_aggregate for a in apps]
     jobs += [f"{r}:{a}" for r in after_aggregate & per_app for a in every_app]
     return sorted(jobs + [r for r in rules & aggregate])

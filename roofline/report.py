@@ -73,7 +73,7 @@ from roofline.pages.table import (  # noqa: F401 - TEXT_FIELDS: the tests read t
     page_table,
 )
 from roofline.pages.tonight import add_tonight_slot
-from roofline.schemas import conform, read_table, write_text_atomic
+from roofline.schemas import conform, read_table, read_tables, write_text_atomic
 
 CANVAS_FROM = 300  # kernels on a chart from which it is drawn on a canvas, not as SVG
 
@@ -259,12 +259,6 @@ def _app_page(mine: pd.DataFrame, kernels: pd.DataFrame, ceilings: pd.DataFrame,
 # -- IO edge ---------------------------------------------------------------------------------------
 
 
-def _read_all(paths: Sequence[str | os.PathLike], table: str) -> pd.DataFrame:
-    frames = [read_table(p, table) for p in paths]
-    frames = [f for f in frames if len(f)]
-    return pd.concat(frames, ignore_index=True) if frames else conform(pd.DataFrame(), table)
-
-
 def write_pages(
     kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFrame,
     output: str | os.PathLike, apps_dir: str | os.PathLike | None, title: str, apps: Sequence[str] = (),
@@ -342,9 +336,9 @@ def write_report(
     ``output``), sharing the summary's Vega bundle."""
     from roofline.pages.compare import write_series
 
-    kernels = _read_all(kernels_paths, "kernels")
-    ceilings = _read_all(ceilings_paths, "ceilings").drop_duplicates()
-    diagnostics = _read_all(diagnostics_paths, "diagnostics")
+    kernels = read_tables(kernels_paths, "kernels")
+    ceilings = read_tables(ceilings_paths, "ceilings").drop_duplicates()
+    diagnostics = read_tables(diagnostics_paths, "diagnostics")
     series = series or {}
     folder = Path(compare_dir) if compare_dir else Path(output).parent / "compare"
     written = write_pages(kernels, ceilings, diagnostics, output, apps_dir, title, apps, sources, inputs,
@@ -389,9 +383,9 @@ def write_app_page(kernels_path: str | os.PathLike, ceilings_path: str | os.Path
     no chart. Without one, the bundle is inlined and the charts are built from the app's kernels."""
     if not is_app_name(app):
         raise ValueError(f"app name {app!r} cannot be a file name; use letters, digits, '.', '_', '-'")
-    kernels = conform(_read_all([kernels_path], "kernels"), "kernels")
+    kernels = read_tables([kernels_path], "kernels")
     ceilings = conform(read_table(ceilings_path, "ceilings").drop_duplicates(), "ceilings")
-    diagnostics = conform(_read_all(diagnostics_paths, "diagnostics"), "diagnostics")
+    diagnostics = read_tables(diagnostics_paths, "diagnostics")
     output = Path(output)
     vega = charts = None
     if summary:

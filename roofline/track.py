@@ -29,7 +29,7 @@ from roofline.decide import DECISION_COLUMNS, LABELS, DecisionParams
 from roofline.decide_state import update
 from roofline.history import CONTEXT, SERIES_KEY, append_run, read_decisions, read_run
 from roofline.metrics import MEMORY_LEVELS
-from roofline.schemas import conform, read_columns, read_table, write_text_atomic
+from roofline.schemas import read_columns, read_tables, write_text_atomic
 
 log = logging.getLogger("roofline.track")
 
@@ -259,11 +259,10 @@ def main(argv: list[str] | None = None) -> int:
             context.setdefault("config_hash", config_hash(args.config_json))
         if args.counters:
             needed = ["device", "ncu_version", "sm_clock_hz"]
-            counters = pd.concat([read_columns(p, "counters", needed) for p in args.counters])
+            counters = read_columns(args.counters, "counters", needed)
             context = _with_observed(context, observed_context(counters))
         params = DecisionParams.from_mapping(json.loads(args.params) if args.params else None)
-        tables = [read_table(p, "kernels") for p in args.kernels]
-        kernels = pd.concat(tables, ignore_index=True) if tables else conform(pd.DataFrame(), "kernels")
+        kernels = read_tables(args.kernels, "kernels")
         if args.trend_nights < 1:
             raise ValueError(f"--trend-nights must be at least 1, got {args.trend_nights}")
         decisions, summary = track(kernels, args.store, args.run_id, context, params,
@@ -271,7 +270,8 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         log.error("%s", exc)
         return 2
-    write_text_atomic(args.regressions, json.dumps(summary, indent=1, allow_nan=False) + "\n")
+    # one line: indenting would take Python's pure encoder, seconds for thousands of kernels' findings
+    write_text_atomic(args.regressions, json.dumps(summary, allow_nan=False) + "\n")
     from roofline.pages.trends import write_trends  # Altair and the page code: only once judged
 
     write_trends(args.trends, decisions, summary, *page_rows(args.store, summary))

@@ -322,11 +322,11 @@ def _assert_no_temp_files(workdir: Path) -> None:
 
 
 def test_a_full_disk_fails_each_job_in_one_line_and_a_rerun_completes(reference, tmp_path):
-    """The output filesystem (a 3 MB tmpfs holding the whole working directory) fills during the
-    run: the tables fit, the report pages (5 MB) do not. After it is enlarged, a plain rerun
+    """The output filesystem (a 2 MB tmpfs holding the whole working directory) fills during the
+    run: the tables and logs fit (1.4 MB), the report pages and their shared assets (1.5 MB) do not. After it is enlarged, a plain rerun
     completes with the reference outputs."""
     ref = reference[0]
-    with _tmpfs(tmp_path / "small", "3m") as small:
+    with _tmpfs(tmp_path / "small", "2m") as small:
         work = _setup(small)
         code, output = _run_to_end(work)
         assert code != 0, output[-3000:]
@@ -393,7 +393,7 @@ def _allow(folder: Path) -> None:
 @pytest.mark.parametrize("forbid", [_forbid_with_chmod, _forbid_with_chattr], ids=["EACCES", "EPERM"])
 def test_a_forbidden_output_directory_fails_the_job_in_one_line(reference, tmp_path, forbid):
     """``reports/apps`` (there from an earlier setup, holding another user's file) cannot take new
-    files: the report job fails in one line naming its page; the rest of the run completes. Once
+    files: each app's page job fails in one line naming its page; the rest of the run completes. Once
     the folder is writable, a plain rerun completes with the reference outputs."""
     ref = reference[0]
     work = _setup(tmp_path / "work")
@@ -405,7 +405,8 @@ def test_a_forbidden_output_directory_fails_the_job_in_one_line(reference, tmp_p
         code, output = _run_to_end(work, prefix=prefix)
         assert code != 0, output[-3000:]
         named = _assert_one_line_per_failed_job(output, cause)
-        assert FAILED_JOB.findall(output) == ["report"] and named[0].startswith("reports/apps/"), output[-6000:]
+        assert FAILED_JOB.findall(output) == ["app_page"] * len(APPS), output[-6000:]
+        assert sorted(named) == [f"reports/apps/{app}.html" for app in APPS], named
         assert f"make {apps} writable for this user" in output
         assert json.loads((work / "reports" / "status.json").read_text())["ok"] is True, "the other jobs ran"
     finally:
