@@ -323,7 +323,8 @@ def _assert_no_temp_files(workdir: Path) -> None:
 
 def test_a_full_disk_fails_each_job_in_one_line_and_a_rerun_completes(reference, tmp_path):
     """The output filesystem (a 2 MB tmpfs holding the whole working directory) fills during the
-    run: the tables and logs fit (1.4 MB), the report pages and their shared assets (1.5 MB) do not. After it is enlarged, a plain rerun
+    run: the tables and logs fit (1.4 MB), the report pages and their shared assets (1.5 MB) do
+    not. After it is enlarged, a plain rerun
     completes with the reference outputs."""
     ref = reference[0]
     with _tmpfs(tmp_path / "small", "2m") as small:
