@@ -43,8 +43,12 @@ def report_ceilings(counters: pd.DataFrame) -> pd.DataFrame:
     device has no longer one. ``spread`` is max/min of the values used; ``citation`` lists them.
     """
     rows = []
-    for device, launches in _narrow(counters).groupby("device", sort=True):
-        for (kind, name), (column, clock) in _PEAK_COLUMNS.items():
+    narrow = _narrow(counters)
+    for order, ((kind, name), (column, clock)) in enumerate(_PEAK_COLUMNS.items()):
+        # only the columns this ceiling reads, split by device: a row filter copies every column it keeps
+        keep = [c for c in dict.fromkeys(("device", column, f"{column}_recipe", clock, "duration_s", "launch"))
+                if c in narrow.columns]
+        for device, launches in narrow[keep].groupby("device", sort=True):
             recipe = launches.get(f"{column}_recipe")
             values = launches[column]
             is_report = values.notna() & (recipe != "what-if") if recipe is not None else values.notna()
@@ -72,8 +76,10 @@ def report_ceilings(counters: pd.DataFrame) -> pd.DataFrame:
                     ),
                     "launches": len(used),
                     "spread": float(used[column].max() / used[column].min()) if used[column].min() > 0 else np.nan,
+                    "_order": order,
                 }
             )
+    rows.sort(key=lambda row: (row["device"], row.pop("_order")))  # by device, then in the table's order
     return conform(pd.DataFrame(rows), "ceilings")
 
 
@@ -99,7 +105,7 @@ def what_if_ceilings(counters: pd.DataFrame) -> pd.DataFrame:
         recipe = counters.get(f"{column}_recipe")
         if recipe is None:
             continue
-        given = counters[recipe == "what-if"]
+        given = counters.loc[recipe == "what-if", ["device", column]]
         for device, group in given.groupby("device"):
             rows.append(
                 {

@@ -19,7 +19,7 @@ from test_chart import make_ceilings, make_kernels
 from test_report import HOSTILE, IMG, make_diagnostics
 from test_report import real_pages as real_pages  # a fixture, shared
 
-from roofline import report
+from roofline import chart, report
 from roofline.schemas import conform
 
 pytestmark = pytest.mark.browser
@@ -355,3 +355,55 @@ def test_trends_page_draws_offline_without_errors(trends_rendered):
 def test_trends_screenshot(trends_rendered):
     png = trends_rendered["png"]
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 50_000
+
+
+# After the page's own script: what the app page's first chart was fitted to, read from its view.
+FITTED_PROBE = """<script>
+window.addEventListener('load', function () { setTimeout(function () {
+  var el = document.getElementById('chart0'), body = document.body;
+  body.setAttribute('data-chart', el.getAttribute('data-rendered') || 'error: ' + el.getAttribute('data-error'));
+  body.setAttribute('data-chart-text', el.textContent);
+  if (VIEWS[0]) {
+    body.setAttribute('data-top', String(VIEWS[0].signal('top_n')));
+    body.setAttribute('data-subtitle', SPECS[0].title.subtitle[0]);
+    body.setAttribute('data-apps', SPECS[0].params.find(function (p) { return p.name === 'app_filter'; })
+      .bind.options.join(','));
+  }
+}, 1000); });
+</script></body>"""
+
+
+@pytest.fixture(scope="module")
+def app_pages(tmp_path_factory) -> Path:
+    """The summary and app pages of 12 kernels of two apps on one device, as the workflow writes them."""
+    out = tmp_path_factory.mktemp("app-pages")
+    report.write_pages(make_kernels(12, seed=5), make_ceilings(), make_diagnostics(), out / "summary.html",
+                       out / "apps", "T")
+    return out
+
+
+def _drawn_app_page(folder: Path, page: Path, profile: Path) -> dict:
+    head, _, tail = page.read_text().rpartition("</body>")
+    probed_page = folder / f"probed-{page.name}"
+    probed_page.write_text(head + FITTED_PROBE + tail)
+    dump = chromium(probed_page.as_uri(), profile, "--dump-dom")
+    return {"dom": dump.stdout, "log": dump.stderr}
+
+
+def test_an_app_page_draws_the_summarys_chart_fitted_to_its_rows(app_pages, tmp_path):
+    """The device chart comes from assets/charts.js (built from both apps' kernels); the page's
+    script sets the controls of its 6 kernels before drawing it."""
+    drawn = _drawn_app_page(app_pages / "apps", app_pages / "apps" / "app1.html", tmp_path / "profile")
+    assert attribute(drawn, "chart") == "yes", drawn["log"][-2000:]
+    assert attribute(drawn, "top") == "6" and attribute(drawn, "subtitle").startswith("6 kernels; ")
+    assert attribute(drawn, "apps") == f"{chart.ALL},app1"
+    assert "12 kernels" in (app_pages / "assets" / "charts.js").read_text()  # the summary's, before fitting
+
+
+def test_an_app_page_without_the_summarys_charts_says_how_to_get_them(app_pages, tmp_path):
+    alone = tmp_path / "apps"
+    alone.mkdir()
+    shutil.copy(app_pages / "apps" / "app1.html", alone / "app1.html")  # no assets/ beside it
+    drawn = _drawn_app_page(alone, alone / "app1.html", tmp_path / "profile")
+    assert attribute(drawn, "chart").startswith("error: no shared chart for GPU-A")
+    assert "build the summary (snakemake reports/summary.html)" in attribute(drawn, "chart-text")
