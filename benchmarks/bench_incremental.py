@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         handle.write("\n# benchmark edit: rerun the analysis and its dependents\n")
     edited = run()
     got_c = jobs_in(edited.text)
-    want_c = expected_jobs(graph, cold_jobs, {"classify"}, apps)
+    want_c = expected_jobs(graph, cold_jobs, {"analyse_app"}, apps)
     print(f"(c) classify.py edited: {edited.wall_s:.1f} s, {len(got_c)} jobs; upstream jobs: "
           f"{[j for j in got_c if j.split(':')[0] in ('parse', 'capture')]}")
 

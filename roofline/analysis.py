@@ -44,10 +44,15 @@ def _ceiling_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ceilings-diagnostics", required=True, help="its diagnostics table to write")
 
 
-def _classify_arguments(parser: argparse.ArgumentParser) -> None:
+def classify_options(parser: argparse.ArgumentParser) -> None:
+    """The classification's options, for every job that classifies (roofline.app_job too)."""
     parser.add_argument("--low-roof-fraction", type=float, default=0.1)
     parser.add_argument("--above-roof-tolerance", type=float, default=0.02)
     parser.add_argument("--annotations", default="[]", help="JSON list of compulsory-work annotations")
+
+
+def _classify_arguments(parser: argparse.ArgumentParser) -> None:
+    classify_options(parser)
     parser.add_argument("--classified", nargs="*", default=[], help="per app, in the order of --counters")
     parser.add_argument("--kernels", nargs="*", default=[], help="per app, in the order of --counters")
 

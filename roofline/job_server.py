@@ -46,8 +46,8 @@ IDLE_SECONDS = float(os.environ.get("ROOFLINE_JOB_SERVER_IDLE", "30"))
 # What the stage jobs import, at the top or on first use: imported once here, so every child has them.
 PRELOAD = ("pandas", "pyarrow.parquet", "pyarrow.compute", "pyarrow.csv", "ncu_report", "roofline.parse",
            "roofline.ncu_csv", "roofline.ncu_rep", "roofline.what_if", "roofline.ncu_log", "roofline.analysis",
-           "roofline.catalog", "roofline.status", "roofline.track", "roofline.report", "roofline.pages.trends",
-           "roofline.pages.tonight", "roofline.pages.compare")
+           "roofline.catalog", "roofline.app_job", "roofline.status", "roofline.track", "roofline.report",
+           "roofline.pages.trends", "roofline.pages.tonight", "roofline.pages.compare")
 # What the server does without when it fails: a gone peer, an unregistered socket, a vanished file.
 _IGNORED = (OSError, KeyError, ValueError)
 

@@ -24,6 +24,7 @@ STAGES = {
     "analysis": "analysis:main",
     "ceilings": "analysis:ceilings_main",
     "classify": "analysis:classify_main",
+    "app": "app_job:main",
     "report": "report:main",
     "page": "report:page_main",
     "track": "track:main",

@@ -71,3 +71,28 @@ def test_classify_wants_one_output_of_each_kind_per_app(counters, tmp_path, caps
                                 str(tmp_path / "one.parquet"), "--kernels", str(tmp_path / "k.parquet")])
     assert exit_.value.code == 2
     assert "one --classified and one --kernels path per --counters table" in capsys.readouterr().err
+
+
+def test_an_app_job_classifies_and_writes_the_page_as_the_two_stages_do(counters, tmp_path):
+    """The workflow's per-app job (``python -m roofline.jobs app``): the same tables as a classify
+    job, the same page as a page job (roofline.report.page_main) given those tables."""
+    from roofline import app_job, report
+
+    ceilings, path = tmp_path / "ceilings.parquet", counters[0]
+    assert analysis.ceilings_main(["--counters", *counters, "--catalog", CATALOG, f"--ceilings={ceilings}",
+                                   f"--ceilings-diagnostics={tmp_path / 'd.parquet'}"]) == 0
+    one = {kind: tmp_path / f"one.{kind}.parquet" for kind in ("classified", "kernels")}
+    assert app_job.main(["--app=silu_a100", f"--counters={path}", f"--ceilings={ceilings}",
+                         f"--classified={one['classified']}", f"--kernels={one['kernels']}",
+                         f"--page={tmp_path / 'reports' / 'apps' / 'silu_a100.html'}", "--title=T",
+                         f"--summary={tmp_path / 'reports' / 'summary.html'}"]) == 0
+    two = {kind: tmp_path / f"two.{kind}.parquet" for kind in ("classified", "kernels")}
+    assert analysis.classify_main([f"--counters={path}", f"--ceilings={ceilings}",
+                                   f"--classified={two['classified']}", f"--kernels={two['kernels']}"]) == 0
+    for kind in one:
+        assert_frame_equal(read_table(one[kind], kind), read_table(two[kind], kind))
+    assert report.page_main(["--app=silu_a100", f"--kernels={two['kernels']}", f"--ceilings={ceilings}",
+                             f"--output={tmp_path / 'reports' / 'apps' / 'again.html'}", "--title=T",
+                             f"--summary={tmp_path / 'reports' / 'summary.html'}"]) == 0
+    page = (tmp_path / "reports" / "apps" / "silu_a100.html").read_text()
+    assert page == (tmp_path / "reports" / "apps" / "again.html").read_text() and "silu" in page

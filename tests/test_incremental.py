@@ -126,8 +126,8 @@ def test_c_editing_classify_reruns_the_analysis_and_the_report_only(flow):
     finally:
         module.write_bytes(original)
     assert [j for j in jobs if j.split(":")[0] in ("parse", "capture", "ceilings")] == []
-    assert "classify:beta" in jobs and "report" in jobs
-    assert jobs == _expected(flow, "classify", [*APPS, "probe"])
+    assert "analyse_app:beta" in jobs and "report" in jobs
+    assert jobs == _expected(flow, "analyse_app", [*APPS, "probe"])
 
 
 def _replaced(flow: Workflow, app: str, old: str, new: str) -> list[str]:
@@ -147,14 +147,14 @@ def _replaced(flow: Workflow, app: str, old: str, new: str) -> list[str]:
 
 def test_b_replacing_one_input_reruns_its_chain_and_the_aggregates_only(flow):
     """A new input that moves no roof: its parse, the ceilings (a checkpoint: they come out
-    byte-identical), then its own classification and page only, and the aggregate jobs; no other
-    app is parsed, classified or paged again, nothing is captured."""
+    byte-identical), then its own analysis (classification and page) only, and the aggregate jobs;
+    no other app is parsed, classified or paged again, nothing is captured."""
     jobs = _replaced(flow, "beta", "duration_s: 8.0e-3", "duration_s: 9.0e-3")
     aggregates = sorted(_downstream(flow.rulegraph, "parse") & {j for j in flow.cold_jobs if ":" not in j})
     assert aggregates == ["ceilings", "report", "status", "track_history"]
     # status reads beta's diagnostics, which come out byte-identical: it runs only when Snakemake
     # starts it beside the ceilings, before the checkpoint has it look at every job again
-    assert [j for j in jobs if j != "status"] == ["app_page:beta", "ceilings", "classify:beta", "parse:beta", "report",
+    assert [j for j in jobs if j != "status"] == ["analyse_app:beta", "ceilings", "parse:beta", "report",
                                                   "track_history"]
 
 
@@ -166,7 +166,7 @@ def test_b_moving_a_roof_reclassifies_every_app(flow):
                      "seed-120T-3TB:   {compute: {fp32: 120.0e+12}, memory: {dram: 3.3e+12}}")
     assert [j for j in jobs if j.startswith(("parse", "capture"))] == ["parse:alpha"]
     apps = [*APPS, "probe"]
-    assert {f"classify:{a}" for a in apps} | {f"app_page:{a}" for a in apps} | {"ceilings", "report"} <= set(jobs)
+    assert {f"analyse_app:{a}" for a in apps} | {"ceilings", "report"} <= set(jobs)
 
 
 def test_d_editing_an_analysis_module_plans_no_capture(flow):

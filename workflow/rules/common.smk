@@ -55,6 +55,10 @@ wildcard_constraints:
 
 
 _CODE_DIGESTS = {}
+# what writes the pages: the report's, the app jobs' and (with its own modules) the tracking's
+PAGE_CODE = ("report.py", "chart.py", "chart_roofs.py", "chart_instruction.py", "chart_trajectory.py", "trajectory.py",
+             "derive.py", "instruction.py", "ncu_rules.py", "inputs.py", "assets/report.css", "assets/report.js",
+             *(f"pages/{p.name}" for p in sorted((PKG / "pages").glob("*.py"))))
 
 
 def pkg_code(*modules):

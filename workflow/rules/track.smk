@@ -15,10 +15,7 @@ rule track_history:
         # that the report does not wait for this job (roofline/pages/tonight.py)
         tonight="reports/tonight.js",
     params:
-        code=pkg_code("history.py", "track.py", *(p.name for p in sorted(PKG.glob("decide*.py"))),
-                      "chart.py", "chart_roofs.py", "chart_trajectory.py", "trajectory.py", "derive.py",
-                      "assets/report.css", "assets/report.js",
-                      *(f"pages/{p.name}" for p in sorted((PKG / "pages").glob("*.py")))),
+        code=pkg_code("history.py", "track.py", *(p.name for p in sorted(PKG.glob("decide*.py"))), *PAGE_CODE),
         run_id=run_id(),
         store="data/history",
         config=as_json(config),
