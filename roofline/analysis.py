@@ -2,10 +2,12 @@
 
 Every app on a device is judged against the same roof (the report source is the median over all
 apps' launches on that device), so the ceilings are one job over every app's counters
-(:func:`ceilings_main`), and each app is then classified in a job of its own (:func:`classify_main`)
-against them. The workflow makes the ceilings job a checkpoint: when one app's new counters leave
-the ceilings table byte-identical, only that app is classified again; when they move its device's
-roof, every app is. :func:`main` does both in one process, over a pool of ``--jobs`` processes.
+(:func:`ceilings_main`), and each app is then classified in a job of its own against them (the
+workflow's is :mod:`roofline.app_job`, which also writes the app's page; :func:`classify_main`
+classifies alone). The workflow makes the ceilings job a checkpoint: when one app's new counters
+leave the ceilings table byte-identical, only that app is classified again; when they move its
+device's roof, every app is. :func:`main` does both in one process, over a pool of ``--jobs``
+processes.
 
     python -m roofline.jobs ceilings LOG --counters data/counters/a.parquet data/counters/b.parquet \\
         --catalog roofline/data/gpus.yaml --ceilings data/ceilings/devices.parquet \\

@@ -26,7 +26,7 @@ STAGES = {
     "classify": "analysis:classify_main",
     "app": "app_job:main",
     "report": "report:main",
-    "page": "report:page_main",
+    "page": "app_job:page_main",
     "track": "track:main",
     "status": "status:main",
 }

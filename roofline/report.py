@@ -73,7 +73,7 @@ from roofline.pages.table import (  # noqa: F401 - TEXT_FIELDS: the tests read t
     page_table,
 )
 from roofline.pages.tonight import add_tonight_slot
-from roofline.schemas import conform, read_table, read_tables, write_text_atomic
+from roofline.schemas import conform, read_tables, write_text_atomic
 
 CANVAS_FROM = 300  # kernels on a chart from which it is drawn on a canvas, not as SVG
 
@@ -371,46 +371,6 @@ def main(argv: list[str] | None = None) -> int:
                  json.loads(args.sources), json.loads(args.input_problems), series, args.compare_dir)
     if args.tonight_script:
         add_tonight_slot(args.output, args.tonight_script)
-    return 0
-
-
-def write_app_page(kernels_path: str | os.PathLike, ceilings_path: str | os.PathLike,
-                   diagnostics_paths: Sequence[str | os.PathLike], app: str, output: str | os.PathLike,
-                   title: str = "", source: str | None = None, summary: str | os.PathLike | None = None) -> Path:
-    """Write one app's page from its own kernels and diagnostics tables and the devices' ceilings.
-    ``summary`` is the summary page's path: the page loads the Vega bundle and the device charts the
-    summary's job writes beside it (:data:`VEGA_ASSET`, :data:`CHARTS_ASSET`), so building it draws
-    no chart. Without one, the bundle is inlined and the charts are built from the app's kernels."""
-    if not is_app_name(app):
-        raise ValueError(f"app name {app!r} cannot be a file name; use letters, digits, '.', '_', '-'")
-    kernels = read_tables([kernels_path], "kernels")
-    ceilings = conform(read_table(ceilings_path, "ceilings").drop_duplicates(), "ceilings")
-    diagnostics = read_tables(diagnostics_paths, "diagnostics")
-    output = Path(output)
-    vega = charts = None
-    if summary:
-        folder = Path(summary).parent
-        vega, charts = asset_src(output, folder / VEGA_ASSET), asset_src(output, folder / CHARTS_ASSET)
-    write_text_atomic(output, app_html(kernels, ceilings, diagnostics, app, title, source=source or None, vega=vega,
-                                       charts=charts))
-    return output
-
-
-def page_main(argv: list[str] | None = None) -> int:
-    """The page job of one app (``python -m roofline.jobs page LOG ...``)."""
-    parser = argparse.ArgumentParser(description="Write one app's offline HTML roofline page.")
-    parser.add_argument("--app", required=True)
-    parser.add_argument("--kernels", required=True, help="the app's kernels table")
-    parser.add_argument("--ceilings", required=True, help="the devices' ceilings table")
-    parser.add_argument("--diagnostics", nargs="*", default=[], help="the app's diagnostics tables")
-    parser.add_argument("--output", required=True)
-    parser.add_argument("--title", default="Roofline summary")
-    parser.add_argument("--source", default="", help="the app's input file, as the config names it")
-    parser.add_argument("--summary", help="the summary page, whose Vega bundle and device charts the page loads "
-                        "(default: the page inlines the bundle and builds its own charts)")
-    args = parser.parse_args(argv)
-    write_app_page(args.kernels, args.ceilings, args.diagnostics, args.app, args.output, args.title,
-                   args.source, args.summary)
     return 0
 
 

@@ -7,7 +7,7 @@ from conftest import real_fixture
 from pandas.testing import assert_frame_equal
 from test_parse import TEXTBOOK
 
-from roofline import analysis, parse
+from roofline import analysis, app_job, parse
 from roofline.schemas import read_table
 
 CATALOG = str(parse.__file__).replace("parse.py", "data/gpus.yaml")
@@ -75,8 +75,7 @@ def test_classify_wants_one_output_of_each_kind_per_app(counters, tmp_path, caps
 
 def test_an_app_job_classifies_and_writes_the_page_as_the_two_stages_do(counters, tmp_path):
     """The workflow's per-app job (``python -m roofline.jobs app``): the same tables as a classify
-    job, the same page as a page job (roofline.report.page_main) given those tables."""
-    from roofline import app_job, report
+    job, the same page as a page job (roofline.app_job.page_main) given those tables."""
 
     ceilings, path = tmp_path / "ceilings.parquet", counters[0]
     assert analysis.ceilings_main(["--counters", *counters, "--catalog", CATALOG, f"--ceilings={ceilings}",
@@ -91,7 +90,7 @@ def test_an_app_job_classifies_and_writes_the_page_as_the_two_stages_do(counters
                                    f"--classified={two['classified']}", f"--kernels={two['kernels']}"]) == 0
     for kind in one:
         assert_frame_equal(read_table(one[kind], kind), read_table(two[kind], kind))
-    assert report.page_main(["--app=silu_a100", f"--kernels={two['kernels']}", f"--ceilings={ceilings}",
+    assert app_job.page_main(["--app=silu_a100", f"--kernels={two['kernels']}", f"--ceilings={ceilings}",
                              f"--output={tmp_path / 'reports' / 'apps' / 'again.html'}", "--title=T",
                              f"--summary={tmp_path / 'reports' / 'summary.html'}"]) == 0
     page = (tmp_path / "reports" / "apps" / "silu_a100.html").read_text()

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from test_chart import make_ceilings, make_kernels
 
-from roofline import chart, report
+from roofline import app_job, chart, report
 from roofline.schemas import conform, write_table
 
 HOSTILE = "<script>alert(1)</script> & \"q\" </script>"
@@ -198,7 +198,7 @@ def test_an_app_page_job_writes_the_page_of_its_own_tables(tmp_path):
     write_table(make_ceilings(), "ceilings", paths["ceilings"])
     write_table(make_diagnostics(), "diagnostics", paths["diagnostics"])
     out = tmp_path / "reports" / "apps" / "app1.html"
-    assert report.page_main(["--app=app1", f"--kernels={paths['kernels']}", f"--ceilings={paths['ceilings']}",
+    assert app_job.page_main(["--app=app1", f"--kernels={paths['kernels']}", f"--ceilings={paths['ceilings']}",
                              "--diagnostics", str(paths["diagnostics"]), f"--output={out}", "--title=T",
                              f"--summary={tmp_path / 'reports' / 'summary.html'}"]) == 0
     page = out.read_text()
@@ -206,7 +206,7 @@ def test_an_app_page_job_writes_the_page_of_its_own_tables(tmp_path):
     assert set(page_data(page)["rows"]["app"]) == {"app1"} and "cannot derive l2_bytes" in page
     assert "not a report" not in page  # app0's diagnostic
     with pytest.raises(ValueError, match="cannot be a file name"):
-        report.write_app_page(paths["kernels"], paths["ceilings"], [], "../evil", tmp_path / "x.html")
+        app_job.write_app_page(paths["kernels"], paths["ceilings"], [], "../evil", tmp_path / "x.html")
 
 
 def test_device_without_ceilings_has_no_chart():
