@@ -121,6 +121,30 @@ def what_if_ceilings(counters: pd.DataFrame) -> pd.DataFrame:
     return conform(pd.DataFrame(rows), "ceilings")
 
 
+def what_if_conflicts(counters: pd.DataFrame) -> list[str]:
+    """One message per what-if machine that two apps' tables define with different peaks: every
+    app on it is judged against the first app's definition (:func:`what_if_ceilings`)."""
+    messages = []
+    if "app" not in counters.columns:
+        return messages
+    for (kind, name), (column, _) in _PEAK_COLUMNS.items():
+        recipe = counters.get(f"{column}_recipe")
+        if recipe is None:
+            continue
+        given = counters.loc[recipe == "what-if", ["device", "app", column]].drop_duplicates(["device", "app"])
+        for device, group in given.groupby("device"):
+            if group[column].nunique() < 2:
+                continue
+            unit, scale, prefix = _UNITS[kind]
+            defined = ", ".join(f"{app} {value / scale:.4g} {prefix}{unit}"
+                                for app, value in zip(group["app"], group[column]))
+            messages.append(
+                f"{device}: what-if machine defined with different {name} peaks ({defined}); every app on "
+                f"it is judged against {group['app'].iat[0]}'s; give each definition its own machine name"
+            )
+    return messages
+
+
 def datasheet_ceilings(devices: list[str], catalog_path: str | Path, overrides: dict | None = None) -> pd.DataFrame:
     """Catalog rows for every device that the catalog knows."""
     from roofline.catalog import catalog_ceilings, load_catalog
@@ -276,7 +300,7 @@ def device_ceilings(
     diagnostics it raises (sources that disagree, devices with no ceiling from any source)."""
     counters = narrow_counters(counter_paths)
     ceilings = build_ceilings(counters, catalog, policy, device_policy, measured or None, overrides)
-    messages = cross_check(ceilings, margin)
+    messages = cross_check(ceilings, margin) + what_if_conflicts(counters)
     for device in sorted(set(counters["device"]) - set(ceilings.loc[ceilings["selected"], "device"])):
         messages.append(
             f"{device or '(unnamed device)'}: no ceiling from any source; add it to the catalog "

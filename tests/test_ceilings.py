@@ -100,3 +100,30 @@ def test_report_dram_peak_close_to_datasheet():
                 assert "under 20 us" in table.loc[table["source"] == "report", "citation"].iat[0]
     print("\n".join(lines))
     assert lines, "no fixture GPU found in the catalog"
+
+
+def test_a_what_if_machine_defined_twice_with_different_peaks_is_a_diagnostic(tmp_path):
+    """Two what-if tables (copies of the bundled one, the second with a higher DRAM peak for one
+    machine): the first app's definition is the roof, and the ceilings' diagnostics say so."""
+    from roofline.ceilings import device_ceilings
+    from roofline.schemas import write_table
+
+    text = (REPO / "data" / "examples" / "textbook.yaml").read_text()
+    line = "seed-120T-3TB:   {compute: {fp32: 120.0e+12}, memory: {dram: 3.0e+12}}"
+    assert line in text
+    paths = []
+    for app, table in (("alpha", text), ("beta", text.replace(line, line.replace("3.0e+12}", "3.3e+12}")))):
+        source = tmp_path / f"{app}.yaml"
+        source.write_text(table)
+        counters = parse_input(source, app, "what-if")
+        paths.append(str(tmp_path / f"{app}.parquet"))
+        write_table(counters, "counters", paths[-1])
+    ceilings, diagnostics = device_ceilings(paths, CATALOG, ["report", "datasheet"])
+    dram = ceilings[(ceilings["device"] == "seed-120T-3TB") & (ceilings["name"] == "dram") & ceilings["selected"]]
+    assert dram["value"].tolist() == [3.0e12]
+    [message] = [m for m in diagnostics["message"] if "what-if machine" in m]
+    assert message == ("seed-120T-3TB: what-if machine defined with different dram peaks (alpha 3000 GB/s, "
+                       "beta 3300 GB/s); every app on it is judged against alpha's; give each definition its own "
+                       "machine name")
+    _, alone = device_ceilings(paths[:1], CATALOG, ["report", "datasheet"])
+    assert not any("what-if machine" in m for m in alone["message"])
