@@ -1,0 +1,28 @@
+"""Reading many stage tables at once: the same frame as reading each, and a clear error for a file
+that is not the table it is read as."""
+
+import pandas as pd
+import pytest
+from pandas.testing import assert_frame_equal
+from test_chart import make_kernels
+
+from roofline.schemas import read_columns, read_table, read_tables, write_table
+
+
+def test_read_tables_equals_the_concatenated_frames(tmp_path):
+    paths = []
+    frames = [make_kernels(5, seed=1), make_kernels(3).iloc[:0], make_kernels(7, device="GPU-B", seed=2)]
+    for i, frame in enumerate(frames):
+        paths.append(tmp_path / f"k{i}.parquet")
+        write_table(frame, "kernels", paths[-1])
+    expected = pd.concat([f for f in (read_table(p, "kernels") for p in paths) if len(f)], ignore_index=True)
+    assert_frame_equal(read_tables(paths, "kernels"), expected)
+    assert len(read_tables(paths[1:2], "kernels")) == 0 and list(read_tables([], "kernels").columns)
+    assert_frame_equal(read_columns(paths, "kernels", ["app", "duration_s"]), expected[["app", "duration_s"]])
+
+
+def test_read_columns_names_a_file_without_the_columns(tmp_path):
+    path = tmp_path / "other.parquet"
+    pd.DataFrame({"app": ["a"]}).to_parquet(path)  # hand-made: not written as a kernels table
+    with pytest.raises(ValueError, match=r"other.parquet: no column\(s\) \['duration_s'\]; the file was not written"):
+        read_columns([path], "kernels", ["app", "duration_s"])
