@@ -6,8 +6,7 @@ apps' launches on that device), so the ceilings are one job over every app's cou
 workflow's is :mod:`roofline.app_job`, which also writes the app's page; :func:`classify_main`
 classifies alone). The workflow makes the ceilings job a checkpoint: when one app's new counters
 leave the ceilings table byte-identical, only that app is classified again; when they move its
-device's roof, every app is. :func:`main` does both in one process, over a pool of ``--jobs``
-processes.
+device's roof, every app is. :func:`main` does both in one process.
 
     python -m roofline.jobs ceilings LOG --counters data/counters/a.parquet data/counters/b.parquet \\
         --catalog roofline/data/gpus.yaml --ceilings data/ceilings/devices.parquet \\
@@ -20,11 +19,8 @@ processes.
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
-import gc
 import json
 import logging
-import multiprocessing
 import sys
 
 import pandas as pd
@@ -75,22 +71,22 @@ def _app_paths(parser: argparse.ArgumentParser, args: argparse.Namespace) -> lis
     return list(zip(args.counters, args.classified, args.kernels))
 
 
-def _options(args: argparse.Namespace) -> dict:
+def classify_settings(args: argparse.Namespace) -> dict:
+    """The keyword options of the classification, from the arguments :func:`classify_options` added."""
     return {"low_roof_fraction": args.low_roof_fraction, "above_roof_tolerance": args.above_roof_tolerance}
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Ceilings and every app's verdicts in one process (``--jobs`` workers classify the apps)."""
+    """Ceilings and every app's verdicts in one process."""
     parser = argparse.ArgumentParser(
         description="Ceilings per device, then each app's classified launches and kernels.")
     _ceiling_arguments(parser)
     _classify_arguments(parser)
-    parser.add_argument("--jobs", type=int, default=1, help="processes classifying apps at once")
     args = parser.parse_args(argv)
     apps = _app_paths(parser, args)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     ceilings = _write_ceilings(args)
-    classify_apps(apps, ceilings, json.loads(args.annotations), _options(args), args.jobs)
+    classify_apps(apps, ceilings, json.loads(args.annotations), classify_settings(args))
     return 0
 
 
@@ -113,7 +109,7 @@ def classify_main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     apps = _app_paths(parser, args)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    classify_apps(apps, read_table(args.ceilings, "ceilings"), json.loads(args.annotations), _options(args))
+    classify_apps(apps, read_table(args.ceilings, "ceilings"), json.loads(args.annotations), classify_settings(args))
     return 0
 
 
@@ -125,34 +121,13 @@ def classify_app(paths: tuple[str, str, str], ceilings: pd.DataFrame, annotation
     write_table(aggregate_kernels(counters, ceilings, **options), "kernels", kernels_path)
 
 
-_shared: tuple = ()  # what every worker process classifies against (set before the pool forks)
-
-
-def _classify_in_worker(paths: tuple[str, str, str]) -> None:
-    classify_app(paths, *_shared)
-
-
 def classify_apps(apps: list[tuple[str, str, str]], ceilings: pd.DataFrame, annotations: list[dict],
-                  options: dict, jobs: int = 1) -> None:
-    """Classify every app (counters, classified, kernels paths), on ``jobs`` processes where the
-    platform forks (Linux: the workers inherit the imports, so each costs milliseconds to start);
-    one at a time elsewhere, or for a single app."""
-    global _shared
-    jobs = min(jobs, len(apps))
+                  options: dict) -> None:
+    """Classify every app (counters, classified, kernels paths) against the devices' ceilings, one
+    after the other (the workflow runs one app per job, side by side)."""
     ceilings = wide_ceilings(ceilings)  # once, not twice per app
-    if jobs <= 1 or "fork" not in multiprocessing.get_all_start_methods() or sys.platform == "darwin":
-        for paths in apps:
-            classify_app(paths, ceilings, annotations, options)
-        return
-    _shared = (ceilings, annotations, options)
-    # what the workers inherit stays out of their garbage collector's passes: each pass would walk
-    # (and copy, page by page) every object this process holds
-    gc.collect()
-    gc.freeze()
-    context = multiprocessing.get_context("fork")
-    with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-        # list(): the first worker exception is raised here, after the pool stops
-        list(pool.map(_classify_in_worker, apps, chunksize=max(1, len(apps) // (4 * jobs))))
+    for paths in apps:
+        classify_app(paths, ceilings, annotations, options)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from roofline.analysis import classify_apps, classify_options
+from roofline.analysis import classify_apps, classify_options, classify_settings
 from roofline.inputs import is_app_name
 from roofline.pages.page import CHARTS_ASSET, VEGA_ASSET, asset_src
 from roofline.report import app_html
@@ -49,18 +49,22 @@ def write_app_page(kernels_path: str | os.PathLike, ceilings_path: str | os.Path
     return output
 
 
+def _page_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--diagnostics", nargs="*", default=[], help="the app's diagnostics tables, for its page")
+    parser.add_argument("--title", default="Roofline summary")
+    parser.add_argument("--source", default="", help="the app's input file, as the config names it")
+    parser.add_argument("--summary", help="the summary page, whose Vega bundle and device charts the page loads "
+                        "(default: the page inlines the bundle and builds its own charts)")
+
+
 def page_main(argv: list[str] | None = None) -> int:
     """One app's page alone (``python -m roofline.jobs page LOG ...``), from its tables."""
     parser = argparse.ArgumentParser(description="Write one app's offline HTML roofline page.")
     parser.add_argument("--app", required=True)
     parser.add_argument("--kernels", required=True, help="the app's kernels table")
     parser.add_argument("--ceilings", required=True, help="the devices' ceilings table")
-    parser.add_argument("--diagnostics", nargs="*", default=[], help="the app's diagnostics tables")
     parser.add_argument("--output", required=True)
-    parser.add_argument("--title", default="Roofline summary")
-    parser.add_argument("--source", default="", help="the app's input file, as the config names it")
-    parser.add_argument("--summary", help="the summary page, whose Vega bundle and device charts the page loads "
-                        "(default: the page inlines the bundle and builds its own charts)")
+    _page_arguments(parser)
     args = parser.parse_args(argv)
     write_app_page(args.kernels, args.ceilings, args.diagnostics, args.app, args.output, args.title,
                    args.source, args.summary)
@@ -75,17 +79,12 @@ def main(argv: list[str] | None = None) -> int:
     classify_options(parser)
     parser.add_argument("--classified", required=True, help="the app's classified launches table to write")
     parser.add_argument("--kernels", required=True, help="the app's kernels table to write")
-    parser.add_argument("--diagnostics", nargs="*", default=[], help="the app's diagnostics tables, for its page")
     parser.add_argument("--page", required=True, help="the app's page to write")
-    parser.add_argument("--title", default="Roofline summary")
-    parser.add_argument("--source", default="", help="the app's input file, as the config names it")
-    parser.add_argument("--summary", help="the summary page, whose Vega bundle and device charts the page loads "
-                        "(default: the page inlines the bundle and builds its own charts)")
+    _page_arguments(parser)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    options = {"low_roof_fraction": args.low_roof_fraction, "above_roof_tolerance": args.above_roof_tolerance}
     classify_apps([(args.counters, args.classified, args.kernels)], read_table(args.ceilings, "ceilings"),
-                  json.loads(args.annotations), options)
+                  json.loads(args.annotations), classify_settings(args))
     write_app_page(args.kernels, args.ceilings, args.diagnostics, args.app, args.page, args.title, args.source,
                    args.summary)
     return 0

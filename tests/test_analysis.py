@@ -40,7 +40,7 @@ def test_a_ceilings_job_and_a_classify_job_per_app_equal_the_whole_stage(counter
                        for kind in ("classified", "kernels")} for folder in (whole, split)}
     common = ["--catalog", CATALOG]
     assert analysis.main(["--counters", *counters, *common, f"--ceilings={whole / 'ceilings.parquet'}",
-                          f"--ceilings-diagnostics={whole / 'diagnostics.parquet'}", "--jobs=2",
+                          f"--ceilings-diagnostics={whole / 'diagnostics.parquet'}",
                           "--classified", *tables[whole]["classified"], "--kernels", *tables[whole]["kernels"]]) == 0
     assert analysis.ceilings_main(["--counters", *counters, *common, f"--ceilings={split / 'ceilings.parquet'}",
                                    f"--ceilings-diagnostics={split / 'diagnostics.parquet'}"]) == 0

@@ -59,33 +59,29 @@ def vega_bundle() -> str:
     return bundle
 
 
-def write_vega_asset(folder: str | os.PathLike) -> Path:
-    """Write the Vega bundle to ``folder/assets/vega-bundle.js`` (atomically; left alone when it
-    already holds this bundle, so a rerun does not touch it) and return its path."""
-    path = Path(folder) / VEGA_ASSET
-    bundle = vega_bundle()
+def _write_if_changed(path: Path, text: str) -> Path:
+    """Write ``text`` to ``path`` atomically, leaving the file alone when it already holds it (so
+    that a rerun does not touch it); return the path."""
     try:
-        if path.stat().st_size == len(bundle.encode("utf-8")) and path.read_text(encoding="utf-8") == bundle:
-            return path
-    except (OSError, UnicodeDecodeError):
-        pass
-    write_text_atomic(path, bundle)
-    return path
-
-
-def write_charts_asset(folder: str | os.PathLike, specs: dict[str, dict]) -> Path:
-    """Write the device chart specs (device -> Vega-Lite spec without kernel rows) to
-    ``folder/assets/charts.js`` as ``ROOFLINE_CHARTS`` (atomically; left alone when unchanged, so
-    that a rerun does not touch it) and return its path."""
-    path = Path(folder) / CHARTS_ASSET
-    text = f"window.ROOFLINE_CHARTS = {script_json(specs)};\n"
-    try:
-        if path.read_text(encoding="utf-8") == text:
+        if path.stat().st_size == len(text.encode("utf-8")) and path.read_text(encoding="utf-8") == text:
             return path
     except (OSError, UnicodeDecodeError):
         pass
     write_text_atomic(path, text)
     return path
+
+
+def write_vega_asset(folder: str | os.PathLike) -> Path:
+    """Write the Vega bundle to ``folder/assets/vega-bundle.js`` (atomically; left alone when it
+    already holds this bundle) and return its path."""
+    return _write_if_changed(Path(folder) / VEGA_ASSET, vega_bundle())
+
+
+def write_charts_asset(folder: str | os.PathLike, specs: dict[str, dict]) -> Path:
+    """Write the device chart specs (device -> Vega-Lite spec without kernel rows) to
+    ``folder/assets/charts.js`` as ``ROOFLINE_CHARTS`` (atomically; left alone when unchanged) and
+    return its path."""
+    return _write_if_changed(Path(folder) / CHARTS_ASSET, f"window.ROOFLINE_CHARTS = {script_json(specs)};\n")
 
 
 def asset_src(page: str | os.PathLike, asset: str | os.PathLike) -> str:
