@@ -26,8 +26,8 @@ BATCH_JOB_ENV = ("SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "FLUX_JOB_ID")
 # Inside a job's own container (Snakemake's --sdm apptainer) a server would run every later job in
 # the first job's container.
 CONTAINER_ENV = ("APPTAINER_CONTAINER", "SINGULARITY_CONTAINER")
-# The hand-over: the job sends its request and descriptors 0-2, the server answers ACCEPTED once it
-# has forked the job's child, then the child's exit status.
+# The hand-over: the job sends its request and descriptors 0-2; the forked child answers ACCEPTED
+# once it will die with the server, and the server sends the child's exit status when it ends.
 ACCEPTED = b"A"
 STATUS = struct.Struct("!i")
 LENGTH = struct.Struct("!Q")

@@ -65,9 +65,14 @@ def _die_with(parent: int) -> None:
         os._exit(1)
 
 
-def _run_child(request: dict, descriptors: list[int], inherited: list, parent: int) -> None:
+def _run_child(request: dict, descriptors: list[int], connection: socket.socket, inherited: list,
+               parent: int) -> None:
     """In the forked child: become the job, run it, exit with its status (never returns).
-    ``inherited``: the server's sockets, selector and lock, which the job must not hold."""
+    ``inherited``: the server's sockets, selector and lock, which the job must not hold.
+
+    The child, not the server, tells the job it was accepted, and only once it is bound to die
+    with the server: so a job told "accepted" never runs itself beside a child still running it,
+    and a job that hears nothing (a server gone before this point) may safely run itself."""
     import signal
     import time
     import traceback
@@ -75,7 +80,11 @@ def _run_child(request: dict, descriptors: list[int], inherited: list, parent: i
     status = 1
     try:
         _die_with(parent)
-        for held in inherited:
+        try:
+            connection.sendall(ACCEPTED)
+        except OSError:  # the job's process is gone: nobody waits for this job
+            os._exit(1)
+        for held in (*inherited, connection):
             os.close(held) if isinstance(held, int) else held.close()
         os.setpgid(0, 0)
         for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGCHLD, signal.SIGPIPE):
@@ -180,14 +189,12 @@ def serve(path: str) -> None:
                     server = os.getpid()
                     pid = os.fork()
                     if pid == 0:
-                        _run_child(request, descriptors, [listener, selector, lock, *children.values(), connection],
+                        _run_child(request, descriptors, connection, [listener, selector, lock, *children.values()],
                                    server)
+                    with contextlib.suppress(*_IGNORED):
+                        os.setpgid(pid, pid)  # as the child does: a cancel that comes first still finds its group
                     for descriptor in descriptors:
                         os.close(descriptor)
-                    try:
-                        connection.sendall(ACCEPTED)
-                    except OSError:
-                        pass
                     children[pid] = connection
                     selector.register(connection, selectors.EVENT_READ, pid)
                 else:  # a job's process closed its end before its child finished: stop the child

@@ -185,17 +185,16 @@ def test_a_cancelled_job_stops_its_child(runtime, tmp_path):
     argv = [a if not a.startswith("--input=") else f"--input={fifo}" for a in _parse_argv("stuck")]
     job = subprocess.Popen([sys.executable, "-m", "roofline.jobs", *argv], cwd=tmp_path, env=env,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 30
-    while not _children(server):
-        assert time.monotonic() < deadline, "the server did not start the job"
-        time.sleep(0.05)
+    writer = _opened_for_reading(fifo)
     [child] = _children(server)
+    assert _holds(child, fifo) and not _holds(job.pid, fifo)
     job.send_signal(signal.SIGTERM)
     job.wait(timeout=30)
     deadline = time.monotonic() + 30
     while Path(f"/proc/{child}").exists() and _children(server):
         assert time.monotonic() < deadline, "the cancelled job's child still runs"
         time.sleep(0.05)
+    os.close(writer)
 
 
 def test_edited_code_gets_a_new_server(tmp_path):
@@ -243,11 +242,9 @@ def test_a_server_that_dies_during_a_job_fails_that_job_saying_so(runtime, tmp_p
     argv = [a if not a.startswith("--input=") else f"--input={fifo}" for a in _parse_argv("stuck")]
     job = subprocess.Popen([sys.executable, "-m", "roofline.jobs", *argv], cwd=tmp_path, env=env,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 30
-    while not _children(server):
-        assert time.monotonic() < deadline, "the server did not start the job"
-        time.sleep(0.05)
+    writer = _opened_for_reading(fifo)
     [child] = _children(server)
+    assert _holds(child, fifo) and not _holds(job.pid, fifo)
     os.kill(server, signal.SIGKILL)
     _, stderr = job.communicate(timeout=30)
     assert job.returncode == 1
@@ -256,6 +253,26 @@ def test_a_server_that_dies_during_a_job_fails_that_job_saying_so(runtime, tmp_p
     while Path(f"/proc/{child}").exists() and "zombie" not in _state(child):
         assert time.monotonic() < deadline, "the child of the killed server goes on with the job"
         time.sleep(0.05)
+    os.close(writer)
+
+
+def _opened_for_reading(fifo: Path) -> int:
+    """The write end of ``fifo`` once a job has opened it (the job then blocks reading): a served
+    job's child only gets that far after telling the job it was accepted."""
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            return os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError:  # ENXIO: no reader yet
+            assert time.monotonic() < deadline, "no job opened its input"
+            time.sleep(0.05)
+
+
+def _holds(pid: int, path: Path) -> bool:
+    try:
+        return any(os.readlink(entry) == str(path) for entry in Path(f"/proc/{pid}/fd").iterdir())
+    except OSError:
+        return False
 
 
 def _state(pid: int) -> str:
