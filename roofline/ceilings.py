@@ -16,71 +16,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from roofline.metrics import COMPUTE_CLASSES
+from roofline.report_peaks import PEAK_COLUMNS as _PEAK_COLUMNS
+from roofline.report_peaks import SHORT_LAUNCH_S, ceilings_from_samples, read_peak_inputs, report_ceilings
+
+__all__ = ["SHORT_LAUNCH_S", "build_ceilings", "cross_check", "device_ceilings", "report_ceilings", "ridge_points",
+           "select_ceilings"]
 from roofline.schemas import conform
 
 log = logging.getLogger("roofline.ceilings")
 
-# Launches shorter than this report clocks 20-50 % low (../shared/guides/roofline.md §5).
-SHORT_LAUNCH_S = 20e-6
-
-_PEAK_COLUMNS = {
-    **{("compute", c): (f"peak_flops_{c}", "sm_clock_hz") for c in COMPUTE_CLASSES},
-    ("memory", "dram"): ("peak_dram_bw", "dram_clock_hz"),
-    ("memory", "l2"): ("peak_l2_bw", "l2_clock_hz"),
-    ("memory", "l1"): ("peak_l1_bw", "l1_clock_hz"),
-    ("memory", "shared"): ("peak_shared_bw", "sm_clock_hz"),
-}
 _SOURCE_ORDER = ["report", "measured", "datasheet", "what-if"]
 _UNITS = {"compute": ("FLOP/s", 1e12, "T"), "memory": ("B/s", 1e9, "G")}
-
-
-def report_ceilings(counters: pd.DataFrame) -> pd.DataFrame:
-    """Per device and ceiling: the median of the per-launch peaks over all apps' launches on that
-    device, long launches preferred.
-
-    Very short launches show odd clock readings, so launches under 20 us are used only when a
-    device has no longer one. ``spread`` is max/min of the values used; ``citation`` lists them.
-    """
-    rows = []
-    narrow = _narrow(counters)
-    for order, ((kind, name), (column, clock)) in enumerate(_PEAK_COLUMNS.items()):
-        # only the columns this ceiling reads, split by device: a row filter copies every column it keeps
-        keep = [c for c in dict.fromkeys(("device", column, f"{column}_recipe", clock, "duration_s", "launch"))
-                if c in narrow.columns]
-        for device, launches in narrow[keep].groupby("device", sort=True):
-            recipe = launches.get(f"{column}_recipe")
-            values = launches[column]
-            is_report = values.notna() & (recipe != "what-if") if recipe is not None else values.notna()
-            if not is_report.any():
-                continue
-            used = launches[is_report]
-            long_enough = used["duration_s"] >= SHORT_LAUNCH_S
-            caveat = ""
-            if long_enough.any():
-                used = used[long_enough]
-            else:
-                caveat = "; only launches under 20 us, whose clock readings run low"
-            value = float(np.median(used[column]))
-            rows.append(
-                {
-                    "device": device,
-                    "kind": kind,
-                    "name": name,
-                    "value": value,
-                    "source": "report",
-                    "clock_hz": float(np.median(used[clock])) if used[clock].notna().any() else np.nan,
-                    "citation": (
-                        f"median of {len(used)} launch(es) {_launch_list(used['launch'])} "
-                        f"({used[column + '_recipe'].iat[0]}){caveat}"
-                    ),
-                    "launches": len(used),
-                    "spread": float(used[column].max() / used[column].min()) if used[column].min() > 0 else np.nan,
-                    "_order": order,
-                }
-            )
-    rows.sort(key=lambda row: (row["device"], row.pop("_order")))  # by device, then in the table's order
-    return conform(pd.DataFrame(rows), "ceilings")
 
 
 def _narrow(counters: pd.DataFrame) -> pd.DataFrame:
@@ -89,12 +35,6 @@ def _narrow(counters: pd.DataFrame) -> pd.DataFrame:
     for column, clock in _PEAK_COLUMNS.values():
         wanted += [column, f"{column}_recipe", clock]
     return counters[[c for c in dict.fromkeys(wanted) if c in counters.columns]]
-
-
-def _launch_list(launches: pd.Series, limit: int = 8) -> str:
-    ids = [str(int(i)) for i in launches.head(limit)]
-    more = "…" if len(launches) > limit else ""
-    return "[" + ",".join(ids) + more + "]"
 
 
 def what_if_ceilings(counters: pd.DataFrame) -> pd.DataFrame:
@@ -250,11 +190,15 @@ def build_ceilings(
     """All candidate ceilings for the devices of ``counters``, the selected ones flagged."""
     devices = sorted(d for d in counters["device"].dropna().unique() if d)
     counters = _narrow(counters)
-    parts = [
-        report_ceilings(counters[counters["source_format"] != "what-if"]),
-        what_if_ceilings(counters),
-        datasheet_ceilings(devices, catalog_path, overrides),
-    ]
+    return _selected([report_ceilings(counters[counters["source_format"] != "what-if"]), what_if_ceilings(counters)],
+                     devices, catalog_path, policy, device_policy, measured, overrides)
+
+
+def _selected(parts: list[pd.DataFrame], devices: list[str], catalog_path: str | Path, policy: list[str],
+              device_policy: dict[str, list[str]] | None, measured: str | Path | None,
+              overrides: dict | None) -> pd.DataFrame:
+    """The report's and what-if ``parts``, the catalog's and the measured rows of ``devices``, selected."""
+    parts = [*parts, datasheet_ceilings(devices, catalog_path, overrides)]
     measured_rows = measured_ceilings(measured)
     parts.append(measured_rows[measured_rows["device"].isin(devices)])
     parts = [p for p in parts if len(p)]
@@ -274,19 +218,6 @@ def ridge_points(ceilings: pd.DataFrame) -> pd.DataFrame:
     ]
 
 
-def narrow_counters(paths: list[str]) -> pd.DataFrame:
-    """The columns the ceilings read, from every app's counters table (one app's ~100 columns
-    would be most of the memory at a thousand apps)."""
-    from roofline.schemas import TABLES, read_columns
-
-    declared = {c.name for c in TABLES["counters"]}
-    wanted = ["app", "device", "launch", "duration_s", "source_format"]
-    for column, clock in _PEAK_COLUMNS.values():
-        wanted += [column, f"{column}_recipe", clock]
-    wanted = [c for c in dict.fromkeys(wanted) if c in declared]
-    return read_columns(paths, "counters", wanted)
-
-
 def device_ceilings(
     counter_paths: list[str],
     catalog: str | Path,
@@ -298,10 +229,12 @@ def device_ceilings(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """One ceilings table for every device of the apps whose counters tables are given, and the
     diagnostics it raises (sources that disagree, devices with no ceiling from any source)."""
-    counters = narrow_counters(counter_paths)
-    ceilings = build_ceilings(counters, catalog, policy, device_policy, measured or None, overrides)
-    messages = cross_check(ceilings, margin) + what_if_conflicts(counters)
-    for device in sorted(set(counters["device"]) - set(ceilings.loc[ceilings["selected"], "device"])):
+    # read a batch of files at a time: the median needs every launch's peak, memory a batch's
+    inputs = read_peak_inputs(counter_paths)
+    ceilings = _selected([ceilings_from_samples(inputs.samples), what_if_ceilings(inputs.what_if)],
+                         [d for d in inputs.devices if d], catalog, policy, device_policy, measured or None, overrides)
+    messages = cross_check(ceilings, margin) + what_if_conflicts(inputs.what_if)
+    for device in sorted(set(inputs.devices) - set(ceilings.loc[ceilings["selected"], "device"])):
         messages.append(
             f"{device or '(unnamed device)'}: no ceiling from any source; add it to the catalog "
             "(config key ceilings.gpus) or collect peaks with ncu --set roofline"

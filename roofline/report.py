@@ -30,6 +30,7 @@ from pathlib import Path
 import altair as alt
 import pandas as pd
 
+from roofline import jobs
 from roofline.chart import (
     ALL,
     CHART_FIELDS,
@@ -102,7 +103,7 @@ def _chart_spec(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str) -> d
     return copy.deepcopy(_SPECS[key])
 
 
-def _controls(n: int, apps: list[str]) -> dict:
+def chart_controls(n: int, apps: list[str]) -> dict:
     """What fits a device chart to the page's rows, which the page's script sets in the spec before
     drawing it (``narrow`` in assets/report.js): the kernel count of its subtitle, the top-N
     slider's value and end for its ``n`` kernels, the app filter's choices for its ``apps`` (the
@@ -149,7 +150,7 @@ def _body(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFra
                 skipped.append(f"{_e(device)} (no kernel with both a performance and an intensity)")
             else:
                 page_apps = sorted(kernels.loc[kernels["device"] == device, "app"].unique())
-                entry = {"device": device, "canvas": n >= CANVAS_FROM, "controls": _controls(n, page_apps)}
+                entry = {"device": device, "canvas": n >= CANVAS_FROM, "controls": chart_controls(n, page_apps)}
                 if shared_charts:
                     specs.append(None)
                     entry["shared"] = True
@@ -367,8 +368,9 @@ def main(argv: list[str] | None = None) -> int:
                         "the summary gets a slot that shows tonight against the baseline from it")
     args = parser.parse_args(argv)
     series = {name: ({"steps": s} if isinstance(s, list) else s) for name, s in json.loads(args.series).items()}
+    sources, problems = jobs.read_json_argument(args.sources), jobs.read_json_argument(args.input_problems)
     write_report(args.kernels, args.ceilings, args.diagnostics, args.output, args.apps_dir, args.title, args.apps,
-                 json.loads(args.sources), json.loads(args.input_problems), series, args.compare_dir)
+                 sources, problems, series, args.compare_dir)
     if args.tonight_script:
         add_tonight_slot(args.output, args.tonight_script)
     return 0

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from roofline import jobs
 from roofline.schemas import atomic_output, conform, read_table
 
 STATUS_VERSION = 1
@@ -184,7 +185,8 @@ def main(argv: list[str] | None = None) -> int:
         return check(args.check, args.regressions)
     if not args.output:
         parser.error("give --output (write) or --check (read)")
-    status = write_status(args.diagnostics, args.output, json.loads(args.sources), json.loads(args.input_problems))
+    sources, problems = jobs.read_json_argument(args.sources), jobs.read_json_argument(args.input_problems)
+    status = write_status(args.diagnostics, args.output, sources, problems)
     print(summary_line(status), file=sys.stderr)
     return 0
 

@@ -13,7 +13,6 @@ Exit status 3 when ``--fail-on-regression`` is given and a kernel regressed.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import logging
 import math
@@ -77,12 +76,6 @@ def load_context(values: Sequence[str] = ()) -> dict:
         if devices:
             context["devices"] = devices
     return context
-
-
-def config_hash(config_json: str) -> str:
-    """The first 16 hex digits of the sha256 of a config, as canonical JSON."""
-    canonical = json.dumps(json.loads(config_json), sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
 def observed_context(counters: pd.DataFrame) -> dict:
@@ -239,9 +232,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--context-json", action="append", default=[],
                         help="run context: inline JSON or a JSON file (repeatable)")
     parser.add_argument("--config-json", help="the workflow config as JSON (hashed into the context)")
+    parser.add_argument("--config-hash", help="that hash, already taken (the workflow's: a thousand apps' "
+                        "config is too long for one argument)")
     parser.add_argument("--params", help="decision parameters as JSON (docs/tracking.md)")
     parser.add_argument("--trends", required=True)
     parser.add_argument("--regressions", required=True)
+    parser.add_argument("--charts-asset", help="the summary's device charts (reports/assets/charts.js, written "
+                        "by the report), which the trends page's rooflines of tonight's kernels then draw")
     parser.add_argument("--tonight-script", help="also write the summary's tonight block as this script "
                         "(reports/tonight.js; roofline.pages.tonight)")
     parser.add_argument("--fail-on-regression", action="store_true",
@@ -255,8 +252,10 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
         context = load_context(args.context_json)
-        if args.config_json:
-            context.setdefault("config_hash", config_hash(args.config_json))
+        if args.config_hash or args.config_json:
+            from roofline.workflow_config import config_hash
+
+            context.setdefault("config_hash", args.config_hash or config_hash(args.config_json))
         if args.counters:
             needed = ["device", "ncu_version", "sm_clock_hz"]
             counters = read_columns(args.counters, "counters", needed)
@@ -274,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
     write_text_atomic(args.regressions, json.dumps(summary, allow_nan=False) + "\n")
     from roofline.pages.trends import write_trends  # Altair and the page code: only once judged
 
-    write_trends(args.trends, decisions, summary, *page_rows(args.store, summary))
+    write_trends(args.trends, decisions, summary, *page_rows(args.store, summary), charts=args.charts_asset)
     if args.tonight_script:
         from roofline.pages.tonight import write_tonight_script
 

@@ -187,3 +187,13 @@ def interpreter_first_on_path() -> None:
     parts = os.environ.get("PATH", "").split(os.pathsep)
     if parts[:1] != [folder]:
         os.environ["PATH"] = os.pathsep.join([folder, *parts])
+
+
+def config_hash(config_json: str) -> str:
+    """The first 16 hex digits of the sha256 of a config, as canonical JSON (the history's
+    ``config_hash``: which configuration a night ran with)."""
+    import hashlib
+    import json
+
+    canonical = json.dumps(json.loads(config_json), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]

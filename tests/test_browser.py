@@ -301,12 +301,14 @@ def test_compare_screenshot(compare_rendered):
 @pytest.fixture(scope="module")
 def trends_rendered(tmp_path_factory) -> dict:
     """The trends page of a 40-night simulated history (tonight: one kernel 60 % slower, one 40 %
-    faster), written by the tracking stage's CLI, drawn, probed and screenshotted."""
+    faster), written by the tracking stage's CLI beside tonight's summary (whose device charts,
+    assets/charts.js, it draws, as in the workflow), drawn, probed and screenshotted."""
     from test_track import SIM
 
     from roofline import track
     from roofline.history import append_run
-    from roofline.schemas import write_table
+    from roofline.pages.trends import applied_ceilings
+    from roofline.schemas import TABLES, write_table
 
     tmp = tmp_path_factory.mktemp("trends")
     history, _ = SIM.simulate(seed=3, nights=40, kernels=24)
@@ -320,9 +322,13 @@ def trends_rendered(tmp_path_factory) -> dict:
         kernels.loc[row, ["roof_pct"]] /= factor
     write_table(kernels, "kernels", tmp / "k.parquet")
     page = tmp / "reports" / "trends.html"
+    rows = conform(kernels[[c.name for c in TABLES["kernels"] if c.name in kernels]], "kernels")
+    report.write_pages(rows, applied_ceilings(rows), conform(pd.DataFrame(), "diagnostics"),
+                       tmp / "reports" / "summary.html", None, "T")
     code = track.main(["--kernels", str(tmp / "k.parquet"), "--store", str(tmp / "store"), "--run-id", run_id,
                        "--context-json", json.dumps(context), "--trends", str(page),
-                       "--regressions", str(tmp / "reports" / "regressions.json")])
+                       "--regressions", str(tmp / "reports" / "regressions.json"),
+                       "--charts-asset", str(tmp / "reports" / "assets" / "charts.js")])
     assert code == 0
     path = probed(page, page.parent)
     dump = chromium(path.as_uri(), tmp / "profile-dom", "--dump-dom")
@@ -342,6 +348,9 @@ def test_trends_page_draws_offline_without_errors(trends_rendered):
     assert {"regression", "improvement"} <= labels
     assert page["charts"] == 4  # findings' trends, any kernel, baseline → tonight, tonight's kernels
     assert '<script src="assets/vega-bundle.js"></script>' in page["page"]
+    # tonight's kernels on the summary's own chart, fitted to the page's rows (the summary's 24 kernels)
+    assert '<script src="assets/charts.js"></script>' in page["page"] and '"shared": true' in page["page"]
+    assert re.search(r'id="drawn3">All 24 kernels drawn\.</p>', page["dom"]), page["dom"][-3000:]
     assert page["dom"].count('data-rendered="yes"') == page["charts"], page["log"][-2000:]
     assert 'data-error="' not in page["dom"]
     assert attribute(page, "logged") == "none"

@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from roofline import jobs
 from roofline.errors import EXIT_STATUS
 from roofline.schemas import conform, write_table
 
@@ -146,3 +147,19 @@ def test_when_neither_output_nor_log_can_be_written_the_job_says_why(tmp_path, f
     assert len(result.stderr.splitlines()) == 1
     assert sorted(p.name for p in full_tmpfs.iterdir()) == ["filler", "logs"], "no output, no temp file"
 
+
+
+def test_a_long_json_value_goes_through_a_file_named_by_its_digest(tmp_path):
+    short = json.dumps({"app": "a.ncu-rep"})
+    assert jobs.json_argument(short, str(tmp_path)) == short
+    assert jobs.read_json_argument(short) == {"app": "a.ncu-rep"}
+    value = {f"app_{i}": f"inputs/app_{i}.ncu-rep" for i in range(2000)}
+    argument = jobs.json_argument(json.dumps(value), str(tmp_path))
+    assert argument.startswith(f"@{tmp_path}/") and len(argument) < 200
+    assert jobs.read_json_argument(argument) == value
+    assert jobs.json_argument(json.dumps(value), str(tmp_path)) == argument  # the same value, the same file
+    value["app_0"] = "elsewhere.ncu-rep"
+    assert jobs.json_argument(json.dumps(value), str(tmp_path)) != argument  # changed: a new argument, a rerun
+    Path(argument[1:]).unlink()
+    with pytest.raises(ValueError, match="argument file .* cannot be read .*rerun the workflow"):
+        jobs.read_json_argument(argument)

@@ -344,7 +344,7 @@ def test_every_chart_compiles_with_vega():
     facet, selector = trends.trend_charts(decisions, trends.series_names(tonight).tolist()[:4])
     kernels = history[history["run_id"] == night(44)]
     findings = [{**r, "label": "regression"} for r in tonight.head(2).to_dict("records")]
-    specs, _ = trends.roofline_specs(kernels, history[history["run_id"] < night(44)], findings)
+    specs, _, _, _ = trends.roofline_specs(kernels, history[history["run_id"] < night(44)], findings)
     assert len(specs) == 2  # baseline → tonight, and tonight's kernels
     for spec in (facet, selector, *specs):
         assert vl_convert.vegalite_to_svg(spec).startswith("<svg")

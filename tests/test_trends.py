@@ -50,7 +50,7 @@ def page_charts():
     tonight = at_roof()
     baseline = at_roof(0.5).assign(run_id="night-1")  # the baseline night: elsewhere on the same roofs
     assert tonight["roof_pct"].to_numpy() == pytest.approx(100.0)
-    specs, blocks = trends.roofline_specs(tonight, baseline, findings(tonight))
+    specs, _, blocks, _ = trends.roofline_specs(tonight, baseline, findings(tonight))
     return tonight, baseline, specs, blocks
 
 
@@ -120,3 +120,56 @@ def test_a_night_without_findings_says_so_instead_of_an_empty_chart():
     assert "No kernel regressed or improved tonight" in page
     assert page.count('<div class="chart" id="chart') == 2  # any kernel, tonight's roofline
     assert 'id="chart0"></div></section>' in page.split('<section id="any">')[1][:200]
+
+
+def test_tonights_rooflines_draw_the_summarys_charts_from_the_pages_rows():
+    """With the summary's charts (assets/charts.js) the page builds no chart of tonight's kernels:
+    its entry says "shared" and carries the controls of its rows, which the page embeds."""
+    tonight = at_roof()
+    specs, entries, blocks, rows = trends.roofline_specs(tonight, pd.DataFrame(), [], shared=True)
+    assert specs == [None] and entries[0]["shared"] is True and entries[0]["device"] == "G"
+    assert entries[0]["controls"] == {"count": "4 kernels", "top": 4, "max": 4, "apps": [chart.ALL, "a"]}
+    assert sorted(rows["kernel"]) == sorted(tonight["kernel"]) and rows["rank"].notna().all()
+    assert '<p class="drawn" id="drawn0"></p>' in "".join(blocks)
+    page = trends.trends_html(_decisions(tonight), _summary([]), tonight, None, vega="assets/vega-bundle.js",
+                              charts="assets/charts.js")
+    assert '<script src="assets/charts.js"></script>' in page and '"n":4,' in page
+    alone = trends.trends_html(_decisions(tonight), _summary([]), tonight, None, vega="assets/vega-bundle.js")
+    assert '<script src="assets/charts.js">' not in alone and '"n":0,' in alone  # built here, with its points
+
+
+def test_tonights_rooflines_carry_the_summarys_selection_of_many_kernels(monkeypatch):
+    monkeypatch.setattr(trends, "SUMMARY_KERNELS", 2)
+    tonight = at_roof()
+    for shared in (True, False):
+        specs, _, blocks, rows = trends.roofline_specs(tonight, pd.DataFrame(), [], shared=shared)
+        assert "draw the 2 of 4 the summary carries" in blocks[0]
+        if shared:
+            assert len(rows) == 2
+        else:
+            [spec] = specs
+            assert len(spec["datasets"][chart.KERNEL_DATA]) == 2
+
+
+def test_the_findings_table_lists_the_largest_and_says_where_the_rest_are(monkeypatch):
+    monkeypatch.setattr(trends, "MAX_FINDING_ROWS", 2)
+    found = [{"app": "a", "device": "G", "kernel": f"k{i}", "kernel_short": f"k{i}", "grid": "", "block": "",
+              "label": "new", "baseline_s": None, "value_s": 1e-3, "change_pct": None, "z": None,
+              "nights_in_violation": 0, "time_share": 0.1, "impact": None, "bound": "memory:dram", "bound_flip": "",
+              "roof_pct_baseline": None, "roof_pct": 50.0, "ai_dram_baseline": None, "ai_dram": 1.0,
+              "note": "first night of this series"} for i in range(3)]
+    table = trends.findings_table(found)
+    assert table.count("<tr id=") == 2 and "a | k0 |" in table and "a | k2 |" not in table
+    assert "The 2 largest of 3 findings; every one is in the run's <code>regressions.json</code>." in table
+    assert "largest of" not in trends.findings_table(found[:2])
+
+
+def _decisions(kernels: pd.DataFrame) -> pd.DataFrame:
+    return kernels.assign(run_id="n1", run_date="2026-01-01", label="unchanged", value_s=1e-3, baseline_s=1e-3,
+                          lower_s=9e-4, upper_s=1.1e-3, ratio=1.0, z=0.0, note="", noise_s=1e-5)
+
+
+def _summary(found: list) -> dict:
+    return {"run_id": "n1", "findings": found, "counts": {"regression": 0, "unchanged": 4}, "alert": False,
+            "environment_shift": False, "environment_changes": [], "context": {"run_id": "n1"}, "method": "m",
+            "rule_version": "r"}

@@ -110,3 +110,34 @@ def test_lint_is_clean():
 def test_snakemake_provenance_report(workdir):
     _run(workdir, "--configfile", str(workdir / "config.yaml"), "--report", "smk-report.zip")
     assert (workdir / "smk-report.zip").stat().st_size > 100_000
+
+
+def test_no_command_argument_grows_past_what_linux_takes_at_many_apps(tmp_path):
+    """Linux refuses a command with one argument over 128 KiB (MAX_ARG_STRLEN): at a thousand apps the
+    config as JSON (346 KB) was such an argument, and the tracking job could not start. With 400 apps
+    of long names the config and the sources would each be a 70 KB argument; every argument stays
+    under 32 KB (a quarter of the limit), the sources going through a file the report and status
+    jobs read back."""
+    inputs = tmp_path / "nightly-inputs-of-the-whole-training-step-profiled-with-ncu-set-roofline"
+    inputs.mkdir()
+    for i in range(400):
+        name = f"app_{i:03d}_transformer_block_fused_attention_v2.yaml"
+        shutil.copy(REPO / "data" / "examples" / "textbook.yaml", inputs / name)
+    (tmp_path / "config.yaml").write_text(f"# hand-made test config\ninputs: ['{inputs.name}/*']\n")
+    dry = _run(tmp_path, "--configfile", str(tmp_path / "config.yaml"), "-n", "-p", "--forceall")
+    commands = [line.split("roofline.jobs ", 1)[1] for line in dry.stdout.splitlines() if "roofline.jobs " in line]
+    stages = {command.split()[0] for command in commands}
+    assert {"parse", "ceilings", "app", "report", "track", "status"} <= stages, stages
+    import shlex
+
+    longest = max(len(argument) for command in commands for argument in shlex.split(command))
+    assert longest <= 32_000, longest
+    track = next(c for c in commands if c.startswith("track "))
+    assert "--config-hash=" in track and "--config-json" not in track
+    report = next(c for c in commands if c.startswith("report "))
+    [sources] = [a for a in shlex.split(report) if a.startswith("--sources=")]
+    assert sources.startswith("--sources=@.snakemake/roofline-arguments/")
+    import json
+
+    written = json.loads((tmp_path / sources.removeprefix("--sources=@")).read_text())
+    assert len(written) == 400 and all(path.startswith(inputs.name) for path in written.values())

@@ -20,7 +20,7 @@ from roofline.pages.markup import esc, script_json
 from roofline.pages.page import asset_src
 from roofline.schemas import write_text_atomic
 
-TONIGHT_LISTED = 8  # findings listed on the summary; the trends page has them all
+TONIGHT_LISTED = 8  # findings listed on the summary; the trends page lists more (MAX_FINDING_ROWS)
 # Reading order: what needs action first, then what is good news, then what to keep an eye on.
 LABEL_ORDER = ["regression", "improvement", "suspicious", "workload_changed", "environment_change", "outlier",
                "error", "missing", "new", "insufficient_data", "unchanged"]

@@ -20,19 +20,24 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from roofline.chart import roofline_spec
+from roofline.chart import CHART_FIELDS, KERNEL_DATA, roofline_spec
 from roofline.chart_roofs import si
 from roofline.chart_trajectory import trajectory_chart
 from roofline.history import SERIES_KEY
 from roofline.metrics import COMPUTE_CLASSES, MEMORY_LEVELS
 from roofline.pages.markup import esc, script_json
+from roofline.pages.overview import SUMMARY_KERNELS, summary_rows
 from roofline.pages.page import asset_src, page_html, write_vega_asset
+from roofline.pages.table import columns_json, page_table
 from roofline.pages.tonight import series_anchor
 from roofline.schemas import TABLES, conform, write_text_atomic
 from roofline.trajectory import STEP_COLUMNS, _level
 
 MAX_TREND_CHARTS = 12
 MAX_SELECTOR_SERIES = 150  # the selector chart carries every night of this many series
+# findings listed on the page, by impact (a first night has one "new" per series: thousands);
+# regressions.json has them all
+MAX_FINDING_ROWS = 500
 MOVED = ("regression", "improvement")  # the findings drawn from their baseline to tonight
 COLORS = {
     "regression": "#d62728", "improvement": "#2ca02c", "suspicious": "#ff7f0e",
@@ -203,17 +208,31 @@ def moved_points(kernels: pd.DataFrame, baseline: pd.DataFrame, findings: Sequen
 
 
 def roofline_specs(kernels: pd.DataFrame, baseline: pd.DataFrame, findings: Sequence[Mapping],
-                   first: int = 0) -> tuple[list[dict], list[str]]:
+                   first: int = 0, shared: bool = False
+                   ) -> tuple[list[dict | None], list[dict], list[str], pd.DataFrame | None]:
     """Per device: the moved kernels' baseline → tonight chart (when any moved there) and tonight's
-    kernels on the summary's chart, as Vega-Lite specs; and the page's HTML blocks for them (chart
-    ids from ``first``, after the page's other charts)."""
-    specs, blocks = [], []
+    kernels on the summary's chart. Returns the Vega-Lite specs, the page script's entry for each,
+    the page's HTML blocks for them (chart ids from ``first``, after the page's other charts) and
+    the rows the summary's charts draw (:func:`roofline.pages.table.page_table`; None when none).
+
+    Tonight's kernels are the summary's selection (:func:`roofline.pages.overview.summary_rows`),
+    so the page stays the summary's size however many kernels ran. ``shared``: their charts are the
+    summary's own specs, which the page loads from ``assets/charts.js`` and fills from its columns
+    (as an app page does), instead of building each device's chart again here.
+    """
+    from roofline.report import CANVAS_FROM, chart_controls
+
+    specs: list[dict | None] = []
+    entries: list[dict] = []
+    blocks: list[str] = []
     if kernels.empty:
-        return specs, ["<p>No kernels tonight: no roofline.</p>"]
+        return specs, entries, ["<p>No kernels tonight: no roofline.</p>"], None
     # a stored night's rows: the kernels table's columns and the run's context; the charts take the former
     kernels = conform(kernels[[c.name for c in TABLES["kernels"] if c.name in kernels]], "kernels")
     ceilings = applied_ceilings(kernels)
     points = moved_points(kernels, baseline, findings)
+    drawn = summary_rows(kernels, SUMMARY_KERNELS)
+    table = page_table(drawn)
     with alt.data_transformers.disable_max_rows():
         for device in sorted(d for d in kernels["device"].unique() if d):
             if not (ceilings["device"] == device).any():
@@ -230,13 +249,28 @@ def roofline_specs(kernels: pd.DataFrame, baseline: pd.DataFrame, findings: Sequ
                     "used"]}
                 _name_steps(spec)
                 specs.append(spec)
+                entries.append({"device": device, "canvas": False, "inline": True})
                 blocks.append(f'<div class="chart" id="chart{first + len(specs) - 1}"></div>')
-            specs.append(roofline_spec(kernels, ceilings, device))
+            n = int((table["rank"].notna() & (table["device"] == device)).sum())
             blocks.append(f'<h3>Every kernel tonight on {esc(device)} (as on the summary)</h3>')
-            blocks.append(f'<div class="chart" id="chart{first + len(specs) - 1}"></div>')
+            if shared and n:
+                apps = sorted(drawn.loc[drawn["device"] == device, "app"].unique())
+                specs.append(None)
+                entries.append({"device": device, "canvas": n >= CANVAS_FROM, "controls": chart_controls(n, apps),
+                                "shared": True})
+                i = first + len(specs) - 1
+                blocks.append(f'<div class="chart" id="chart{i}"></div><p class="drawn" id="drawn{i}"></p>')
+            else:
+                specs.append(roofline_spec(drawn, ceilings, device))
+                entries.append({"device": device, "canvas": False, "inline": True})
+                blocks.append(f'<div class="chart" id="chart{first + len(specs) - 1}"></div>')
     if points.empty:
         blocks.insert(0, "<p>No kernel regressed or improved tonight: tonight's kernels only.</p>")
-    return specs, blocks
+    if len(drawn) < len(kernels):
+        blocks.insert(0, f'<p class="meta">The rooflines of tonight\'s kernels draw the {len(drawn):,} of '
+                      f"{len(kernels):,} the summary carries (half the highest priorities, half the longest GPU "
+                      "times); each app's page has all of its own.</p>")
+    return specs, entries, blocks, table if any(e.get("shared") for e in entries) else None
 
 
 def _name_steps(spec: dict) -> None:
@@ -260,11 +294,12 @@ def _num(value: object, form: str) -> str:
 
 
 def findings_table(found: Sequence[Mapping]) -> str:
-    """Tonight's findings by impact, one row per series (its id: :func:`roofline.pages.tonight.series_anchor`)."""
+    """Tonight's findings by impact, one row per series (its id: :func:`roofline.pages.tonight.series_anchor`),
+    the first :data:`MAX_FINDING_ROWS` of them."""
     head = ["kernel", "label", "time / launch: baseline → tonight", "change", "z", "nights", "share",
             "impact", "bound", "% of roof", "AI (DRAM) [FLOP/B]", "note"]
     rows = []
-    for f in found:
+    for f in found[:MAX_FINDING_ROWS]:
         name = f"{f['app']} | {f['kernel_short'] or f['kernel']} | {f['grid']}×{f['block']}"
         cells = [f'<span class="kname" title="{esc(f["kernel"])}">{esc(name)}</span>',
                  f'<b style="color:{COLORS.get(f["label"], "#000")}">{esc(f["label"])}</b>',
@@ -278,7 +313,9 @@ def findings_table(found: Sequence[Mapping]) -> str:
         rows.append(f'<tr id="{series_anchor(f)}">{tds}</tr>')
     body = "\n".join(rows) or f"<tr><td colspan={len(head)}>no findings tonight</td></tr>"
     header = "".join(f"<th>{esc(h)}</th>" for h in head)
-    return f'<div class="scroll"><table><thead><tr>{header}</tr></thead><tbody>\n{body}\n</tbody></table></div>'
+    more = (f'<p class="meta">The {MAX_FINDING_ROWS:,} largest of {len(found):,} findings; every one is in the '
+            "run's <code>regressions.json</code>.</p>" if len(found) > MAX_FINDING_ROWS else "")
+    return more + f'<div class="scroll"><table><thead><tr>{header}</tr></thead><tbody>\n{body}\n</tbody></table></div>'
 
 
 def _health(decisions: pd.DataFrame, tonight: pd.DataFrame) -> str:
@@ -292,19 +329,22 @@ def _health(decisions: pd.DataFrame, tonight: pd.DataFrame) -> str:
 
 
 def trends_html(decisions: pd.DataFrame, summary: Mapping, kernels: pd.DataFrame | None = None,
-                baseline: pd.DataFrame | None = None, vega: str | None = None) -> str:
+                baseline: pd.DataFrame | None = None, vega: str | None = None, charts: str | None = None) -> str:
     """The whole trends page: context, counts, findings by impact, their trends, any kernel's trend,
     the rooflines (tonight's ``kernels``, the moved ones from their ``baseline`` nights' rows), health
-    and method. ``vega`` is the URL of the shared Vega bundle (default: inlined)."""
+    and method. ``vega`` is the URL of the shared Vega bundle (default: inlined); ``charts`` that of
+    the summary's device charts (``assets/charts.js``), which tonight's rooflines then draw (default:
+    built here)."""
     run_id = summary["run_id"]
     tonight = decisions[decisions["run_id"] == run_id]
     found = summary["findings"]
     order = list(dict.fromkeys(series_names(pd.DataFrame(found)))) if found else []
     facet, selector = trend_charts(decisions, order)
     specs = [selector] if facet is None else [facet, selector]
-    roof_specs, roof_blocks = roofline_specs(kernels if kernels is not None else pd.DataFrame(),
-                                             baseline if baseline is not None else pd.DataFrame(), found,
-                                             first=len(specs))
+    roof_specs, roof_entries, roof_blocks, rows = roofline_specs(
+        kernels if kernels is not None else pd.DataFrame(), baseline if baseline is not None else pd.DataFrame(),
+        found, first=len(specs), shared=charts is not None)
+    entries = [{"device": "", "canvas": False, "inline": True} for _ in specs] + roof_entries
     specs += roof_specs
     counts = summary["counts"]
     ctx = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in summary["context"].items())
@@ -337,16 +377,23 @@ def trends_html(decisions: pd.DataFrame, summary: Mapping, kernels: pd.DataFrame
         f'<section id="method"><h2>Method</h2><p>{esc(summary["method"])} Rule version '
         f'{esc(summary["rule_version"])}.</p><h3>Run context</h3><table>{ctx}</table></section>'
     )
-    charts = [{"device": "", "canvas": False, "inline": True} for _ in specs]
-    data = f'{{"n":0,"cols":{{}},"charts":{script_json(charts)}}}'
-    return page_html(f"Nightly roofline tracking: {run_id}", body, specs, data, vega=vega)
+    columns = "{}" if rows is None else columns_json(rows)
+    data = (f'{{"n":{0 if rows is None else len(rows)},"cols":{columns},"charts":{script_json(entries)},'
+            f'"dataset":{script_json(KERNEL_DATA)},"fields":{script_json(CHART_FIELDS)}}}')
+    return page_html(f"Nightly roofline tracking: {run_id}", body, specs, data, vega=vega,
+                     charts=None if rows is None else charts)
 
 
 def write_trends(path: str | os.PathLike, decisions: pd.DataFrame, summary: Mapping,
-                 kernels: pd.DataFrame | None = None, baseline: pd.DataFrame | None = None) -> Path:
+                 kernels: pd.DataFrame | None = None, baseline: pd.DataFrame | None = None,
+                 charts: str | os.PathLike | None = None) -> Path:
     """Write the trends page to ``path`` (atomically), loading the Vega bundle from
-    ``assets/vega-bundle.js`` beside it: the summary's, when both are in ``reports/``."""
+    ``assets/vega-bundle.js`` beside it: the summary's, when both are in ``reports/``. ``charts``:
+    the summary's device charts (``reports/assets/charts.js``, written by the report), which
+    tonight's rooflines then draw; without it they are built here."""
     path = Path(path)
     bundle = write_vega_asset(path.parent)
-    write_text_atomic(path, trends_html(decisions, summary, kernels, baseline, vega=asset_src(path, bundle)))
+    shared = None if charts is None else asset_src(path, charts)
+    write_text_atomic(path, trends_html(decisions, summary, kernels, baseline, vega=asset_src(path, bundle),
+                                        charts=shared))
     return path

@@ -18,7 +18,13 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from roofline.config import ConfigError  # noqa: E402
-from roofline.workflow_config import catalog_path, interpreter_first_on_path, load_workflow_config  # noqa: E402
+from roofline.workflow_config import (  # noqa: E402
+    catalog_path,
+    config_hash,
+    interpreter_first_on_path,
+    load_workflow_config,
+)
+from roofline.jobs import json_argument  # noqa: E402
 from roofline.inputs import folder_exports  # noqa: E402
 
 # Every rule is a shell command `python -m roofline...`. Without a conda environment, `python` is the
@@ -188,13 +194,14 @@ def diagnostics_tables():
 
 
 def app_sources():
-    """Each app's input as the config found it (captured apps: none), for the pages and status."""
-    return as_json({name: app.source for name, app in sorted(APPS.items()) if app.source})
+    """Each app's input as the config found it (captured apps: none), for the pages and status;
+    at a thousand apps too long for one argument, so then a file (roofline.workflow_config.json_argument)."""
+    return json_argument(as_json({name: app.source for name, app in sorted(APPS.items()) if app.source}))
 
 
 def input_problems():
-    """The inputs: entries that gave no app, for the summary and status.json."""
-    return as_json([problem.as_dict() for problem in INPUT_PROBLEMS])
+    """The inputs: entries that gave no app, for the summary and status.json (as app_sources)."""
+    return json_argument(as_json([problem.as_dict() for problem in INPUT_PROBLEMS]))
 
 
 def final_outputs():

@@ -8,6 +8,9 @@ rule track_history:
     input:
         kernels=all_kernel_tables(),
         counters=expand("data/counters/{app}.parquet", app=sorted(APPS)),
+        # the summary's device charts, which the trends page draws tonight's kernels on (so asking
+        # for the trends page, as a nightly job does, builds the summary it links to as well)
+        charts="reports/assets/charts.js",
     output:
         trends="reports/trends.html",
         regressions="reports/regressions.json",
@@ -18,7 +21,8 @@ rule track_history:
         code=pkg_code("history.py", "track.py", *(p.name for p in sorted(PKG.glob("decide*.py"))), *PAGE_CODE),
         run_id=run_id(),
         store="data/history",
-        config=as_json(config),
+        # the config's hash, not the config: a thousand apps' is too long for one argument
+        config_hash=config_hash(as_json(config)),
         decision_params=as_json(CONFIG.tracking.params),
         context=as_json(CONFIG.tracking.context),
     log:
@@ -27,6 +31,6 @@ rule track_history:
         ENV
     shell:
         stage("track") + " --kernels {input.kernels} --counters {input.counters} --store={params.store}"
-        " --run-id={params.run_id:q} --config-json={params.config:q} --params={params.decision_params:q}"
+        " --run-id={params.run_id:q} --config-hash={params.config_hash} --params={params.decision_params:q}"
         " --context-json={params.context:q} --trends={output.trends} --regressions={output.regressions}"
-        " --tonight-script={output.tonight}"
+        " --tonight-script={output.tonight} --charts-asset={input.charts}"

@@ -1,0 +1,87 @@
+"""roofline.report_peaks: the report's ceilings from samples of the launches, the same whether one
+frame or many files read a batch at a time, checked against medians taken by hand."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import real_reports
+
+from roofline import report_peaks
+from roofline.ceilings import device_ceilings
+from roofline.report_peaks import read_peak_inputs, report_ceilings
+from roofline.schemas import conform, write_table
+
+CATALOG = report_peaks.__file__.replace("report_peaks.py", "data/gpus.yaml")
+
+
+def _launches(app: str, device: str, fp32: list[float], clocks: list[float], durations: list[float],
+              first_launch: int = 0) -> pd.DataFrame:
+    """Hand-made counters rows: one per launch, an FP32 peak, its SM clock and duration."""
+    n = len(fp32)
+    return conform(pd.DataFrame({
+        "app": app, "device": device, "launch": range(first_launch, first_launch + n), "source_format": "ncu-rep",
+        "duration_s": durations, "peak_flops_fp32": fp32, "peak_flops_fp32_recipe": f"recipe-of-{app}",
+        "sm_clock_hz": clocks, "peak_dram_bw": [1.5e12] * n, "peak_dram_bw_recipe": "dram-recipe",
+        "dram_clock_hz": 1.2e9,
+    }), "counters")
+
+
+LONG, SHORT = 1e-3, 1e-6
+APPS = [  # device G: 11 long launches over three apps (one clock missing), 2 short ones; device H: short only
+    _launches("a", "G", [10e12, 10e12, 12e12, 99e12], [1.4e9, 1.4e9, 1.5e9, 1.9e9], [LONG, LONG, LONG, SHORT]),
+    _launches("b", "G", [10e12, 11e12, 11e12, 13e12, 50e12], [1.4e9, 1.45e9, np.nan, 1.6e9, 1.8e9],
+              [LONG, LONG, LONG, LONG, SHORT], first_launch=10),
+    _launches("c", "G", [12e12, 12e12, 9e12, 10e12], [1.5e9] * 4, [LONG] * 4, first_launch=20),
+    _launches("d", "H", [5e12, 7e12], [1e9, 1.1e9], [SHORT, np.nan]),
+]
+
+
+def test_the_median_of_the_long_launches_by_hand():
+    table = report_ceilings(pd.concat(APPS, ignore_index=True)).set_index(["device", "name"])
+    long_fp32 = [10e12, 10e12, 12e12, 10e12, 11e12, 11e12, 13e12, 12e12, 12e12, 9e12, 10e12]
+    g = table.loc[("G", "fp32")]
+    assert g["value"] == sorted(long_fp32)[5] == 11e12  # 11 long launches: the 6th; the short 99 and 50 left out
+    assert g["launches"] == 11 and g["spread"] == pytest.approx(13 / 9)
+    assert np.isnan(g["clock_hz"])  # one long launch of b has no clock reading
+    assert g["citation"] == "median of 11 launch(es) [0,1,2,10,11,12,13,20…] (recipe-of-a)"
+    h = table.loc[("H", "fp32")]
+    assert h["value"] == 6e12 and h["clock_hz"] == pytest.approx(1.05e9)  # even count: the mean of the middle two
+    assert h["citation"] == "median of 2 launch(es) [0,1] (recipe-of-d); only launches under 20 us, whose clock " \
+                            "readings run low"
+    assert table.loc[("G", "dram"), "value"] == 1.5e12 and table.loc[("G", "dram"), "clock_hz"] == 1.2e9
+
+
+@pytest.mark.parametrize("batch", [1, 2, 50])
+def test_files_read_a_batch_at_a_time_give_the_frames_ceilings(tmp_path, batch):
+    """The files' samples merge across batches: counts, the first launches in input order, the recipe."""
+    paths = []
+    for i, frame in enumerate(APPS):
+        paths.append(str(tmp_path / f"{i}.parquet"))
+        write_table(frame, "counters", paths[-1])
+    whole = report_ceilings(pd.concat(APPS, ignore_index=True))
+    inputs = read_peak_inputs(paths, batch=batch)
+    pd.testing.assert_frame_equal(report_peaks.ceilings_from_samples(inputs.samples), whole)
+    assert inputs.devices == ["G", "H"] and inputs.what_if.empty
+
+
+def test_real_reports_give_the_same_ceilings_file_by_file_as_in_one_frame(tmp_path):
+    """On the real reports (../shared/fixtures/real): one device's launches split over several
+    files, read one file per batch, give the ceilings of the frame of all of them."""
+    from roofline.parse import parse_input
+
+    reports = real_reports()
+    if not reports:
+        pytest.skip("../shared/fixtures/real is absent")
+    frames, paths = [], []
+    for i, report in enumerate(reports):
+        counters = parse_input(report, f"app{i}", "ncu-rep")
+        frames.append(counters)
+        paths.append(str(tmp_path / f"app{i}.parquet"))
+        write_table(counters, "counters", paths[-1])
+    whole = report_ceilings(pd.concat(frames, ignore_index=True))
+    assert (whole["source"] == "report").sum() > 50  # the reports' own peaks, many devices and classes
+    read = report_peaks.ceilings_from_samples(read_peak_inputs(paths, batch=1).samples)
+    pd.testing.assert_frame_equal(read, whole)
+    ceilings, _ = device_ceilings(paths, CATALOG, ["report", "datasheet"])
+    from_report = ceilings[ceilings["source"] == "report"].reset_index(drop=True)
+    pd.testing.assert_frame_equal(from_report.drop(columns="selected"), whole.drop(columns="selected"))
