@@ -6,6 +6,7 @@ servers are stopped when it ends."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -187,7 +188,8 @@ def test_a_cancelled_job_stops_its_child(runtime, tmp_path):
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     writer = _opened_for_reading(fifo)
     [child] = _children(server)
-    assert _holds(child, fifo) and not _holds(job.pid, fifo)
+    _wait_until_held(child, fifo)
+    assert not _holds(job.pid, fifo)  # the child reads the input, not the job's own process
     job.send_signal(signal.SIGTERM)
     job.wait(timeout=30)
     deadline = time.monotonic() + 30
@@ -244,7 +246,8 @@ def test_a_server_that_dies_during_a_job_fails_that_job_saying_so(runtime, tmp_p
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     writer = _opened_for_reading(fifo)
     [child] = _children(server)
-    assert _holds(child, fifo) and not _holds(job.pid, fifo)
+    _wait_until_held(child, fifo)
+    assert not _holds(job.pid, fifo)  # the child reads the input, not the job's own process
     os.kill(server, signal.SIGKILL)
     _, stderr = job.communicate(timeout=30)
     assert job.returncode == 1
@@ -268,11 +271,26 @@ def _opened_for_reading(fifo: Path) -> int:
             time.sleep(0.05)
 
 
+def _wait_until_held(pid: int, path: Path) -> None:
+    """Until ``pid`` has ``path`` open: a reader's descriptor appears once its open returns, which
+    may be just after the writer's open succeeded."""
+    deadline = time.monotonic() + 30
+    while not _holds(pid, path):
+        assert time.monotonic() < deadline, f"process {pid} never opened {path}"
+        time.sleep(0.02)
+
+
 def _holds(pid: int, path: Path) -> bool:
+    """Whether process ``pid`` has ``path`` open (its other descriptors may close while we look)."""
     try:
-        return any(os.readlink(entry) == str(path) for entry in Path(f"/proc/{pid}/fd").iterdir())
+        entries = list(Path(f"/proc/{pid}/fd").iterdir())
     except OSError:
         return False
+    for entry in entries:
+        with contextlib.suppress(OSError):
+            if os.readlink(entry) == str(path):
+                return True
+    return False
 
 
 def _state(pid: int) -> str:
