@@ -110,6 +110,21 @@ def _clean(value):
     return value
 
 
+def _records(frame: pd.DataFrame, fields: list[str]) -> list[dict]:
+    """The rows of ``frame`` as dicts of plain Python values, a missing or infinite number as None
+    (what :func:`_clean` makes of each value), converted by Arrow in one pass: a first night lists
+    every series, ~100k rows at a thousand apps."""
+    import pyarrow as pa
+
+    columns = {}
+    for name in fields:
+        column = frame[name]
+        if pd.api.types.is_float_dtype(column.dtype):
+            column = column.where(np.isfinite(column))  # Arrow makes NaN None; inf too, as _clean does
+        columns[name] = column
+    return pa.Table.from_pandas(pd.DataFrame(columns), preserve_index=False).to_pylist()
+
+
 def findings(tonight: pd.DataFrame) -> pd.DataFrame:
     """Tonight's rows worth reading, by impact (|Δ time| x time share), largest first."""
     quiet = tonight["label"].isin(_QUIET) & (tonight["bound_flip"] == "")
@@ -137,8 +152,7 @@ def summarize(tonight: pd.DataFrame, context: Mapping, params: DecisionParams) -
         "alert": counts["regression"] > 0,
         "environment_shift": bool(tonight["environment_shift"].any()) if len(tonight) else False,
         "environment_changes": env,
-        "findings": [{k: _clean(row[k]) for k in _FINDING_FIELDS}
-                     for row in found.to_dict("records")],
+        "findings": _records(found, _FINDING_FIELDS),
     }
 
 

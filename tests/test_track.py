@@ -411,3 +411,16 @@ def test_cli_reports_bad_input_with_exit_2(tmp_path):
                          "--run-id", "bad id", "--trends", str(tmp_path / "t.html"),
                          "--regressions", str(tmp_path / "r.json")])
     assert status == 2 and not (tmp_path / "r.json").exists()
+
+
+def test_findings_become_plain_values_in_one_pass_as_value_by_value():
+    """summarize's findings, converted by Arrow, equal the value-by-value conversion (_clean): NaN
+    and infinities None, NumPy numbers and booleans Python's, text as it is."""
+    frame = pd.DataFrame({"kernel": pd.array(["a", "b", "c"], dtype="string"), "z": [1.5, np.nan, np.inf],
+                          "change_pct": [-np.inf, 0.0, 2.0], "nights_in_violation": np.array([0, 3, 7], "int64"),
+                          "environment_shift": [True, False, True], "note": ["", "x", "y"]})
+    fields = list(frame.columns)
+    expected = [{k: track._clean(row[k]) for k in fields} for row in frame.to_dict("records")]
+    got = track._records(frame, fields)
+    assert got == expected and json.dumps(got) == json.dumps(expected)
+    assert [type(v) for v in got[1].values()] == [str, type(None), float, int, bool, str]
