@@ -24,7 +24,8 @@ from roofline.analysis import classify_apps, classify_options, classify_settings
 from roofline.inputs import is_app_name
 from roofline.pages.page import CHARTS_ASSET, VEGA_ASSET, asset_src
 from roofline.report import app_html
-from roofline.schemas import conform, read_table, read_tables, write_text_atomic
+from roofline.schemas import conform, read_table, write_text_atomic
+from roofline.table_reads import read_tables
 
 
 def write_app_page(kernels_path: str | os.PathLike, ceilings_path: str | os.PathLike,

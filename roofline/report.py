@@ -74,7 +74,8 @@ from roofline.pages.table import (  # noqa: F401 - TEXT_FIELDS: the tests read t
     page_table,
 )
 from roofline.pages.tonight import add_tonight_slot
-from roofline.schemas import conform, read_tables, write_text_atomic
+from roofline.schemas import conform, write_text_atomic
+from roofline.table_reads import read_tables
 
 CANVAS_FROM = 300  # kernels on a chart from which it is drawn on a canvas, not as SVG
 

@@ -144,7 +144,8 @@ def peak_columns() -> list[str]:
 def read_peak_inputs(paths: Sequence[str], batch: int = FILES_PER_BATCH) -> PeakInputs:
     """:class:`PeakInputs` of the counters tables at ``paths``, read :data:`FILES_PER_BATCH` at a
     time, so that memory holds one batch of launches and the samples, however many apps."""
-    from roofline.schemas import TABLES, read_columns
+    from roofline.schemas import TABLES
+    from roofline.table_reads import read_columns
 
     declared = {c.name for c in TABLES["counters"]}
     wanted = [c for c in peak_columns() if c in declared]

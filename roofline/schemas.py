@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -240,14 +240,15 @@ def conform(frame: pd.DataFrame, table: str) -> pd.DataFrame:
     out = {}
     for column in columns:
         if column.name in frame.columns:
-            out[column.name] = _typed(frame[column.name], column.dtype)
+            out[column.name] = typed_column(frame[column.name], column.dtype)
         else:
             dtype = _DTYPES.get(column.dtype, "string")
             out[column.name] = pd.Series(_ABSENT[column.dtype], index=frame.index, dtype=dtype)
     return pd.DataFrame(out, index=frame.index).reset_index(drop=True)
 
 
-def _typed(values: pd.Series, dtype: str) -> pd.Series:
+def typed_column(values: pd.Series, dtype: str) -> pd.Series:
+    """``values`` as the declared ``dtype`` ("float", "int", "bool", "str") of a table's column."""
     if values.dtype == _DTYPES.get(dtype) or (dtype == "str" and values.dtype == _TEXT and not values.hasnans):
         return values  # already typed (most columns of a stage's frame): no conversion pass
     if dtype == "float":
@@ -260,7 +261,7 @@ def _typed(values: pd.Series, dtype: str) -> pd.Series:
 
 
 _DTYPES = {"float": np.dtype("float64"), "int": np.dtype("int64"), "bool": np.dtype("bool")}
-# What a column the frame lacks holds once conformed: what _typed makes of a missing value.
+# What a column the frame lacks holds once conformed: what typed_column makes of a missing value.
 _ABSENT = {"float": np.nan, "int": -1, "bool": False, "str": ""}
 _TEXT = pd.StringDtype()  # na_value=pd.NA: not pandas 3's default "str" dtype, which compares equal to "string"
 
@@ -334,72 +335,6 @@ def write_table(frame: pd.DataFrame, table: str, path: str | os.PathLike) -> Non
 def read_table(path: str | os.PathLike, table: str) -> pd.DataFrame:
     """Read a Parquet file written by :func:`write_table` and check it against ``table``."""
     return conform(pd.read_parquet(path), table)
-
-
-def read_tables(paths: Sequence[str | os.PathLike], table: str) -> pd.DataFrame:
-    """Several Parquet files written by :func:`write_table` as one frame, checked against ``table``:
-    joined as Arrow tables and converted once (a thousand apps' small tables cost about what their
-    rows do, not a thousand conversions); equal to concatenating :func:`read_table` of each."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    # ParquetFile, not read_table: no dataset to set up per file, half the time for small tables
-    parts = [part for part in (pq.ParquetFile(path).read() for path in paths) if part.num_rows]
-    if not parts:
-        return conform(pd.DataFrame(), table)
-    joined = pa.concat_tables(parts, promote_options="permissive") if len(parts) > 1 else parts[0]
-    return conform(joined.to_pandas().reset_index(drop=True), table)
-
-
-def read_columns(
-    paths: str | os.PathLike | Sequence[str | os.PathLike], table: str, names: list[str],
-    categories: Sequence[str] = (),
-) -> pd.DataFrame:
-    """Only the columns ``names`` of one or several Parquet files written by :func:`write_table`, one
-    after the other, typed as declared (a reader that needs three of the counters table's ~100
-    columns reads three; the files are joined as Arrow tables and converted once, so reading a
-    thousand apps' tables costs little more than reading their rows).
-
-    The text columns named in ``categories`` come back as pandas categoricals ("" for a missing
-    value), read from the files' dictionaries: a column that repeats a few long values on every row
-    (a recipe) then costs a small integer per row, not a string (millions of rows at a thousand
-    apps)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    declared = {c.name: c.dtype for c in TABLES[table]}
-    unknown = [n for n in names if n not in declared]
-    if unknown:
-        raise ValueError(f"table {table!r} does not declare columns {unknown}")
-    not_text = [n for n in categories if declared.get(n) != "str" or n not in names]
-    if not_text:
-        raise ValueError(f"only text columns among those read can be categories, not {not_text}")
-    if isinstance(paths, str | os.PathLike):
-        paths = [paths]
-    parts = []
-    for path in paths:  # ParquetFile, not read_table: no dataset to set up per file
-        part = pq.ParquetFile(path, read_dictionary=list(categories)).read(columns=names)
-        if part.num_columns < len(names):
-            missing = sorted(set(names) - set(part.column_names))
-            raise ValueError(f"{path}: no column(s) {missing}; the file was not written as a {table!r} table")
-        if part.num_rows:
-            parts.append(part)
-    if not parts:
-        empty = conform(pd.DataFrame(), table)[names]
-        return empty.astype({n: "category" for n in categories})
-    frame = pa.concat_tables(parts, promote_options="permissive").to_pandas()
-    return pd.DataFrame({n: _category(frame[n]) if n in categories else _typed(frame[n], declared[n])
-                         for n in names})
-
-
-def _category(values: pd.Series) -> pd.Series:
-    """A text column read from a dictionary, as a categorical of its text, "" where missing."""
-    values = values if isinstance(values.dtype, pd.CategoricalDtype) else values.astype("category")
-    if values.isna().any():
-        if "" not in values.cat.categories:
-            values = values.cat.add_categories([""])
-        values = values.fillna("")
-    return values
 
 
 def units(table: str) -> dict[str, str]:

@@ -28,7 +28,8 @@ from roofline.decide import DECISION_COLUMNS, LABELS, DecisionParams
 from roofline.decide_state import update
 from roofline.history import CONTEXT, SERIES_KEY, append_run, read_decisions, read_run
 from roofline.metrics import MEMORY_LEVELS
-from roofline.schemas import read_columns, read_tables, write_text_atomic
+from roofline.schemas import write_text_atomic
+from roofline.table_reads import read_columns, read_tables
 
 log = logging.getLogger("roofline.track")
 

@@ -6,7 +6,8 @@ import pytest
 from pandas.testing import assert_frame_equal
 from test_chart import make_kernels
 
-from roofline.schemas import read_columns, read_table, read_tables, write_table
+from roofline.schemas import read_table, write_table
+from roofline.table_reads import read_columns, read_tables
 
 
 def test_read_tables_equals_the_concatenated_frames(tmp_path):
@@ -26,3 +27,18 @@ def test_read_columns_names_a_file_without_the_columns(tmp_path):
     pd.DataFrame({"app": ["a"]}).to_parquet(path)  # hand-made: not written as a kernels table
     with pytest.raises(ValueError, match=r"other.parquet: no column\(s\) \['duration_s'\]; the file was not written"):
         read_columns([path], "kernels", ["app", "duration_s"])
+
+
+def test_many_files_are_read_in_their_order_and_the_first_bad_one_named(tmp_path):
+    """Twelve files (read two at a time): the rows in the files' order, and a file without the asked
+    columns among them named, as when one file is read."""
+    paths = []
+    for i in range(12):
+        paths.append(tmp_path / f"k{i:02d}.parquet")
+        write_table(make_kernels(3, seed=i).assign(app=f"app{i:02d}"), "kernels", paths[-1])
+    expected = pd.concat([read_table(p, "kernels") for p in paths], ignore_index=True)
+    assert_frame_equal(read_tables(paths, "kernels"), expected)
+    assert read_columns(paths, "kernels", ["app"])["app"].tolist() == [f"app{i:02d}" for i in range(12) for _ in "abc"]
+    pd.DataFrame({"app": ["a"]}).to_parquet(paths[9])  # hand-made: not a kernels table
+    with pytest.raises(ValueError, match=r"k09.parquet: no column\(s\) \['duration_s'\]"):
+        read_columns(paths, "kernels", ["app", "duration_s"])

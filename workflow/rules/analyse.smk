@@ -14,7 +14,7 @@ checkpoint ceilings:
         ceilings=DEVICE_CEILINGS,
         diagnostics="data/diagnostics/devices.ceilings.parquet",
     params:
-        code=pkg_code("analysis.py", "ceilings.py", "catalog.py", "catalog_entries.py", "ncu_rules.py"),
+        code=pkg_code("analysis.py", "ceilings.py", "report_peaks.py", "catalog.py", "catalog_entries.py", "ncu_rules.py"),
         options=ceilings_options(),
         measured=lambda wildcards, input: one_path(input.measured),
     log:

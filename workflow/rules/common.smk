@@ -72,7 +72,8 @@ def pkg_code(*modules):
     param, so that editing one reruns the stage's jobs (the profiles' rerun-triggers include
     params). A param rather than ~30 input files per job, for each of which Snakemake would stat,
     and checksum once per output, every job."""
-    table = ("__init__.py", "jobs.py", "errors.py", "schemas.py", "metrics.py", "compute_paths.py", "recipe.py")
+    table = ("__init__.py", "jobs.py", "errors.py", "schemas.py", "table_reads.py", "metrics.py", "compute_paths.py",
+             "recipe.py")
     for name in (*table, *modules):
         if name not in _CODE_DIGESTS:
             _CODE_DIGESTS[name] = hashlib.blake2b((PKG / name).read_bytes(), digest_size=8).hexdigest()
