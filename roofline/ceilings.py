@@ -17,7 +17,13 @@ import numpy as np
 import pandas as pd
 
 from roofline.report_peaks import PEAK_COLUMNS as _PEAK_COLUMNS
-from roofline.report_peaks import SHORT_LAUNCH_S, ceilings_from_samples, read_peak_inputs, report_ceilings
+from roofline.report_peaks import (
+    SHORT_LAUNCH_S,
+    ceilings_from_samples,
+    peak_columns,
+    read_peak_inputs,
+    report_ceilings,
+)
 
 __all__ = ["SHORT_LAUNCH_S", "build_ceilings", "cross_check", "device_ceilings", "report_ceilings", "ridge_points",
            "select_ceilings"]
@@ -31,10 +37,7 @@ _UNITS = {"compute": ("FLOP/s", 1e12, "T"), "memory": ("B/s", 1e9, "G")}
 
 def _narrow(counters: pd.DataFrame) -> pd.DataFrame:
     """Only the columns the ceilings read: row filters then copy a few columns, not all ~100."""
-    wanted = ["device", "launch", "duration_s", "source_format"]
-    for column, clock in _PEAK_COLUMNS.values():
-        wanted += [column, f"{column}_recipe", clock]
-    return counters[[c for c in dict.fromkeys(wanted) if c in counters.columns]]
+    return counters[[c for c in peak_columns() if c in counters.columns]]
 
 
 def what_if_ceilings(counters: pd.DataFrame) -> pd.DataFrame:

@@ -18,6 +18,7 @@ import statistics
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from roofline.decide_stats import median_finite, number, rel_change, rel_sigma
 from roofline.history import SERIES_KEY
 
 if TYPE_CHECKING:
@@ -45,45 +46,6 @@ USED = ("run_id", "kernel_short", "bound", "launches", "duration_s", "flop_total
 TEMPLATE_TEXT = ("kernel_short", "clock_control", "cache_control", "convention", "bound")
 TEMPLATE_NUMBERS = ("time_share", "roof_flops", "roof_dram_bw")
 _DIRECTION = {1: "up", -1: "down", 0: ""}
-
-
-def _f(value) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return math.nan
-
-
-def _rel(a: float, b: float) -> float:
-    """a / b - 1; NaN when either is missing or b is zero."""
-    return a / b - 1 if math.isfinite(a) and math.isfinite(b) and b != 0 else math.nan
-
-
-def _median(values: list[float]) -> float:
-    finite = [v for v in values if math.isfinite(v)]
-    return float(statistics.median(finite)) if finite else math.nan
-
-
-def _rel_sigma(values: list[float], method: str = "level") -> float:
-    """Robust relative noise of nightly values.
-
-    ``level``: 1.4826 x MAD of the values / their median. ``diff``: the night-to-night changes of
-    log(value): 1.4826 x MAD, then the RMS of the changes within 3 of those, / sqrt(2); a step
-    or a spike inside the window barely moves it.
-    """
-    if method == "diff":
-        if len(values) < 3:
-            return math.nan
-        logs = [math.log(v) for v in values]
-        d = [b - a for a, b in zip(logs, logs[1:], strict=False)]
-        centre = statistics.median(d)
-        dev = [abs(x - centre) for x in d]
-        mad = 1.4826 * statistics.median(dev)
-        kept = [x for x in dev if x <= 3 * mad]  # one reweighting step: MAD alone is noisy
-        scale = math.sqrt(sum(x * x for x in kept) / len(kept)) if len(kept) >= 2 else mad
-        return scale / math.sqrt(2)
-    med = statistics.median(values)
-    return 1.4826 * statistics.median([abs(x - med) for x in values]) / med if med > 0 else math.nan
 
 
 def join_note(a: str, b: str) -> str:
@@ -148,14 +110,14 @@ class Bound:
 
 def _night(row: Mapping, run_id: str) -> dict:
     """Per-launch values of one series on one night."""
-    launches = _f(row.get("launches"))
+    launches = number(row.get("launches"))
     n = launches if launches > 0 else 1.0
-    flop = _f(row.get("flop_total"))
-    flop = flop if math.isfinite(flop) else _f(row.get("flop"))
-    return {"run_id": run_id, "value": _f(row.get("duration_s")) / n, "flop": flop / n,
-            "bytes": _f(row.get("dram_bytes")) / n, "perf": _f(row.get("performance")),
-            "roof": _f(row.get("roof_pct")), "ai": _f(row.get("ai_dram")),
-            "clock": _f(row.get("sm_clock_hz")), "label": "", "dir": 0, "persistent": False}
+    flop = number(row.get("flop_total"))
+    flop = flop if math.isfinite(flop) else number(row.get("flop"))
+    return {"run_id": run_id, "value": number(row.get("duration_s")) / n, "flop": flop / n,
+            "bytes": number(row.get("dram_bytes")) / n, "perf": number(row.get("performance")),
+            "roof": number(row.get("roof_pct")), "ai": number(row.get("ai_dram")),
+            "clock": number(row.get("sm_clock_hz")), "label": "", "dir": 0, "persistent": False}
 
 
 def _record(row: Mapping, run_id: str, run_date: str) -> dict:
@@ -165,7 +127,7 @@ def _record(row: Mapping, run_id: str, run_date: str) -> dict:
         rec[name] = str(row.get(name) or "")
     for name in ("launches", "time_share", "performance", "roof_pct", "ai_dram", "roof_flops",
                  "roof_dram_bw", "sm_clock_hz"):
-        rec[name] = _f(row.get(name))
+        rec[name] = number(row.get(name))
     rec.update(run_id=run_id, run_date=run_date, label="", revised_label="", direction="",
                metric="time", baseline_runs="", bound_side="", bound_flip="", note="",
                environment_shift=False, rule_version=RULE_VERSION, n_baseline=0,
@@ -195,7 +157,7 @@ def _judge(p: DecisionParams, night: dict, nights: list[dict], pending: dict | N
     changed = []
     for name, what, column in (("flop", "FLOP", "flop_ratio"),
                                ("bytes", "DRAM bytes", "dram_bytes_ratio")):
-        moved = _rel(night[name], last[name]) if last else math.nan
+        moved = rel_change(night[name], last[name]) if last else math.nan
         rec[column] = moved + 1
         if math.isfinite(moved) and abs(moved) > p.work_tol:
             changed.append(f"{what} {moved:+.1%}")
@@ -210,10 +172,10 @@ def _judge(p: DecisionParams, night: dict, nights: list[dict], pending: dict | N
     values = _scaled(pool, night, work, p.work_tol)
     nb = len(values)
     rec.update(n_baseline=nb, baseline_runs=",".join(n["run_id"] for n in pool),
-               performance_baseline=_median([n["perf"] for n in pool]),
-               roof_pct_baseline=_median([n["roof"] for n in pool]),
-               ai_dram_baseline=_median([n["ai"] for n in pool]))
-    rec["perf_ratio"] = _rel(night["perf"], rec["performance_baseline"]) + 1
+               performance_baseline=median_finite([n["perf"] for n in pool]),
+               roof_pct_baseline=median_finite([n["roof"] for n in pool]),
+               ai_dram_baseline=median_finite([n["ai"] for n in pool]))
+    rec["perf_ratio"] = rel_change(night["perf"], rec["performance_baseline"]) + 1
     rec["label"] = "workload_changed" if changed else "insufficient_data"
     if changed:
         rec["metric"] = "throughput"
@@ -222,7 +184,7 @@ def _judge(p: DecisionParams, night: dict, nights: list[dict], pending: dict | N
         return
     base = float(statistics.median(values))
     ratio = night["value"] / base
-    rec.update(baseline_s=base, ratio=ratio, impact=(ratio - 1) * _f(rec["time_share"]))
+    rec.update(baseline_s=base, ratio=ratio, impact=(ratio - 1) * number(rec["time_share"]))
     if nb < p.min_nights:  # information only: a plain relative rule
         info = 1 if ratio - 1 > p.info_rel else -1 if 1 - ratio > p.info_rel else 0
         rec["direction"] = _DIRECTION[info]
@@ -230,9 +192,9 @@ def _judge(p: DecisionParams, night: dict, nights: list[dict], pending: dict | N
             rec["note"] = join_note(rec["note"], f"{ratio - 1:+.1%} vs {nb} night(s) (info only)")
         return
     if p.noise_method == "diff":
-        rel = _rel_sigma(_scaled(kept[-p.noise_window:], night, work, p.work_tol), "diff")
+        rel = rel_sigma(_scaled(kept[-p.noise_window:], night, work, p.work_tol), "diff")
     else:
-        rel = _rel_sigma(values)
+        rel = rel_sigma(values)
     if nb < p.window or not math.isfinite(rel):  # few nights: borrow, or a raised floor
         lent = carried if math.isfinite(carried) else p.short_sigma_floor
         rel = max(rel, lent) if math.isfinite(rel) else lent
@@ -271,7 +233,7 @@ def _judge(p: DecisionParams, night: dict, nights: list[dict], pending: dict | N
         rec["label"] = "suspicious"
     else:
         rec["label"] = "unchanged"
-        roof = _rel(night["roof"], rec["roof_pct_baseline"])
+        roof = rel_change(night["roof"], rec["roof_pct_baseline"])
         if math.isfinite(roof) and abs(roof) > p.rel_min:
             rec["note"] = join_note(rec["note"], f"% of roof {roof:+.1%} with time flat: ceiling moved")
 
@@ -311,7 +273,7 @@ class SeriesState:
         rec = _record(self.template, run_id, run_date)
         rec.update(label="missing", revised_label="missing", segment=self.seg,
                    segment_start=self.seg_start, note=f"absent; last seen {self.last_run}",
-                   baseline_s=_median([n["value"] for n in self.nights[-p.window:]]))
+                   baseline_s=median_finite([n["value"] for n in self.nights[-p.window:]]))
         for name in ("launches", "performance", "roof_pct", "ai_dram", "sm_clock_hz"):
             rec[name] = math.nan
         return rec
@@ -335,17 +297,17 @@ class SeriesState:
             rec.update(label=label, revised_label=label,
                        note="no valid duration tonight (profile failed or kernel not timed)")
             return rec
-        clock = _rel(night["clock"], _median([n["clock"] for n in self.nights[-p.window:]]))
+        clock = rel_change(night["clock"], median_finite([n["clock"] for n in self.nights[-p.window:]]))
         if math.isfinite(clock) and abs(clock) > p.clock_tol:
             rec.update(label="unstable_env", revised_label="unstable_env",
                        note=f"SM clock {clock:+.1%} off the series' usual clock: not compared")
             return rec
         pending = self.pending
         _judge(p, night, self.nights, pending, rec, row, self.carried)
-        flip = self.bound.step(_f(row.get("ridge_ratio")))
+        flip = self.bound.step(number(row.get("ridge_ratio")))
         rec.update(bound_side=self.bound.side, bound_flip=flip)
         if flip:
-            same_ai = abs(_rel(night["ai"], rec["ai_dram_baseline"])) <= p.work_tol
+            same_ai = abs(rel_change(night["ai"], rec["ai_dram_baseline"])) <= p.work_tol
             why = " with the intensity unchanged: the ridge moved" if same_ai else ""
             rec["note"] = join_note(rec["note"], f"bound flip {flip}{why}")
         direction = night["dir"]
@@ -381,13 +343,13 @@ class SeriesState:
             kept = [n["value"] for n in self.nights if n["label"] != "outlier"]
             pool = kept[-(p.noise_window if p.noise_method == "diff" else p.window):]
             if len(pool) >= p.min_nights:  # carried to the new segment
-                rel = _rel_sigma(pool, p.noise_method)
+                rel = rel_sigma(pool, p.noise_method)
                 if math.isfinite(rel):
                     self.carried = max(rel, p.sigma_floor)
         self.seg, self.seg_start, self.ident = self.seg + 1, run_id, new_ident
         self.nights, self.streak, self.streak_dir, self.pending = [], 0, 0, None
         self.bound = Bound(p.ridge_band, p.flip_nights)
-        self.bound.step(_f(row.get("ridge_ratio")))
+        self.bound.step(number(row.get("ridge_ratio")))
         rec.update(label=label, revised_label=label, note=note, segment=self.seg,
                    segment_start=self.seg_start, bound_side=self.bound.side)
         if night["value"] > 0:

@@ -39,7 +39,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from roofline import decide, decide_series
+from roofline import decide, decide_series, decide_stats
 from roofline.decide import DECISION_COLUMNS, RULE_VERSION, DecisionParams, Engine
 from roofline.decide_series import (
     SERIES_KEY,
@@ -100,7 +100,7 @@ def _code_hash() -> str:
     """The rule's code as this process loaded it (read once, at import: a file edited while a run
     goes on is not the code that run executes)."""
     digest = hashlib.sha256()
-    for module in (decide, decide_series, sys.modules[__name__]):
+    for module in (decide, decide_series, decide_stats, sys.modules[__name__]):
         digest.update(Path(module.__file__).read_bytes())
     return digest.hexdigest()
 
@@ -144,7 +144,7 @@ def state_table(engine: Engine, meta: dict) -> pa.Table:
     for name in TEMPLATE_TEXT:
         cols[f"t.{name}"] = pa.array([str(s.template.get(name) or "") for s in states], text)
     for name in TEMPLATE_NUMBERS:
-        cols[f"t.{name}"] = pa.array([decide_series._f(s.template.get(name)) for s in states], num)
+        cols[f"t.{name}"] = pa.array([decide_stats.number(s.template.get(name)) for s in states], num)
     cols["pending"] = pa.array([s.pending is not None for s in states], pa.bool_())
     cols["pending_row"] = pa.array([s.pending.get("row", -1) if s.pending else -1 for s in states],
                                    pa.int64())

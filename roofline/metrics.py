@@ -38,6 +38,7 @@ from roofline.compute_paths import (  # noqa: F401 - re-exported: the classes ar
     tensor_quantities,
 )
 from roofline.recipe import Quantity, Recipe
+from roofline.sass_recipes import flop_recipes, peak_flop_recipe
 
 # The counting conventions of every derived number, stored with it (column ``convention``) and in
 # the history store: a change of convention starts a new tracking segment instead of a regression.
@@ -51,69 +52,6 @@ SMSP_PER_SM = 4.0
 # that opcode from the per-opcode SASS counts of full-set reports (SourceCounters section), read by
 # the .ncu-rep reader under this name (the metric's instance for that opcode).
 HFMA2_MMA_METRIC = "sass__thread_inst_executed_true_per_opcode_with_modifier_all[HFMA2.MMA]"
-
-
-def _sass(op: str, suffix: str = ".sum") -> str:
-    return f"sm__sass_thread_inst_executed_op_{op}_pred_on{suffix}"
-
-
-def _sass_rate(op: str) -> str:
-    return f"smsp__sass_thread_inst_executed_op_{op}_pred_on.sum.per_cycle_elapsed"
-
-
-def _flop_recipes(prefix: str, fma_weight: float = 2.0, add_weight: float = 1.0, packed: bool = False):
-    """Recipes of CUDA-core work from executed thread instructions: ``add_weight`` FLOP per ADD and
-    MUL, ``fma_weight`` per FMA. With ``packed``, Blackwell's paired FP32 instructions
-    (FADD2/FMUL2/FFMA2: two lanes of work per thread instruction) come first, counted twice."""
-    add, mul, fma = f"{prefix}add", f"{prefix}mul", f"{prefix}fma"
-    weights = ((add_weight, add), (add_weight, mul), (fma_weight, fma))
-    op = prefix.upper()
-    what = f"{add_weight:g} x {op}ADD + {add_weight:g} x {op}MUL + {fma_weight:g} x {op}FMA"
-    recipes = []
-    if packed:
-        pairs = weights + tuple((2 * w, f"{op}2") for w, op in weights)
-        recipes += [
-            Recipe(
-                "sass_inst_count_packed",
-                tuple((w, _sass(op)) for w, op in pairs),
-                note=f"{what} thread instructions, and twice that per FADD2/FMUL2/FFMA2 (sm_100 and later)",
-                cc_min=100,
-            ),
-            Recipe(
-                "sass_rate_packed_x_smsp_cycles",
-                tuple((w, _sass_rate(op)) for w, op in pairs),
-                scale=("@smsp_cycles",),
-                note="per-cycle rates of the same instructions, paired FP32 included, x SMSP elapsed cycles",
-                cc_min=100,
-            ),
-        ]
-    recipes += [
-        Recipe("sass_inst_count", tuple((w, _sass(op)) for w, op in weights), note=f"{what} thread instructions"),
-        Recipe(
-            "sass_rate_x_smsp_cycles",
-            tuple((w, _sass_rate(op)) for w, op in weights),
-            scale=("@smsp_cycles",),
-            note="per-cycle rates of the same instructions x SMSP elapsed cycles (ncu --set full)",
-        ),
-        Recipe(
-            "sass_fma_rate_only_x_smsp_cycles",
-            ((fma_weight, _sass_rate(fma)),),
-            scale=("@smsp_cycles",),
-            note="only the FMA rate was collected (ADD/MUL empty): a lower bound of the work",
-        ),
-    ]
-    return tuple(recipes)
-
-
-def _peak_flop_recipe(op: str, per_fma: float) -> tuple[Recipe, ...]:
-    return (
-        Recipe(
-            "peak_sustained_x_sm_clock",
-            ((per_fma, _sass(op, ".sum.peak_sustained")),),
-            scale=("@sm_clock_hz",),
-            note=f"{per_fma:g} x {op.upper()} peak_sustained per cycle x SM clock measured in the launch",
-        ),
-    )
 
 
 QUANTITIES: tuple[Quantity, ...] = (
@@ -187,12 +125,12 @@ QUANTITIES: tuple[Quantity, ...] = (
         ),
     ),
     # -- work --
-    Quantity("flop_fp64", "FLOP", _flop_recipes("d"), "FP64 FLOP on CUDA cores", needed_for_roofline=True),
-    Quantity("flop_fp32", "FLOP", _flop_recipes("f", packed=True), "FP32 FLOP on CUDA cores", needed_for_roofline=True),
+    Quantity("flop_fp64", "FLOP", flop_recipes("d"), "FP64 FLOP on CUDA cores", needed_for_roofline=True),
+    Quantity("flop_fp32", "FLOP", flop_recipes("f", packed=True), "FP32 FLOP on CUDA cores", needed_for_roofline=True),
     Quantity(
         "flop_fp16",
         "FLOP",
-        _flop_recipes("h", fma_weight=4.0, add_weight=2.0),
+        flop_recipes("h", fma_weight=4.0, add_weight=2.0),
         "FP16 FLOP on CUDA cores, half2 convention (every H instruction two lanes)",
     ),
     *(tensor_quantities(cls)[0] for cls in TENSOR_CLASSES),
@@ -291,9 +229,9 @@ QUANTITIES: tuple[Quantity, ...] = (
         capture=False,
     ),
     # -- per-launch peaks (ceilings stage aggregates these robustly per device) --
-    Quantity("peak_flops_fp64", "FLOP/s", _peak_flop_recipe("dfma", 2.0)),
-    Quantity("peak_flops_fp32", "FLOP/s", _peak_flop_recipe("ffma", 2.0)),
-    Quantity("peak_flops_fp16", "FLOP/s", _peak_flop_recipe("hfma", 4.0)),
+    Quantity("peak_flops_fp64", "FLOP/s", peak_flop_recipe("dfma", 2.0)),
+    Quantity("peak_flops_fp32", "FLOP/s", peak_flop_recipe("ffma", 2.0)),
+    Quantity("peak_flops_fp16", "FLOP/s", peak_flop_recipe("hfma", 4.0)),
     *(tensor_quantities(cls)[1] for cls in TENSOR_CLASSES),
     Quantity(
         "peak_dram_bw",
