@@ -25,9 +25,11 @@ import sys
 
 import pandas as pd
 
-from roofline.ceilings import device_ceilings
-from roofline.classify import aggregate_kernels, apply_annotations, classify_launches, wide_ceilings
 from roofline.schemas import read_table, write_table
+
+# The ceilings job imports only the ceilings' modules and an app's job only the classification's
+# (imported in the functions below): each rule's code param lists its own (roofline/stage_code.py),
+# so an edit to the classification reruns no ceilings job, and the reverse.
 
 
 def _ceiling_arguments(parser: argparse.ArgumentParser) -> None:
@@ -56,6 +58,8 @@ def _classify_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _write_ceilings(args: argparse.Namespace) -> pd.DataFrame:
+    from roofline.ceilings import device_ceilings
+
     ceilings, diagnostics = device_ceilings(
         args.counters, args.catalog, args.policy.split(","), json.loads(args.device_policy), args.measured,
         json.loads(args.overrides), args.margin)
@@ -115,6 +119,8 @@ def classify_main(argv: list[str] | None = None) -> int:
 
 def classify_app(paths: tuple[str, str, str], ceilings: pd.DataFrame, annotations: list[dict], options: dict) -> None:
     """One app: its counters table -> its classified launches and kernels tables."""
+    from roofline.classify import aggregate_kernels, apply_annotations, classify_launches
+
     counters_path, classified_path, kernels_path = paths
     counters = apply_annotations(read_table(counters_path, "counters"), annotations)
     write_table(classify_launches(counters, ceilings, **options), "classified", classified_path)
@@ -125,6 +131,8 @@ def classify_apps(apps: list[tuple[str, str, str]], ceilings: pd.DataFrame, anno
                   options: dict) -> None:
     """Classify every app (counters, classified, kernels paths) against the devices' ceilings, one
     after the other (the workflow runs one app per job, side by side)."""
+    from roofline.classify import wide_ceilings
+
     ceilings = wide_ceilings(ceilings)  # once, not twice per app
     for paths in apps:
         classify_app(paths, ceilings, annotations, options)

@@ -14,7 +14,7 @@ checkpoint ceilings:
         ceilings=DEVICE_CEILINGS,
         diagnostics="data/diagnostics/devices.ceilings.parquet",
     params:
-        code=pkg_code("analysis.py", "ceilings.py", "report_peaks.py", "catalog.py", "catalog_entries.py", "ncu_rules.py"),
+        code=pkg_code("ceilings"),
         options=ceilings_options(),
         measured=lambda wildcards, input: one_path(input.measured),
     log:
@@ -41,7 +41,7 @@ rule analyse_app:
         kernels="data/kernels/{app}.parquet",
         page="reports/apps/{app}.html",
     params:
-        code=pkg_code("analysis.py", "classify.py", "instruction.py", "ncu_rules.py", "app_job.py", *PAGE_CODE),
+        code=pkg_code("app"),
         low=CONFIG.classify.low_roof_fraction,
         tolerance=CONFIG.classify.above_roof_tolerance,
         annotations=as_json([a.model_dump() for a in CONFIG.classify.annotations]),

@@ -1,6 +1,5 @@
 # Config validation and the helpers every rule uses. All Python of the workflow lives here.
 import datetime
-import hashlib
 import json
 import shlex
 import sys
@@ -25,6 +24,7 @@ from roofline.workflow_config import (  # noqa: E402
     load_workflow_config,
 )
 from roofline.jobs import json_argument  # noqa: E402
+from roofline.stage_code import code_digests  # noqa: E402
 from roofline.inputs import folder_exports  # noqa: E402
 
 # Every rule is a shell command `python -m roofline...`. Without a conda environment, `python` is the
@@ -60,24 +60,12 @@ wildcard_constraints:
     app="[A-Za-z0-9._-]+",
 
 
-_CODE_DIGESTS = {}
-# what writes the pages: the report's, the app jobs' and (with its own modules) the tracking's
-PAGE_CODE = ("report.py", "chart.py", "chart_roofs.py", "chart_instruction.py", "chart_trajectory.py", "trajectory.py",
-             "derive.py", "instruction.py", "ncu_rules.py", "inputs.py", "assets/report.css", "assets/report.js",
-             *(f"pages/{p.name}" for p in sorted((PKG / "pages").glob("*.py"))))
-
-
-def pkg_code(*modules):
-    """The package modules an analysis stage imports, each with a digest of its content: a rule's
-    param, so that editing one reruns the stage's jobs (the profiles' rerun-triggers include
-    params). A param rather than ~30 input files per job, for each of which Snakemake would stat,
-    and checksum once per output, every job."""
-    table = ("__init__.py", "jobs.py", "errors.py", "schemas.py", "table_reads.py", "metrics.py", "compute_paths.py",
-             "recipe.py")
-    for name in (*table, *modules):
-        if name not in _CODE_DIGESTS:
-            _CODE_DIGESTS[name] = hashlib.blake2b((PKG / name).read_bytes(), digest_size=8).hexdigest()
-    return " ".join(f"{name}:{_CODE_DIGESTS[name]}" for name in (*table, *modules))
+def pkg_code(stage):
+    """The package files a stage's jobs run, each with a digest of its content (the table is
+    roofline/stage_code.py): a rule's param, so that editing one reruns the stage's jobs (the
+    profiles' rerun-triggers include params). A param rather than ~30 input files per job, for each
+    of which Snakemake would stat, and checksum once per output, every job."""
+    return code_digests(stage, PKG)
 
 
 def python_m(module):

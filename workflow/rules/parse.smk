@@ -10,9 +10,7 @@ rule parse:
         counters="data/counters/{app}.parquet",
         diagnostics="data/diagnostics/{app}.parse.parquet",
     params:
-        code=pkg_code("parse.py", "derive.py", "what_if.py", "units.py", "ncu_rep.py", "config.py", "inputs.py",
-                      "compressed.py", "ncu_log.py", "ncu_rules.py",
-                      *(f"ncu_csv/{p.name}" for p in sorted((PKG / "ncu_csv").glob("*.py")))),
+        code=pkg_code("parse"),
         kind=app_kind,
         source=app_source,
         device=app_device,

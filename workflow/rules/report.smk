@@ -17,7 +17,7 @@ rule report:
         # the device charts every app page draws (fitted to its rows), so that an app's job draws none
         charts="reports/assets/charts.js",
     params:
-        code=pkg_code(*PAGE_CODE),
+        code=pkg_code("report"),
         title=CONFIG.report.title,
         apps=sorted(APPS),
         sources=app_sources(),

@@ -9,7 +9,7 @@ rule status:
     output:
         status="reports/status.json",
     params:
-        code=pkg_code("status.py"),
+        code=pkg_code("status"),
         sources=app_sources(),
         inputs=input_problems(),
     log:

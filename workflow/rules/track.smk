@@ -18,7 +18,7 @@ rule track_history:
         # that the report does not wait for this job (roofline/pages/tonight.py)
         tonight="reports/tonight.js",
     params:
-        code=pkg_code("history.py", "track.py", *(p.name for p in sorted(PKG.glob("decide*.py"))), *PAGE_CODE),
+        code=pkg_code("track"),
         run_id=run_id(),
         store="data/history",
         # the config's hash, not the config: a thousand apps' is too long for one argument

@@ -1,0 +1,61 @@
+"""The package files each stage's jobs run, and their digests: every rule's ``code`` param.
+
+A rule reruns its jobs when its params change (the profiles' ``rerun-triggers`` include params), so
+a stage whose code is edited reruns only when the edited file is listed here for it. The lists are
+checked against what the stages really import, on every input kind, by
+``tests/test_stage_code.py``: a module a stage imports but this table does not list fails it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent
+
+# what every stage's job imports: the job runner, the tables, the recipe table
+BASE = ("__init__.py", "jobs.py", "errors.py", "schemas.py", "table_reads.py", "metrics.py", "compute_paths.py",
+        "recipe.py", "sass_recipes.py")
+# how a job starts and reaches the warm server: not what it computes, so in no digest
+RUNNER = ("job_client.py", "job_server.py")
+# what writes the pages: the report's, the app jobs' and (with its own modules) the tracking's
+PAGES = ("report.py", "chart.py", "chart_roofs.py", "chart_instruction.py", "chart_trajectory.py", "trajectory.py",
+         "derive.py", "instruction.py", "ncu_rules.py", "inputs.py", "assets/report.css", "assets/report.js",
+         "pages/*.py")
+# stage (roofline.jobs.STAGES) -> its files beyond BASE; a pattern stands for the files it matches
+STAGE_CODE: dict[str, tuple[str, ...]] = {
+    "parse": ("parse.py", "derive.py", "what_if.py", "units.py", "ncu_rep.py", "config.py", "inputs.py",
+              "compressed.py", "ncu_log.py", "ncu_rules.py", "ncu_csv/*.py"),
+    "ceilings": ("analysis.py", "ceilings.py", "report_peaks.py", "catalog.py", "catalog_entries.py", "strict_yaml.py",
+                 "ncu_rules.py"),
+    "app": ("analysis.py", "classify.py", "instruction.py", "ncu_rules.py", "app_job.py", *PAGES),
+    "report": PAGES,
+    "status": ("status.py",),
+    # the tracking hashes the config into each night's context (workflow_config.config_hash)
+    "track": ("history.py", "track.py", "decide*.py", "workflow_config.py", "config.py", "strict_yaml.py", *PAGES),
+}
+
+
+def stage_files(stage: str, package: Path = PACKAGE) -> list[str]:
+    """The files of ``stage`` relative to ``package``, BASE first, each once, patterns expanded."""
+    files: dict[str, None] = {}
+    for entry in (*BASE, *STAGE_CODE[stage]):
+        if any(c in entry for c in "*?["):
+            files.update((p.relative_to(package).as_posix(), None) for p in sorted(package.glob(entry)))
+        else:
+            files[entry] = None
+    return list(files)
+
+
+_DIGESTS: dict[Path, str] = {}
+
+
+def code_digests(stage: str, package: Path = PACKAGE) -> str:
+    """``name:digest`` of each of ``stage``'s files, space-separated: the rule's ``code`` param."""
+    parts = []
+    for name in stage_files(stage, package):
+        path = package / name
+        if path not in _DIGESTS:
+            _DIGESTS[path] = hashlib.blake2b(path.read_bytes(), digest_size=8).hexdigest()
+        parts.append(f"{name}:{_DIGESTS[path]}")
+    return " ".join(parts)
