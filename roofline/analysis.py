@@ -34,6 +34,7 @@ from roofline.schemas import read_table, write_table
 
 def _ceiling_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--counters", nargs="*", default=[], help="every app's counters table (none: no app)")
+    parser.add_argument("--peaks", nargs="*", help="instead of --counters: every app's peaks table (its parse job's)")
     parser.add_argument("--catalog", required=True, help="datasheet catalog (YAML)")
     parser.add_argument("--policy", default="report,datasheet", help="ceiling sources in order of preference")
     parser.add_argument("--device-policy", default="{}", help="JSON: device -> list of sources")
@@ -58,10 +59,13 @@ def _classify_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _write_ceilings(args: argparse.Namespace) -> pd.DataFrame:
-    from roofline.ceilings import device_ceilings
+    from roofline.ceilings import peak_ceilings
+    from roofline.report_peaks import read_peak_inputs, read_peaks
 
-    ceilings, diagnostics = device_ceilings(
-        args.counters, args.catalog, args.policy.split(","), json.loads(args.device_policy), args.measured,
+    # the peaks tables: a few rows per app; the counters: every launch's peaks, a batch at a time
+    inputs = read_peaks(args.peaks) if args.peaks is not None else read_peak_inputs(args.counters)
+    ceilings, diagnostics = peak_ceilings(
+        inputs, args.catalog, args.policy.split(","), json.loads(args.device_policy), args.measured,
         json.loads(args.overrides), args.margin)
     write_table(ceilings, "ceilings", args.ceilings)
     write_table(diagnostics, "diagnostics", args.ceilings_diagnostics)

@@ -141,6 +141,72 @@ def peak_columns() -> list[str]:
     return list(dict.fromkeys(wanted))
 
 
+def app_peaks(counters: pd.DataFrame) -> pd.DataFrame:
+    """What the ceilings read of ``counters`` (one app's, or a batch of apps' in input order), as
+    the peaks table (:data:`roofline.schemas.PEAKS`): the report peaks of its measured launches as
+    samples and first launches, each what-if machine's peaks (the first launch defining each, per
+    app), and the devices its launches ran on. A few rows per app, whatever its launches."""
+    recipes = [f"{column}_recipe" for column, _ in PEAK_COLUMNS.values() if f"{column}_recipe" in counters]
+    defined = np.zeros(len(counters), dtype=bool)
+    for column in recipes:
+        defined |= (counters[column] == "what-if").to_numpy()
+    source = counters.get("source_format")
+    measured = counters if source is None else counters[(source != "what-if").to_numpy()]
+    samples = peak_samples(measured)
+    parts = [samples.counts.assign(part="sample"), samples.heads.assign(part="first")]
+    given = counters[defined]
+    for order, (column, _) in enumerate(PEAK_COLUMNS.values()):
+        if f"{column}_recipe" not in given or not len(given):
+            continue
+        rows = given[(given[f"{column}_recipe"] == "what-if").to_numpy()]
+        first = rows.drop_duplicates(["app", "device"])[["app", "device", column]]
+        parts.append(first.rename(columns={column: "value"}).assign(part="what-if", ceiling=order))
+    devices = pd.unique(counters["device"].astype(object)) if "device" in counters else []
+    parts.append(pd.DataFrame({"device": devices, "part": "device"}))
+    parts = [p for p in parts if len(p)]
+    if not parts:
+        return conform(pd.DataFrame(), "peaks")
+    frame = pd.concat(parts, ignore_index=True)
+    apps = counters["app"].unique() if "app" in counters else []
+    frame["app"] = frame["app"].fillna(apps[0] if len(apps) == 1 else "") if "app" in frame else \
+        (apps[0] if len(apps) == 1 else "")
+    return conform(frame, "peaks")
+
+
+# positions of one part's first launches stay below the next part's: input order across parts
+_PART_SPAN = 1 << 40
+
+
+def peak_inputs(parts: Sequence[pd.DataFrame]) -> PeakInputs:
+    """:class:`PeakInputs` of peaks tables (:func:`app_peaks`), one per app or batch, in input order."""
+    counts, heads, what_if, devices = [], [], [], {}
+    for number, peaks in enumerate(parts):
+        part = peaks["part"]
+        sample = peaks[(part == "sample").to_numpy()]
+        if len(sample):
+            counts.append(sample[[*_SAMPLE_KEY, "count"]])
+        first = peaks[(part == "first").to_numpy()]
+        if len(first):
+            heads.append(first[[*_GROUP_KEY, "position", "launch", "recipe"]].assign(
+                position=first["position"].to_numpy() + number * _PART_SPAN))
+        what_if.append(peaks[(part == "what-if").to_numpy()])
+        devices.update(dict.fromkeys(peaks.loc[(part == "device").to_numpy(), "device"]))
+    return PeakInputs(_joined(counts, heads), _what_if_rows(what_if), sorted(devices))
+
+
+def _what_if_rows(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    """The what-if peaks as counters rows (one per app and machine, in input order): what
+    :func:`roofline.ceilings.what_if_ceilings` and its conflict check read."""
+    given = pd.concat(parts, ignore_index=True) if parts else conform(pd.DataFrame(), "peaks")
+    rows = given[["app", "device"]].drop_duplicates().reset_index(drop=True)
+    for order, (column, _) in enumerate(PEAK_COLUMNS.values()):
+        mine = given.loc[(given["ceiling"] == order).to_numpy(), ["app", "device", "value"]]
+        merged = rows.merge(mine.rename(columns={"value": column}), on=["app", "device"], how="left", indicator=True)
+        rows[column] = merged[column].to_numpy()
+        rows[f"{column}_recipe"] = np.where((merged["_merge"] == "both").to_numpy(), "what-if", "")
+    return rows
+
+
 def read_peak_inputs(paths: Sequence[str], batch: int = FILES_PER_BATCH) -> PeakInputs:
     """:class:`PeakInputs` of the counters tables at ``paths``, read :data:`FILES_PER_BATCH` at a
     time, so that memory holds one batch of launches and the samples, however many apps."""
@@ -151,21 +217,13 @@ def read_peak_inputs(paths: Sequence[str], batch: int = FILES_PER_BATCH) -> Peak
     wanted = [c for c in peak_columns() if c in declared]
     # a recipe repeats on every launch of a report: as categories it costs a byte per launch
     texts = [c for c in wanted if c.endswith("_recipe") or c == "source_format"]
-    counts, heads, what_if, devices, position = [], [], [], set(), 0
-    for start in range(0, len(paths), batch):
-        frame = read_columns(list(paths[start:start + batch]), "counters", wanted, categories=texts)
-        devices.update(frame["device"].unique())
-        recipes = [c for c in frame.columns if c.endswith("_recipe")]
-        defined = np.zeros(len(frame), dtype=bool)
-        for column in recipes:
-            defined |= (frame[column] == "what-if").to_numpy()
-        if defined.any():
-            what_if.append(frame[defined].astype({c: "string" for c in texts}))
-        measured = frame[(frame["source_format"] != "what-if").to_numpy()]
-        part = peak_samples(measured, position)
-        counts.append(part.counts)
-        heads.append(part.heads)
-        position += len(frame)
-    samples = _joined([c for c in counts if len(c)], [h for h, c in zip(heads, counts, strict=True) if len(c)])
-    rows = pd.concat(what_if, ignore_index=True) if what_if else conform(pd.DataFrame(), "counters")[wanted]
-    return PeakInputs(samples, rows, sorted(devices))
+    return peak_inputs([app_peaks(read_columns(list(paths[start:start + batch]), "counters", wanted, categories=texts))
+                        for start in range(0, len(paths), batch)])
+
+
+def read_peaks(paths: Sequence[str]) -> PeakInputs:
+    """:class:`PeakInputs` of the apps' peaks tables at ``paths`` (their parse jobs' :func:`app_peaks`)."""
+    from roofline.table_reads import read_tables
+
+    frame = read_tables(paths, "peaks", file_number="file")
+    return peak_inputs([part.drop(columns="file") for _, part in frame.groupby("file", sort=True)])

@@ -202,8 +202,26 @@ DIAGNOSTICS = [
     Column("message", "str", "", "what is wrong and how to fix it"),
 ]
 
+# What the ceilings need of one app's launches (roofline/report_peaks.py), written by its parse job,
+# so that the ceilings job reads a few rows per app instead of every launch's peaks.
+PEAKS = [
+    Column("app", "str"),
+    Column("part", "str", "", "sample: launches with one peak value and clock (count); first: a group's first "
+           "launches, which a citation names; what-if: a what-if machine's peak; device: a device the app ran on"),
+    Column("device", "str"),
+    Column("ceiling", "int", "", "the ceiling: its index in report_peaks.PEAK_COLUMNS"),
+    Column("long", "bool", "", "launches of at least report_peaks.SHORT_LAUNCH_S"),
+    Column("value", "float", "", "the peak (FLOP/s or B/s)"),
+    Column("clock", "float", "Hz", "the clock measured in those launches"),
+    Column("count", "int", "", "launches"),
+    Column("position", "int", "", "input order of a first launch among the app's measured launches"),
+    Column("launch", "int"),
+    Column("recipe", "str", "", "the recipe that gave the peak"),
+]
+
 TABLES: dict[str, list[Column]] = {
     "counters": COUNTERS,
+    "peaks": PEAKS,
     "ceilings": CEILINGS,
     "classified": CLASSIFIED,
     "kernels": KERNELS,

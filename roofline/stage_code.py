@@ -25,7 +25,7 @@ PAGES = ("report.py", "chart.py", "chart_roofs.py", "chart_instruction.py", "cha
 # stage (roofline.jobs.STAGES) -> its files beyond BASE; a pattern stands for the files it matches
 STAGE_CODE: dict[str, tuple[str, ...]] = {
     "parse": ("parse.py", "derive.py", "what_if.py", "units.py", "ncu_rep.py", "config.py", "inputs.py",
-              "compressed.py", "ncu_log.py", "ncu_rules.py", "ncu_csv/*.py"),
+              "compressed.py", "ncu_log.py", "ncu_rules.py", "report_peaks.py", "ncu_csv/*.py"),
     "ceilings": ("analysis.py", "ceilings.py", "report_peaks.py", "catalog.py", "catalog_entries.py", "strict_yaml.py",
                  "ncu_rules.py"),
     "app": ("analysis.py", "classify.py", "instruction.py", "ncu_rules.py", "app_job.py", *PAGES),

@@ -9,7 +9,7 @@ from conftest import real_reports
 from roofline import report_peaks
 from roofline.ceilings import device_ceilings
 from roofline.report_peaks import read_peak_inputs, report_ceilings
-from roofline.schemas import conform, write_table
+from roofline.schemas import TABLES, conform, write_table
 
 CATALOG = report_peaks.__file__.replace("report_peaks.py", "data/gpus.yaml")
 
@@ -85,3 +85,81 @@ def test_real_reports_give_the_same_ceilings_file_by_file_as_in_one_frame(tmp_pa
     ceilings, _ = device_ceilings(paths, CATALOG, ["report", "datasheet"])
     from_report = ceilings[ceilings["source"] == "report"].reset_index(drop=True)
     pd.testing.assert_frame_equal(from_report.drop(columns="selected"), whole.drop(columns="selected"))
+
+
+def _peaks_files(tmp_path, frames: list[pd.DataFrame]) -> list[str]:
+    """Each frame's peaks table written as its parse job writes it."""
+    paths = []
+    for i, frame in enumerate(frames):
+        paths.append(str(tmp_path / f"peaks{i}.parquet"))
+        write_table(report_peaks.app_peaks(frame), "peaks", paths[-1])
+    return paths
+
+
+def test_the_apps_peaks_tables_give_the_frames_ceilings(tmp_path):
+    """What each app's parse job writes (a few rows) gives the ceilings of all the launches: the
+    medians, spreads, clocks and the first launches cited across apps, in input order."""
+    big = _launches("big", "G", [10e12] * 2000, [1.4e9] * 2000, [LONG] * 2000)
+    peaks = report_peaks.app_peaks(big)  # per ceiling: one sample (one value and clock), 8 first launches
+    assert peaks["part"].value_counts().to_dict() == {"first": 16, "sample": 2, "device": 1}
+    assert peaks.loc[peaks["part"] == "sample", "count"].tolist() == [2000, 2000]
+    paths = _peaks_files(tmp_path, APPS)
+    inputs = report_peaks.read_peaks(paths)
+    whole = report_ceilings(pd.concat(APPS, ignore_index=True))
+    pd.testing.assert_frame_equal(report_peaks.ceilings_from_samples(inputs.samples), whole)
+    assert inputs.devices == ["G", "H"] and inputs.what_if.empty
+
+
+def _machine(app: str, device: str, fp32: float) -> pd.DataFrame:
+    """A hand-made what-if machine's rows: two kernels, an explicit FP32 peak, a DRAM peak on the first."""
+    return conform(pd.DataFrame({
+        "app": app, "device": device, "launch": [0, 1], "source_format": "what-if", "duration_s": np.nan,
+        "peak_flops_fp32": [fp32, fp32 * 2], "peak_flops_fp32_recipe": "what-if",
+        "peak_dram_bw": [2e12, np.nan], "peak_dram_bw_recipe": ["what-if", ""],
+    }), "counters")
+
+
+def test_what_if_machines_and_their_conflicts_survive_the_peaks_tables(tmp_path):
+    """Two apps define machine M with different FP32 peaks: the first app's first row wins, and the
+    conflict is reported, as from the apps' whole counters tables (and a launch on an unnamed device)."""
+    from roofline.ceilings import peak_ceilings
+
+    frames = [_machine("m1", "M", 10e12), _machine("m2", "M", 30e12), *APPS[:2],
+              _launches("e", "", [1e12], [1e9], [LONG])]
+    counter_paths = []
+    for i, frame in enumerate(frames):
+        counter_paths.append(str(tmp_path / f"counters{i}.parquet"))
+        write_table(frame, "counters", counter_paths[-1])
+    from_counters = device_ceilings(counter_paths, CATALOG, ["report", "datasheet"])
+    from_peaks = peak_ceilings(report_peaks.read_peaks(_peaks_files(tmp_path, frames)), CATALOG,
+                               ["report", "datasheet"])
+    for left, right in zip(from_counters, from_peaks, strict=True):
+        pd.testing.assert_frame_equal(left, right)
+    ceilings, diagnostics = from_peaks
+    machine = ceilings[(ceilings["device"] == "M") & ceilings["selected"]].set_index("name")["value"]
+    assert machine["fp32"] == 10e12 and machine["dram"] == 2e12  # m1's first row
+    messages = " | ".join(diagnostics["message"])
+    assert "M: what-if machine defined with different fp32 peaks (m1 10 TFLOP/s, m2 30 TFLOP/s)" in messages
+
+
+def test_a_refused_or_empty_input_writes_an_empty_peaks_table(tmp_path):
+    empty = report_peaks.app_peaks(conform(pd.DataFrame(), "counters"))
+    assert empty.empty and list(empty.columns) == [c.name for c in TABLES["peaks"]]
+    paths = _peaks_files(tmp_path, [conform(pd.DataFrame(), "counters"), APPS[3]])
+    assert report_peaks.read_peaks(paths).devices == ["H"]
+
+
+def test_real_reports_peaks_tables_give_their_ceilings(tmp_path):
+    """On the real reports, one peaks table per report gives the ceilings of all their launches."""
+    from roofline.ceilings import build_ceilings, peak_ceilings
+    from roofline.parse import parse_input
+
+    reports = real_reports()
+    if not reports:
+        pytest.skip("../shared/fixtures/real is absent")
+    frames = [parse_input(report, f"app{i}", "ncu-rep") for i, report in enumerate(reports)]
+    whole = build_ceilings(pd.concat(frames, ignore_index=True), CATALOG, ["report", "datasheet"])
+    ceilings, _ = peak_ceilings(report_peaks.read_peaks(_peaks_files(tmp_path, frames)), CATALOG,
+                                ["report", "datasheet"])
+    assert (ceilings["source"] == "report").sum() > 50
+    pd.testing.assert_frame_equal(ceilings, whole)
