@@ -151,10 +151,12 @@ def app_peaks(counters: pd.DataFrame) -> pd.DataFrame:
     for column in recipes:
         defined |= (counters[column] == "what-if").to_numpy()
     source = counters.get("source_format")
-    measured = counters if source is None else counters[(source != "what-if").to_numpy()]
+    is_measured = np.ones(len(counters), dtype=bool) if source is None else (source != "what-if").to_numpy(dtype=bool)
+    # rows are taken (a copy of every column) only where some are left out: a report keeps them all
+    measured = counters if is_measured.all() else counters[is_measured]
     samples = peak_samples(measured)
     parts = [samples.counts.assign(part="sample"), samples.heads.assign(part="first")]
-    given = counters[defined]
+    given = counters[defined] if defined.any() else counters.iloc[:0]
     for order, (column, _) in enumerate(PEAK_COLUMNS.values()):
         if f"{column}_recipe" not in given or not len(given):
             continue
