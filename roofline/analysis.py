@@ -1,14 +1,15 @@
 """Analysis stage: every app's counters -> one ceilings table per device -> each app's verdicts.
 
 Every app on a device is judged against the same roof (the report source is the median over all
-apps' launches on that device), so the ceilings are one job over every app's counters
-(:func:`ceilings_main`), and each app is then classified in a job of its own against them (the
+apps' launches on that device), so the ceilings are one job over every app's counters, or over
+what each app's parse job wrote of them, its peaks table (:func:`ceilings_main`; the workflow's
+reads the peaks tables, a few rows per app), and each app is then classified in a job of its own against them (the
 workflow's is :mod:`roofline.app_job`, which also writes the app's page; :func:`classify_main`
 classifies alone). The workflow makes the ceilings job a checkpoint: when one app's new counters
 leave the ceilings table byte-identical, only that app is classified again; when they move its
 device's roof, every app is. :func:`main` does both in one process.
 
-    python -m roofline.jobs ceilings LOG --counters data/counters/a.parquet data/counters/b.parquet \\
+    python -m roofline.jobs ceilings LOG --peaks data/peaks/a.parquet data/peaks/b.parquet \\
         --catalog roofline/data/gpus.yaml --ceilings data/ceilings/devices.parquet \\
         --ceilings-diagnostics data/diagnostics/devices.ceilings.parquet
     python -m roofline.jobs classify LOG --ceilings data/ceilings/devices.parquet \\
@@ -99,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def ceilings_main(argv: list[str] | None = None) -> int:
-    """The ceilings job: every app's counters -> the devices' ceilings table and its diagnostics."""
+    """The ceilings job: every app's peaks (or counters) -> the devices' ceilings table and its diagnostics."""
     parser = argparse.ArgumentParser(description="Ceilings per device from every app's counters.")
     _ceiling_arguments(parser)
     args = parser.parse_args(argv)
