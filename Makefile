@@ -26,4 +26,4 @@ lint: setup
 	$(UV) run --no-sync ruff check .
 
 clean:
-	rm -rf data/counters data/peaks data/ceilings data/classified data/kernels data/diagnostics reports logs .snakemake
+	rm -rf data/counters data/ceilings data/classified data/kernels data/diagnostics reports logs .snakemake

@@ -1,15 +1,15 @@
 """Analysis stage: every app's counters -> one ceilings table per device -> each app's verdicts.
 
 Every app on a device is judged against the same roof (the report source is the median over all
-apps' launches on that device), so the ceilings are one job over every app's counters, or over
-what each app's parse job wrote of them, its peaks table (:func:`ceilings_main`; the workflow's
-reads the peaks tables, a few rows per app), and each app is then classified in a job of its own against them (the
+apps' launches on that device), so the ceilings are one job over every app's counters (of which it
+reads the peaks table each parse job stored in the file's metadata, a few rows per app;
+:func:`ceilings_main`), and each app is then classified in a job of its own against them (the
 workflow's is :mod:`roofline.app_job`, which also writes the app's page; :func:`classify_main`
 classifies alone). The workflow makes the ceilings job a checkpoint: when one app's new counters
 leave the ceilings table byte-identical, only that app is classified again; when they move its
 device's roof, every app is. :func:`main` does both in one process.
 
-    python -m roofline.jobs ceilings LOG --peaks data/peaks/a.parquet data/peaks/b.parquet \\
+    python -m roofline.jobs ceilings LOG --counters data/counters/a.parquet data/counters/b.parquet \\
         --catalog roofline/data/gpus.yaml --ceilings data/ceilings/devices.parquet \\
         --ceilings-diagnostics data/diagnostics/devices.ceilings.parquet
     python -m roofline.jobs classify LOG --ceilings data/ceilings/devices.parquet \\
@@ -35,7 +35,6 @@ from roofline.schemas import read_table, write_table
 
 def _ceiling_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--counters", nargs="*", default=[], help="every app's counters table (none: no app)")
-    parser.add_argument("--peaks", nargs="*", help="instead of --counters: every app's peaks table (its parse job's)")
     parser.add_argument("--catalog", required=True, help="datasheet catalog (YAML)")
     parser.add_argument("--policy", default="report,datasheet", help="ceiling sources in order of preference")
     parser.add_argument("--device-policy", default="{}", help="JSON: device -> list of sources")
@@ -60,13 +59,10 @@ def _classify_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _write_ceilings(args: argparse.Namespace) -> pd.DataFrame:
-    from roofline.ceilings import peak_ceilings
-    from roofline.report_peaks import read_peak_inputs, read_peaks
+    from roofline.ceilings import device_ceilings
 
-    # the peaks tables: a few rows per app; the counters: every launch's peaks, a batch at a time
-    inputs = read_peaks(args.peaks) if args.peaks is not None else read_peak_inputs(args.counters)
-    ceilings, diagnostics = peak_ceilings(
-        inputs, args.catalog, args.policy.split(","), json.loads(args.device_policy), args.measured,
+    ceilings, diagnostics = device_ceilings(
+        args.counters, args.catalog, args.policy.split(","), json.loads(args.device_policy), args.measured,
         json.loads(args.overrides), args.margin)
     write_table(ceilings, "ceilings", args.ceilings)
     write_table(diagnostics, "diagnostics", args.ceilings_diagnostics)
@@ -100,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def ceilings_main(argv: list[str] | None = None) -> int:
-    """The ceilings job: every app's peaks (or counters) -> the devices' ceilings table and its diagnostics."""
+    """The ceilings job: every app's counters -> the devices' ceilings table and its diagnostics."""
     parser = argparse.ArgumentParser(description="Ceilings per device from every app's counters.")
     _ceiling_arguments(parser)
     args = parser.parse_args(argv)

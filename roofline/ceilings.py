@@ -22,7 +22,7 @@ from roofline.report_peaks import (
     PeakInputs,
     ceilings_from_samples,
     peak_columns,
-    read_peak_inputs,
+    read_peaks,
     report_ceilings,
 )
 
@@ -233,8 +233,8 @@ def device_ceilings(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """One ceilings table for every device of the apps whose counters tables are given, and the
     diagnostics it raises (sources that disagree, devices with no ceiling from any source)."""
-    # read a batch of files at a time: the median needs every launch's peak, memory a batch's
-    return peak_ceilings(read_peak_inputs(counter_paths), catalog, policy, device_policy, measured, overrides, margin)
+    # each file's peaks table from its metadata (a file without: its launches, a batch of files at a time)
+    return peak_ceilings(read_peaks(counter_paths), catalog, policy, device_policy, measured, overrides, margin)
 
 
 def peak_ceilings(
@@ -246,8 +246,8 @@ def peak_ceilings(
     overrides: dict | None = None,
     margin: float = 0.25,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """:func:`device_ceilings` of what the ceilings read of the apps (their parse jobs' peaks
-    tables: :func:`roofline.report_peaks.read_peaks`)."""
+    """:func:`device_ceilings` of what the ceilings read of the apps' launches
+    (:class:`roofline.report_peaks.PeakInputs`)."""
     ceilings = _selected([ceilings_from_samples(inputs.samples), what_if_ceilings(inputs.what_if)],
                          [d for d in inputs.devices if d], catalog, policy, device_policy, measured or None, overrides)
     messages = cross_check(ceilings, margin) + what_if_conflicts(inputs.what_if)

@@ -259,7 +259,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kind", required=True)
     parser.add_argument("--output", required=True)
     parser.add_argument("--diagnostics", required=True)
-    parser.add_argument("--peaks", help="where to write what the ceilings read of the launches (the peaks table)")
     parser.add_argument("--device", default="", help="GPU name for inputs that record none")
     parser.add_argument("--problem", default="", help="why the input cannot be read (the workflow judged it): "
                         "record this error instead of reading it")
@@ -268,8 +267,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.problem:
         log.error("%s", args.problem)
         write_refusal(args.app, args.input, args.problem, args.output, args.diagnostics)
-        if args.peaks:
-            write_table(conform(pd.DataFrame(), "peaks"), "peaks", args.peaks)
         return 0
     try:
         with warnings.catch_warnings(record=True) as caught:
@@ -298,12 +295,11 @@ def main(argv: list[str] | None = None) -> int:
         )
     for message in diagnostics.loc[diagnostics["severity"] == "warning", "message"]:
         log.warning("%s", _named(message, args.input))
-    write_table(counters, "counters", args.output)
-    write_table(diagnostics, "diagnostics", args.diagnostics)
-    if args.peaks:
-        from roofline.report_peaks import app_peaks
+    from roofline.report_peaks import peaks_metadata
 
-        write_table(app_peaks(counters), "peaks", args.peaks)
+    # what the ceilings read of the launches, in the file's metadata: the ceilings job reads no launch
+    write_table(counters, "counters", args.output, metadata=peaks_metadata(counters))
+    write_table(diagnostics, "diagnostics", args.diagnostics)
     return 0
 
 

@@ -5,8 +5,10 @@ The median needs every launch's value, but a report repeats few values (one per 
 the launches are first reduced to *samples*: one row per device, ceiling, long-or-short launch,
 value and clock, with its count (:func:`peak_samples`). The ceilings come from the samples
 (:func:`ceilings_from_samples`), the same whether the samples are one frame's
-(:func:`report_ceilings`) or a thousand files' read a batch at a time (:func:`read_peak_inputs`),
-which keeps the ceilings job's memory to a batch of launches however many apps there are.
+(:func:`report_ceilings`) or a thousand files'. Each parse job stores its app's samples in the
+counters file's metadata (:func:`peaks_metadata`), so the ceilings job reads a few rows per app
+(:func:`read_peaks`); files written without them are read a batch at a time
+(:func:`read_peak_inputs`), which keeps memory to a batch of launches however many apps there are.
 """
 
 from __future__ import annotations
@@ -223,9 +225,42 @@ def read_peak_inputs(paths: Sequence[str], batch: int = FILES_PER_BATCH) -> Peak
                         for start in range(0, len(paths), batch)])
 
 
-def read_peaks(paths: Sequence[str]) -> PeakInputs:
-    """:class:`PeakInputs` of the apps' peaks tables at ``paths`` (their parse jobs' :func:`app_peaks`)."""
-    from roofline.table_reads import read_tables
+PEAKS_KEY = "roofline.peaks"  # the counters file's metadata entry: its peaks table, as an Arrow IPC stream
 
-    frame = read_tables(paths, "peaks", file_number="file")
-    return peak_inputs([part.drop(columns="file") for _, part in frame.groupby("file", sort=True)])
+
+def peaks_metadata(counters: pd.DataFrame) -> dict[str, bytes]:
+    """The metadata a counters file is written with (``write_table(..., metadata=)``): its
+    :func:`app_peaks`, which the ceilings job then reads instead of the file's launches."""
+    import pyarrow as pa
+
+    table = pa.Table.from_pandas(app_peaks(counters), preserve_index=False)
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return {PEAKS_KEY: sink.getvalue().to_pybytes()}
+
+
+def read_peaks(paths: Sequence[str]) -> PeakInputs:
+    """:class:`PeakInputs` of the counters tables at ``paths``, from the peaks table each file
+    holds in its metadata (its parse job's :func:`peaks_metadata`): a few rows per app. Where a
+    file has none (written by other means) every file is read as :func:`read_peak_inputs` reads it."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    stored = []
+    for number, path in enumerate(paths):
+        footer = pq.read_metadata(path)
+        entry = (footer.metadata or {}).get(PEAKS_KEY.encode())
+        if entry is None:
+            if footer.num_rows:
+                return read_peak_inputs(paths)
+            continue  # no launch (an input refused): nothing to read
+        table = pa.ipc.open_stream(entry).read_all()
+        stored.append(table.append_column("file", pa.array(np.full(table.num_rows, number, dtype="int64"))))
+    stored = [table for table in stored if table.num_rows]
+    if not stored:
+        return peak_inputs([])
+    frame = pa.concat_tables(stored, promote_options="permissive").to_pandas()
+    files = frame.pop("file").to_numpy()
+    frame = conform(frame, "peaks")
+    return peak_inputs([frame[files == number].reset_index(drop=True) for number in np.unique(files)])

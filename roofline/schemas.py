@@ -202,8 +202,8 @@ DIAGNOSTICS = [
     Column("message", "str", "", "what is wrong and how to fix it"),
 ]
 
-# What the ceilings need of one app's launches (roofline/report_peaks.py), written by its parse job,
-# so that the ceilings job reads a few rows per app instead of every launch's peaks.
+# What the ceilings need of one app's launches (roofline/report_peaks.py): its parse job stores it in
+# the counters file's metadata, so that the ceilings job reads a few rows per app, not every launch.
 PEAKS = [
     Column("app", "str"),
     Column("part", "str", "", "sample: launches with one peak value and clock (count); first: a group's first "
@@ -343,11 +343,21 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> None:
         tmp.write_text(text, encoding="utf-8")
 
 
-def write_table(frame: pd.DataFrame, table: str, path: str | os.PathLike) -> None:
-    """Conform ``frame`` and write it to Parquet atomically (temp file + rename)."""
+def write_table(frame: pd.DataFrame, table: str, path: str | os.PathLike,
+                metadata: dict[str, bytes] | None = None) -> None:
+    """Conform ``frame`` and write it to Parquet atomically (temp file + rename); ``metadata``
+    goes in the file's key-value metadata beside pandas' own."""
     data = conform(frame, table)
     with atomic_output(path) as tmp:
-        data.to_parquet(tmp, index=False)
+        if not metadata:
+            data.to_parquet(tmp, index=False)
+            return
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        arrow = pa.Table.from_pandas(data, preserve_index=False)
+        extra = {key.encode(): value for key, value in metadata.items()}
+        pq.write_table(arrow.replace_schema_metadata({**(arrow.schema.metadata or {}), **extra}), tmp)
 
 
 def read_table(path: str | os.PathLike, table: str) -> pd.DataFrame:

@@ -24,28 +24,19 @@ def _each_file(paths: Sequence[str | os.PathLike], read) -> list:
         return list(pool.map(read, paths))
 
 
-def read_tables(paths: Sequence[str | os.PathLike], table: str, file_number: str | None = None) -> pd.DataFrame:
+def read_tables(paths: Sequence[str | os.PathLike], table: str) -> pd.DataFrame:
     """Several Parquet files written by :func:`write_table` as one frame, checked against ``table``:
     joined as Arrow tables and converted once (a thousand apps' small tables cost about what their
-    rows do, not a thousand conversions); equal to concatenating :func:`read_table` of each.
-
-    ``file_number`` names an extra last column holding each row's file, as its index in ``paths``."""
-    import numpy as np
+    rows do, not a thousand conversions); equal to concatenating :func:`read_table` of each."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     # ParquetFile, not read_table: no dataset to set up per file, half the time for small tables
-    parts = [(number, part) for number, part in enumerate(_each_file(paths, lambda path: pq.ParquetFile(path).read()))
-             if part.num_rows]
+    parts = [part for part in _each_file(paths, lambda path: pq.ParquetFile(path).read()) if part.num_rows]
     if not parts:
-        frame = conform(pd.DataFrame(), table)
-        return frame.assign(**{file_number: np.zeros(0, dtype="int64")}) if file_number else frame
-    tables = [part for _, part in parts]
-    joined = pa.concat_tables(tables, promote_options="permissive") if len(tables) > 1 else tables[0]
-    frame = conform(joined.to_pandas().reset_index(drop=True), table)
-    if file_number:
-        frame[file_number] = np.repeat([number for number, _ in parts], [part.num_rows for _, part in parts])
-    return frame
+        return conform(pd.DataFrame(), table)
+    joined = pa.concat_tables(parts, promote_options="permissive") if len(parts) > 1 else parts[0]
+    return conform(joined.to_pandas().reset_index(drop=True), table)
 
 
 def read_columns(

@@ -88,11 +88,11 @@ def test_real_reports_give_the_same_ceilings_file_by_file_as_in_one_frame(tmp_pa
 
 
 def _peaks_files(tmp_path, frames: list[pd.DataFrame]) -> list[str]:
-    """Each frame's peaks table written as its parse job writes it."""
+    """Each frame written as its parse job writes it: a counters table holding its peaks table."""
     paths = []
     for i, frame in enumerate(frames):
         paths.append(str(tmp_path / f"peaks{i}.parquet"))
-        write_table(report_peaks.app_peaks(frame), "peaks", paths[-1])
+        write_table(frame, "counters", paths[-1], metadata=report_peaks.peaks_metadata(frame))
     return paths
 
 
@@ -108,6 +108,24 @@ def test_the_apps_peaks_tables_give_the_frames_ceilings(tmp_path):
     whole = report_ceilings(pd.concat(APPS, ignore_index=True))
     pd.testing.assert_frame_equal(report_peaks.ceilings_from_samples(inputs.samples), whole)
     assert inputs.devices == ["G", "H"] and inputs.what_if.empty
+    from roofline.schemas import read_table
+
+    pd.testing.assert_frame_equal(read_table(paths[0], "counters"), APPS[0])  # still the counters table
+
+
+def test_files_without_stored_peaks_are_read_from_their_launches(tmp_path, monkeypatch):
+    """A counters table written by other means (no peaks in its metadata) is read from its launches:
+    the same ceilings; the stored peaks are what the workflow's ceilings job reads instead."""
+    stored = _peaks_files(tmp_path, APPS)
+    plain = str(tmp_path / "plain.parquet")
+    write_table(APPS[1], "counters", plain)
+    mixed = [stored[0], plain, stored[2], stored[3]]
+    whole = report_ceilings(pd.concat(APPS, ignore_index=True))
+    pd.testing.assert_frame_equal(report_peaks.ceilings_from_samples(report_peaks.read_peaks(mixed).samples), whole)
+    read = []
+    monkeypatch.setattr(report_peaks, "read_peak_inputs", lambda paths, **_: read.append(paths))
+    report_peaks.read_peaks(stored)
+    assert read == []  # every file held its peaks: no launch was read
 
 
 def _machine(app: str, device: str, fp32: float) -> pd.DataFrame:
@@ -142,11 +160,37 @@ def test_what_if_machines_and_their_conflicts_survive_the_peaks_tables(tmp_path)
     assert "M: what-if machine defined with different fp32 peaks (m1 10 TFLOP/s, m2 30 TFLOP/s)" in messages
 
 
-def test_a_refused_or_empty_input_writes_an_empty_peaks_table(tmp_path):
+def test_a_refused_or_empty_input_has_no_peaks(tmp_path):
+    from roofline.inputs import write_refusal
+
     empty = report_peaks.app_peaks(conform(pd.DataFrame(), "counters"))
     assert empty.empty and list(empty.columns) == [c.name for c in TABLES["peaks"]]
-    paths = _peaks_files(tmp_path, [conform(pd.DataFrame(), "counters"), APPS[3]])
+    refused = tmp_path / "refused.parquet"  # as the parse job writes an input it refuses: no metadata
+    write_refusal("x", "in/x.csv", "unreadable", refused, tmp_path / "d.parquet")
+    paths = [*_peaks_files(tmp_path, [conform(pd.DataFrame(), "counters"), APPS[3]]), str(refused)]
     assert report_peaks.read_peaks(paths).devices == ["H"]
+
+
+def test_the_parse_stage_stores_the_peaks_in_the_counters_file(tmp_path):
+    import pyarrow.parquet as pq
+
+    from roofline.parse import main
+
+    source = report_peaks.__file__.replace("roofline/report_peaks.py", "data/examples/textbook.yaml")
+    out = tmp_path / "counters.parquet"
+    assert main(["--input", source, "--app", "textbook", "--kind", "what-if", "--output", str(out),
+                 "--diagnostics", str(tmp_path / "d.parquet")]) == 0
+    assert report_peaks.PEAKS_KEY.encode() in pq.read_metadata(out).metadata
+    from roofline.ceilings import peak_ceilings
+
+    from_file = report_peaks.read_peaks([str(out)])
+    from_launches = report_peaks.read_peak_inputs([str(out)])
+    assert from_file.devices == from_launches.devices and len(from_file.devices) >= 5
+    for left, right in zip(peak_ceilings(from_file, CATALOG, ["report", "datasheet"]),
+                           peak_ceilings(from_launches, CATALOG, ["report", "datasheet"]), strict=True):
+        pd.testing.assert_frame_equal(left, right)
+    what_if = peak_ceilings(from_file, CATALOG, ["report", "datasheet"])[0]
+    assert (what_if["source"] == "what-if").sum() >= 5
 
 
 def test_real_reports_peaks_tables_give_their_ceilings(tmp_path):

@@ -20,10 +20,6 @@ def test_read_tables_equals_the_concatenated_frames(tmp_path):
     assert_frame_equal(read_tables(paths, "kernels"), expected)
     assert len(read_tables(paths[1:2], "kernels")) == 0 and list(read_tables([], "kernels").columns)
     assert_frame_equal(read_columns(paths, "kernels", ["app", "duration_s"]), expected[["app", "duration_s"]])
-    numbered = read_tables(paths, "kernels", file_number="file")  # the empty file's number is skipped
-    assert numbered["file"].tolist() == [0] * 5 + [2] * 7
-    assert_frame_equal(numbered.drop(columns="file"), expected)
-    assert read_tables(paths[1:2], "kernels", file_number="file")["file"].dtype == "int64"
 
 
 def test_read_columns_names_a_file_without_the_columns(tmp_path):

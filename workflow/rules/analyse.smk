@@ -1,14 +1,13 @@
-# Analyse: every app's peaks (what its parse job found of its launches' peaks) -> one ceilings table
-# per device (every app on a device is judged against the same roof) -> each app's classified
-# launches and kernels, in a job per app.
+# Analyse: every app's counters -> one ceilings table per device (every app on a device is judged
+# against the same roof) -> each app's classified launches and kernels, in a job per app.
 # `ceilings` is a checkpoint: once it has run, Snakemake looks again at which classify jobs need to
-# run, so a ceilings table written byte-identical (one app's peaks changed, no roof moved) reruns
+# run, so a ceilings table written byte-identical (one app's counters changed, no roof moved) reruns
 # only that app's chain, and a moved roof reruns every app (the profiles checksum inputs).
 checkpoint ceilings:
     # only GPU work goes to a cluster's queue: this takes seconds of CPU, on the submitting host
     localrule: True
     input:
-        peaks=expand("data/peaks/{app}.parquet", app=sorted(APPS)),
+        counters=expand("data/counters/{app}.parquet", app=sorted(APPS)),
         catalog=catalog_file(),
         measured=measured_table(),
     output:
@@ -23,7 +22,7 @@ checkpoint ceilings:
     conda:
         ENV
     shell:
-        stage("ceilings") + " --peaks {input.peaks} --catalog={input.catalog:q}"
+        stage("ceilings") + " --counters {input.counters} --catalog={input.catalog:q}"
         " --measured={params.measured:q} --policy={params.options[policy]:q}"
         " --device-policy={params.options[device_policy]:q} --overrides={params.options[overrides]:q}"
         " --margin={params.options[margin]} --ceilings={output.ceilings} --ceilings-diagnostics={output.diagnostics}"

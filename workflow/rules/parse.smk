@@ -9,8 +9,6 @@ rule parse:
     output:
         counters="data/counters/{app}.parquet",
         diagnostics="data/diagnostics/{app}.parse.parquet",
-        # what the ceilings read of its launches: a few rows, so the ceilings job reads no launch
-        peaks="data/peaks/{app}.parquet",
     params:
         code=pkg_code("parse"),
         kind=app_kind,
@@ -24,4 +22,4 @@ rule parse:
     shell:
         stage("parse") + " --input={params.source:q} --app={wildcards.app} --kind={params.kind}"
         " --device={params.device:q} --problem={params.problem:q}"
-        " --output={output.counters} --diagnostics={output.diagnostics} --peaks={output.peaks}"
+        " --output={output.counters} --diagnostics={output.diagnostics}"
