@@ -19,15 +19,14 @@ import pandas as pd
 from roofline.report_peaks import PEAK_COLUMNS as _PEAK_COLUMNS
 from roofline.report_peaks import (
     SHORT_LAUNCH_S,
-    PeakInputs,
     ceilings_from_samples,
     peak_columns,
     read_peaks,
     report_ceilings,
 )
 
-__all__ = ["SHORT_LAUNCH_S", "build_ceilings", "cross_check", "device_ceilings", "peak_ceilings", "report_ceilings",
-           "ridge_points", "select_ceilings"]
+__all__ = ["SHORT_LAUNCH_S", "build_ceilings", "cross_check", "device_ceilings", "report_ceilings", "ridge_points",
+           "select_ceilings"]
 from roofline.schemas import conform
 
 log = logging.getLogger("roofline.ceilings")
@@ -234,20 +233,7 @@ def device_ceilings(
     """One ceilings table for every device of the apps whose counters tables are given, and the
     diagnostics it raises (sources that disagree, devices with no ceiling from any source)."""
     # each file's peaks table from its metadata (a file without: its launches, a batch of files at a time)
-    return peak_ceilings(read_peaks(counter_paths), catalog, policy, device_policy, measured, overrides, margin)
-
-
-def peak_ceilings(
-    inputs: PeakInputs,
-    catalog: str | Path,
-    policy: list[str],
-    device_policy: dict | None = None,
-    measured: str | Path | None = None,
-    overrides: dict | None = None,
-    margin: float = 0.25,
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """:func:`device_ceilings` of what the ceilings read of the apps' launches
-    (:class:`roofline.report_peaks.PeakInputs`)."""
+    inputs = read_peaks(counter_paths)
     ceilings = _selected([ceilings_from_samples(inputs.samples), what_if_ceilings(inputs.what_if)],
                          [d for d in inputs.devices if d], catalog, policy, device_policy, measured or None, overrides)
     messages = cross_check(ceilings, margin) + what_if_conflicts(inputs.what_if)

@@ -172,8 +172,8 @@ def app_peaks(counters: pd.DataFrame) -> pd.DataFrame:
         return conform(pd.DataFrame(), "peaks")
     frame = pd.concat(parts, ignore_index=True)
     apps = counters["app"].unique() if "app" in counters else []
-    frame["app"] = frame["app"].fillna(apps[0] if len(apps) == 1 else "") if "app" in frame else \
-        (apps[0] if len(apps) == 1 else "")
+    app = apps[0] if len(apps) == 1 else ""  # a batch of apps: the samples are no one app's
+    frame["app"] = frame["app"].fillna(app) if "app" in frame else app
     return conform(frame, "peaks")
 
 

@@ -140,8 +140,6 @@ def _machine(app: str, device: str, fp32: float) -> pd.DataFrame:
 def test_what_if_machines_and_their_conflicts_survive_the_peaks_tables(tmp_path):
     """Two apps define machine M with different FP32 peaks: the first app's first row wins, and the
     conflict is reported, as from the apps' whole counters tables (and a launch on an unnamed device)."""
-    from roofline.ceilings import peak_ceilings
-
     frames = [_machine("m1", "M", 10e12), _machine("m2", "M", 30e12), *APPS[:2],
               _launches("e", "", [1e12], [1e9], [LONG])]
     counter_paths = []
@@ -149,8 +147,7 @@ def test_what_if_machines_and_their_conflicts_survive_the_peaks_tables(tmp_path)
         counter_paths.append(str(tmp_path / f"counters{i}.parquet"))
         write_table(frame, "counters", counter_paths[-1])
     from_counters = device_ceilings(counter_paths, CATALOG, ["report", "datasheet"])
-    from_peaks = peak_ceilings(report_peaks.read_peaks(_peaks_files(tmp_path, frames)), CATALOG,
-                               ["report", "datasheet"])
+    from_peaks = device_ceilings(_peaks_files(tmp_path, frames), CATALOG, ["report", "datasheet"])
     for left, right in zip(from_counters, from_peaks, strict=True):
         pd.testing.assert_frame_equal(left, right)
     ceilings, diagnostics = from_peaks
@@ -181,21 +178,23 @@ def test_the_parse_stage_stores_the_peaks_in_the_counters_file(tmp_path):
     assert main(["--input", source, "--app", "textbook", "--kind", "what-if", "--output", str(out),
                  "--diagnostics", str(tmp_path / "d.parquet")]) == 0
     assert report_peaks.PEAKS_KEY.encode() in pq.read_metadata(out).metadata
-    from roofline.ceilings import peak_ceilings
+    from roofline.schemas import read_table
 
+    plain = tmp_path / "plain.parquet"  # the same table without the stored peaks: read from its launches
+    write_table(read_table(out, "counters"), "counters", plain)
     from_file = report_peaks.read_peaks([str(out)])
-    from_launches = report_peaks.read_peak_inputs([str(out)])
+    from_launches = report_peaks.read_peaks([str(plain)])
     assert from_file.devices == from_launches.devices and len(from_file.devices) >= 5
-    for left, right in zip(peak_ceilings(from_file, CATALOG, ["report", "datasheet"]),
-                           peak_ceilings(from_launches, CATALOG, ["report", "datasheet"]), strict=True):
+    for left, right in zip(device_ceilings([str(out)], CATALOG, ["report", "datasheet"]),
+                           device_ceilings([str(plain)], CATALOG, ["report", "datasheet"]), strict=True):
         pd.testing.assert_frame_equal(left, right)
-    what_if = peak_ceilings(from_file, CATALOG, ["report", "datasheet"])[0]
+    what_if = device_ceilings([str(out)], CATALOG, ["report", "datasheet"])[0]
     assert (what_if["source"] == "what-if").sum() >= 5
 
 
 def test_real_reports_peaks_tables_give_their_ceilings(tmp_path):
     """On the real reports, one peaks table per report gives the ceilings of all their launches."""
-    from roofline.ceilings import build_ceilings, peak_ceilings
+    from roofline.ceilings import build_ceilings
     from roofline.parse import parse_input
 
     reports = real_reports()
@@ -203,7 +202,6 @@ def test_real_reports_peaks_tables_give_their_ceilings(tmp_path):
         pytest.skip("../shared/fixtures/real is absent")
     frames = [parse_input(report, f"app{i}", "ncu-rep") for i, report in enumerate(reports)]
     whole = build_ceilings(pd.concat(frames, ignore_index=True), CATALOG, ["report", "datasheet"])
-    ceilings, _ = peak_ceilings(report_peaks.read_peaks(_peaks_files(tmp_path, frames)), CATALOG,
-                                ["report", "datasheet"])
+    ceilings, _ = device_ceilings(_peaks_files(tmp_path, frames), CATALOG, ["report", "datasheet"])
     assert (ceilings["source"] == "report").sum() > 50
     pd.testing.assert_frame_equal(ceilings, whole)
