@@ -42,6 +42,7 @@ from roofline.chart import (
 )
 from roofline.chart_instruction import instruction_chart
 from roofline.inputs import is_app_name
+from roofline.pages.cache import device_spec
 from roofline.pages.glance import findings_html, glance_html
 from roofline.pages.markup import esc as _e
 from roofline.pages.markup import script_json as _json
@@ -88,20 +89,12 @@ def _app_href(app: str, prefix: str) -> str:
     return prefix + urllib.parse.quote(f"{app}.html")
 
 
-_SPECS: dict[tuple, dict] = {}
-
-
 def _chart_spec(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str) -> dict:
     """``roofline_chart(...).to_dict()`` without its kernel rows (the page fills them in from its
-    table), memoised on the content: the summary and an app page often draw the same device from
-    the same rows, and a chart takes ~0.3 s to build."""
-    key = (device, int(pd.util.hash_pandas_object(kernels, index=False).sum()),
-           int(pd.util.hash_pandas_object(ceilings, index=False).sum()))
-    if key not in _SPECS:
-        if len(_SPECS) > 64:
-            _SPECS.clear()
-        _SPECS[key] = roofline_spec(kernels, ceilings, device, rows=False)
-    return copy.deepcopy(_SPECS[key])
+    table), kept on its content (:func:`roofline.pages.cache.device_spec`): the summary and an app
+    page often draw the same device from the same rows, and so does the next run for every device
+    whose apps did not change."""
+    return device_spec(kernels, ceilings, device, lambda: roofline_spec(kernels, ceilings, device, rows=False))
 
 
 def chart_controls(n: int, apps: list[str]) -> dict:

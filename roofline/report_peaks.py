@@ -79,14 +79,17 @@ def peak_samples(counters: pd.DataFrame, first_position: int = 0) -> Samples:
     return _joined(counts, heads)
 
 
-def _joined(counts: list[pd.DataFrame], heads: list[pd.DataFrame]) -> Samples:
+def _joined(counts: list[pd.DataFrame], heads: list[pd.DataFrame], merge: bool | None = None) -> Samples:
+    """The samples of several frames' ``counts`` and ``heads``, one after the other; ``merge``
+    (default: more than one frame) sums the counts of a sample that more than one of them has."""
     if not counts:
         return Samples(pd.DataFrame(columns=[*_SAMPLE_KEY, "count"]),
                        pd.DataFrame(columns=[*_GROUP_KEY, "position", "launch", "recipe"]))
-    count = pd.concat(counts, ignore_index=True)
-    if len(counts) > 1:  # the same sample in two frames: one row
+    count = pd.concat(counts, ignore_index=True) if len(counts) > 1 else counts[0].reset_index(drop=True)
+    if len(counts) > 1 if merge is None else merge:
         count = count.groupby(_SAMPLE_KEY, sort=False, dropna=False)["count"].sum().reset_index()
-    head = pd.concat(heads, ignore_index=True).sort_values("position", kind="stable")
+    head = pd.concat(heads, ignore_index=True) if len(heads) > 1 else heads[0].reset_index(drop=True)
+    head = head.sort_values("position", kind="stable")
     return Samples(count, head.groupby(_GROUP_KEY, sort=False).head(LISTED_LAUNCHES))
 
 
@@ -183,19 +186,26 @@ _PART_SPAN = 1 << 40
 
 def peak_inputs(parts: Sequence[pd.DataFrame]) -> PeakInputs:
     """:class:`PeakInputs` of peaks tables (:func:`app_peaks`), one per app or batch, in input order."""
-    counts, heads, what_if, devices = [], [], [], {}
-    for number, peaks in enumerate(parts):
-        part = peaks["part"]
-        sample = peaks[(part == "sample").to_numpy()]
-        if len(sample):
-            counts.append(sample[[*_SAMPLE_KEY, "count"]])
-        first = peaks[(part == "first").to_numpy()]
-        if len(first):
-            heads.append(first[[*_GROUP_KEY, "position", "launch", "recipe"]].assign(
-                position=first["position"].to_numpy() + number * _PART_SPAN))
-        what_if.append(peaks[(part == "what-if").to_numpy()])
-        devices.update(dict.fromkeys(peaks.loc[(part == "device").to_numpy(), "device"]))
-    return PeakInputs(_joined(counts, heads), _what_if_rows(what_if), sorted(devices))
+    parts = [conform(part, "peaks") for part in parts]
+    if not parts:
+        return _inputs(conform(pd.DataFrame(), "peaks"), np.zeros(0, dtype="int64"))
+    numbers = np.repeat(np.arange(len(parts), dtype="int64"), [len(part) for part in parts])
+    return _inputs(pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0], numbers)
+
+
+def _inputs(peaks: pd.DataFrame, numbers: np.ndarray) -> PeakInputs:
+    """:func:`peak_inputs` of the peaks tables joined in one frame, ``numbers`` the input order of
+    each row's table: each kind of row picked out once for all of them (a thousand apps' tables
+    are ~20 rows each)."""
+    part = peaks["part"].to_numpy()
+    is_sample, is_first = part == "sample", part == "first"
+    counts = [peaks.loc[is_sample, [*_SAMPLE_KEY, "count"]]] if is_sample.any() else []
+    first = peaks[is_first]
+    heads = [first[[*_GROUP_KEY, "position", "launch", "recipe"]].assign(
+        position=first["position"].to_numpy() + numbers[is_first] * _PART_SPAN)] if is_first.any() else []
+    devices = sorted(set(peaks.loc[part == "device", "device"]))
+    merge = len(np.unique(numbers[is_sample])) > 1  # a sample in two tables: one row
+    return PeakInputs(_joined(counts, heads, merge), _what_if_rows([peaks[part == "what-if"]]), devices)
 
 
 def _what_if_rows(parts: list[pd.DataFrame]) -> pd.DataFrame:
@@ -261,6 +271,5 @@ def read_peaks(paths: Sequence[str]) -> PeakInputs:
     if not stored:
         return peak_inputs([])
     frame = pa.concat_tables(stored, promote_options="permissive").to_pandas()
-    files = frame.pop("file").to_numpy()
-    frame = conform(frame, "peaks")
-    return peak_inputs([frame[files == number].reset_index(drop=True) for number in np.unique(files)])
+    files = np.unique(frame.pop("file").to_numpy(), return_inverse=True)[1]  # input order of the non-empty
+    return _inputs(conform(frame, "peaks"), files.astype("int64"))

@@ -22,6 +22,7 @@ import posixpath
 import urllib.parse
 from pathlib import Path
 
+from roofline.pages.cache import cache_folder
 from roofline.pages.markup import esc, script_json
 from roofline.schemas import write_text_atomic
 
@@ -44,7 +45,7 @@ def vega_bundle() -> str:
     import vl_convert
 
     version = getattr(vl_convert, "__version__", "unknown")
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "roofline" / f"vega-{version}.js"
+    cache = cache_folder() / f"vega-{version}.js"
     try:
         bundle = cache.read_text(encoding="utf-8")
         if "vegaEmbed" in bundle:

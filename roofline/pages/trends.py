@@ -84,10 +84,11 @@ def _trend_layers(color_domain: list[str]) -> list[alt.Chart]:
     ]
 
 
-def trend_data(decisions: pd.DataFrame) -> pd.DataFrame:
-    """Per series per night: time, baseline and limit band [µs], label, violation marker."""
+def trend_data(decisions: pd.DataFrame, names: pd.Series | None = None) -> pd.DataFrame:
+    """Per series per night: time, baseline and limit band [µs], label, violation marker;
+    ``names``: the rows' :func:`series_names`, when already known."""
     d = decisions.copy()
-    d["series"] = series_names(d)
+    d["series"] = series_names(d) if names is None else names.to_numpy()
     for column in ("value_s", "baseline_s", "lower_s", "upper_s"):
         d[column.replace("_s", "_us")] = d[column] * 1e6
     d["change_pct"] = (d["ratio"] - 1) * 100
@@ -109,7 +110,8 @@ def _round(value: float, digits: int = 5) -> float:
 
 def trend_charts(decisions: pd.DataFrame, tonight_series: list[str]) -> tuple[dict | None, dict]:
     """Small multiples of the findings' series (None without any), and one chart with a kernel selector."""
-    data = trend_data(decisions)
+    names = series_names(decisions)
+    data = trend_data(decisions, names)
     domain = [c for c in COLORS if c in set(data["label"])] or ["unchanged"]
     known = set(data["series"])  # once: building it per series made this quadratic
     top = [s for s in tonight_series if s in known][:MAX_TREND_CHARTS]
@@ -121,7 +123,7 @@ def trend_charts(decisions: pd.DataFrame, tonight_series: list[str]) -> tuple[di
             facet = chart.facet(facet=alt.Facet("series:N", title=None, sort=top,
                                                 header=alt.Header(labelLimit=420, labelFontSize=11)),
                                 columns=2).resolve_scale(y="independent").to_dict(validate=False)
-        share = decisions.assign(series=series_names(decisions)).groupby("series")["time_share"].max()
+        share = decisions["time_share"].groupby(names.to_numpy()).max()
         busiest = share.sort_values(ascending=False).index[:MAX_SELECTOR_SERIES]
         names = sorted(set(busiest) | set(top))
         data = data[data["series"].isin(names)]
