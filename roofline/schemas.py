@@ -346,18 +346,18 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> None:
 def write_table(frame: pd.DataFrame, table: str, path: str | os.PathLike,
                 metadata: dict[str, bytes] | None = None) -> None:
     """Conform ``frame`` and write it to Parquet atomically (temp file + rename); ``metadata``
-    goes in the file's key-value metadata."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    goes in the file's key-value metadata beside pandas' own."""
+    data = conform(frame, table)
+    with atomic_output(path) as tmp:
+        if not metadata:
+            data.to_parquet(tmp, index=False)
+            return
+        import pyarrow as pa
+        import pyarrow.parquet as pq
 
-    # Only our own metadata in the footer: no copy of the Arrow schema and no pandas metadata (the
-    # declared types are plain Parquet types, which pandas reads back as declared). Those two were
-    # most of every footer, which an aggregate job opens once per app.
-    arrow = pa.Table.from_pandas(conform(frame, table), preserve_index=False).replace_schema_metadata(None)
-    with atomic_output(path) as tmp, pq.ParquetWriter(tmp, arrow.schema, store_schema=False) as writer:
-        writer.write_table(arrow)
-        if metadata:
-            writer.add_key_value_metadata({key.encode(): value for key, value in metadata.items()})
+        arrow = pa.Table.from_pandas(data, preserve_index=False)
+        extra = {key.encode(): value for key, value in metadata.items()}
+        pq.write_table(arrow.replace_schema_metadata({**(arrow.schema.metadata or {}), **extra}), tmp)
 
 
 def read_table(path: str | os.PathLike, table: str) -> pd.DataFrame:
