@@ -101,6 +101,14 @@ def test_an_unusable_folder_or_the_switch_off_only_costs_the_build(tmp_path, mon
     assert builds.calls == 2 and not (tmp_path / "xdg").exists()
 
 
+def test_without_the_package_files_nothing_is_kept_between_runs(folder, monkeypatch):
+    kernels, ceilings = make_kernels(), make_ceilings()
+    monkeypatch.setattr(cache, "_code_key", lambda: None)
+    builds = Builds(kernels, ceilings)
+    assert spec(kernels, ceilings, builds) == chart.roofline_spec(kernels, ceilings, "GPU-A", rows=False)
+    assert builds.calls == 1 and not folder.exists()
+
+
 def test_the_folder_keeps_the_newest_specs(folder, monkeypatch):
     monkeypatch.setattr(cache, "KEPT_SPECS", 3)
     ceilings = make_ceilings()

@@ -34,12 +34,17 @@ def cache_folder() -> Path:
 
 
 @functools.cache
-def _code_key() -> str:
+def _code_key() -> str | None:
+    """What the specs are built by; None where the package's files cannot be read (then nothing is
+    kept between runs: a spec from other code could not be told apart)."""
     import altair
 
     from roofline.stage_code import code_digests
 
-    return f"{code_digests('report')} altair:{altair.__version__}"
+    try:
+        return f"{code_digests('report')} altair:{altair.__version__}"
+    except OSError:
+        return None
 
 
 def frame_digest(frame: pd.DataFrame) -> str:
@@ -63,7 +68,7 @@ def device_spec(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str,
     if key not in _BUILT:
         if len(_BUILT) > 64:
             _BUILT.clear()
-        _BUILT[key] = _stored(key, build)
+        _BUILT[key] = _stored(key, build) if _code_key() is not None else build()
     return json.loads(json.dumps(_BUILT[key]))  # a deep copy, and what a stored spec reads back as
 
 
