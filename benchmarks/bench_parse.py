@@ -71,6 +71,7 @@ STAGE = "ours: stage"
 REP_METRICS = frozenset(metrics.all_input_metrics())
 REP_TENSOR_PREFIX = "sm__ops_path_tensor_"
 REP_DEVICE = "device__attribute_display_name"  # read as text, as our reader does
+REP_PER_OPCODE = metrics.HFMA2_MMA_METRIC.split("[")[0]  # its HFMA2.MMA instances summed, as our reader does
 
 
 def _floats(column: pa.ChunkedArray) -> np.ndarray:
@@ -148,6 +149,12 @@ def floor_ncu_rep(path: Path) -> list[dict[str, object]]:
         for action_index in range(profiled_range.num_actions()):
             action = profiled_range.action_by_idx(action_index)
             values: dict[str, object] = {"kernel": action.name(demangled), "kernel_mangled": action.name(mangled)}
+            per_opcode = action.metric_by_name(REP_PER_OPCODE)  # SASS counts, one instance per opcode
+            if per_opcode is not None and per_opcode.num_instances():
+                opcodes = per_opcode.correlation_ids()
+                values[metrics.HFMA2_MMA_METRIC] = sum(
+                    per_opcode.as_double(i) for i in range(per_opcode.num_instances())
+                    if opcodes.as_string(i).startswith("HFMA2.MMA"))
             for name in action.metric_names():
                 if name not in REP_METRICS and not name.startswith(REP_TENSOR_PREFIX):
                     continue

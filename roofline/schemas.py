@@ -251,18 +251,23 @@ def conform(frame: pd.DataFrame, table: str) -> pd.DataFrame:
     columns = TABLES[table]
     if _conforms(frame, columns):  # a table read back or filtered: nothing to convert
         return frame.reset_index(drop=True)
-    declared = {c.name for c in columns}
+    declared = _DECLARED[table]
     extra = [c for c in frame.columns if c not in declared]
     if extra:
         raise ValueError(f"table {table!r} does not declare columns {extra}; add them to roofline/schemas.py")
-    out = {}
-    for column in columns:
-        if column.name in frame.columns:
-            out[column.name] = typed_column(frame[column.name], column.dtype)
-        else:
-            dtype = _DTYPES.get(column.dtype, "string")
-            out[column.name] = pd.Series(_ABSENT[column.dtype], index=frame.index, dtype=dtype)
-    return pd.DataFrame(out, index=frame.index).reset_index(drop=True)
+    present, n = set(frame.columns), len(frame)
+    # Arrays, not Series: the frame is built without aligning ~200 indexes (a stage's frame is often
+    # a few launches wide and that many columns).
+    out = {column.name: typed_column(frame[column.name], column.dtype).array if column.name in present
+           else _absent(column.dtype, n) for column in columns}
+    return pd.DataFrame(out, copy=True)  # a copy: in-place edits of the result must not reach ``frame``
+
+
+def _absent(dtype: str, n: int):
+    """The values of a column the frame lacks, once conformed: what typed_column makes of missing values."""
+    if dtype == "str":
+        return pd.array(np.full(n, "", dtype=object), dtype=_TEXT)
+    return np.full(n, _ABSENT[dtype], dtype=_DTYPES[dtype])
 
 
 def typed_column(values: pd.Series, dtype: str) -> pd.Series:
@@ -282,6 +287,7 @@ _DTYPES = {"float": np.dtype("float64"), "int": np.dtype("int64"), "bool": np.dt
 # What a column the frame lacks holds once conformed: what typed_column makes of a missing value.
 _ABSENT = {"float": np.nan, "int": -1, "bool": False, "str": ""}
 _TEXT = pd.StringDtype()  # na_value=pd.NA: not pandas 3's default "str" dtype, which compares equal to "string"
+_DECLARED = {name: frozenset(column.name for column in columns) for name, columns in TABLES.items()}
 
 
 def _conforms(frame: pd.DataFrame, columns) -> bool:
