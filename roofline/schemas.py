@@ -256,11 +256,13 @@ def conform(frame: pd.DataFrame, table: str) -> pd.DataFrame:
     if extra:
         raise ValueError(f"table {table!r} does not declare columns {extra}; add them to roofline/schemas.py")
     present, n = set(frame.columns), len(frame)
-    # Arrays, not Series: the frame is built without aligning ~200 indexes (a stage's frame is often
-    # a few launches wide and that many columns).
-    out = {column.name: typed_column(frame[column.name], column.dtype).array if column.name in present
+    frame = frame.reset_index(drop=True)
+    # The frame's own columns as Series (copy-on-write keeps an edit of the result from reaching
+    # ``frame``, without copying them), the missing ones as new arrays (not ~100 Series to align:
+    # a stage's frame is often a few launches long and ~200 columns wide).
+    out = {column.name: typed_column(frame[column.name], column.dtype) if column.name in present
            else _absent(column.dtype, n) for column in columns}
-    return pd.DataFrame(out, copy=True)  # a copy: in-place edits of the result must not reach ``frame``
+    return pd.DataFrame(out, index=frame.index, copy=False)
 
 
 def _absent(dtype: str, n: int):
