@@ -86,7 +86,9 @@ def _joined(counts: list[pd.DataFrame], heads: list[pd.DataFrame], merge: bool |
         return Samples(pd.DataFrame(columns=[*_SAMPLE_KEY, "count"]),
                        pd.DataFrame(columns=[*_GROUP_KEY, "position", "launch", "recipe"]))
     count = pd.concat(counts, ignore_index=True) if len(counts) > 1 else counts[0].reset_index(drop=True)
-    if len(counts) > 1 if merge is None else merge:
+    if merge is None:
+        merge = len(counts) > 1
+    if merge:
         count = count.groupby(_SAMPLE_KEY, sort=False, dropna=False)["count"].sum().reset_index()
     head = pd.concat(heads, ignore_index=True) if len(heads) > 1 else heads[0].reset_index(drop=True)
     head = head.sort_values("position", kind="stable")

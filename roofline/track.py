@@ -209,7 +209,7 @@ def track(kernels: pd.DataFrame, store: str | os.PathLike, run_id: str, context:
 def page_rows(store: str | os.PathLike, summary: Mapping) -> tuple[pd.DataFrame, pd.DataFrame]:
     """What the trends page's rooflines draw: tonight's stored kernel rows, and the rows of the
     baseline nights of each regressed or improved series (only theirs, only those nights)."""
-    from roofline.pages.trends import MOVED
+    from roofline.pages.trend_roofs import MOVED
 
     run_id = summary["run_id"]
     try:

@@ -6,7 +6,8 @@ from test_chart import _rows_with
 
 from roofline import chart
 from roofline.classify import aggregate_kernels
-from roofline.pages import trends
+from roofline.history import SERIES_KEY
+from roofline.pages import trend_roofs, trends
 from roofline.schemas import conform
 
 CEILINGS = [("compute", "fp32", 20e12), ("compute", "fp64", 10e12), ("compute", "tensor_fp16_acc32", 100e12),
@@ -41,7 +42,7 @@ def at_roof(scale: float = 1.0) -> pd.DataFrame:
 
 
 def findings(kernels: pd.DataFrame, label: str = "regression") -> list[dict]:
-    return [{**{c: r[c] for c in trends.SERIES_KEY}, "kernel_short": r["kernel_short"], "label": label}
+    return [{**{c: r[c] for c in SERIES_KEY}, "kernel_short": r["kernel_short"], "label": label}
             for r in kernels.to_dict("records")]
 
 
@@ -139,7 +140,7 @@ def test_tonights_rooflines_draw_the_summarys_charts_from_the_pages_rows():
 
 
 def test_tonights_rooflines_carry_the_summarys_selection_of_many_kernels(monkeypatch):
-    monkeypatch.setattr(trends, "SUMMARY_KERNELS", 2)
+    monkeypatch.setattr(trend_roofs, "SUMMARY_KERNELS", 2)
     tonight = at_roof()
     for shared in (True, False):
         specs, _, blocks, rows = trends.roofline_specs(tonight, pd.DataFrame(), [], shared=shared)

@@ -2,11 +2,9 @@
 trends over the last nights, and the rooflines, built by the one page builder
 (:mod:`roofline.pages.page`: the summary's style sheet, Vega bundle and chart script).
 
-The rooflines are the chart module's: tonight's kernels by :func:`roofline.chart.roofline_spec`
-(the summary's chart) and the regressed and improved kernels' move from their baseline to tonight by
-:func:`roofline.chart_trajectory.trajectory_chart` (the compare page's), both on the roofs the
-verdicts used: the ceilings each kernel row was judged with (:func:`applied_ceilings`), never a
-median of mixed peaks.
+The rooflines (tonight's kernels on the summary's chart, the moved kernels from their baseline to
+tonight, on the roofs the verdicts used) are :mod:`roofline.pages.trend_roofs`; a series' name on
+the page is :func:`roofline.pages.trend_roofs.series_names`.
 """
 
 from __future__ import annotations
@@ -20,25 +18,26 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from roofline.chart import CHART_FIELDS, KERNEL_DATA, roofline_spec
+from roofline.chart import CHART_FIELDS, KERNEL_DATA
 from roofline.chart_roofs import si
-from roofline.chart_trajectory import trajectory_chart
-from roofline.history import SERIES_KEY
-from roofline.metrics import COMPUTE_CLASSES, MEMORY_LEVELS
 from roofline.pages.markup import esc, script_json
-from roofline.pages.overview import SUMMARY_KERNELS, summary_rows
 from roofline.pages.page import asset_src, page_html, write_vega_asset
-from roofline.pages.table import columns_json, page_table
+from roofline.pages.table import columns_json
 from roofline.pages.tonight import series_anchor
-from roofline.schemas import TABLES, conform, write_text_atomic
-from roofline.trajectory import STEP_COLUMNS, _level
+from roofline.pages.trend_roofs import (  # noqa: F401 - tests read MOVED and the rooflines' functions here
+    MOVED,
+    applied_ceilings,
+    moved_points,
+    roofline_specs,
+    series_names,
+)
+from roofline.schemas import write_text_atomic
 
 MAX_TREND_CHARTS = 12
 MAX_SELECTOR_SERIES = 150  # the selector chart carries every night of this many series
 # findings listed on the page, by impact (a first night has one "new" per series: thousands);
 # regressions.json has them all
 MAX_FINDING_ROWS = 500
-MOVED = ("regression", "improvement")  # the findings drawn from their baseline to tonight
 COLORS = {
     "regression": "#d62728", "improvement": "#2ca02c", "suspicious": "#ff7f0e",
     "outlier": "#9467bd", "workload_changed": "#8c564b", "environment_change": "#7f7f7f",
@@ -48,22 +47,6 @@ COLORS = {
 
 
 # ------------------------------------------------------------------------------------- the trends
-def series_names(frame: pd.DataFrame) -> pd.Series:
-    """A readable, unique name per series: app | kernel | grid x block (| device)."""
-    many = frame["device"].nunique() > 1
-    short = frame["kernel_short"].where(frame["kernel_short"] != "", frame["kernel"])
-    name = frame["app"] + " | " + short + " | " + frame["grid"] + "×" + frame["block"]
-    if many:
-        name = name + " | " + frame["device"]
-    key = frame[SERIES_KEY[0]].astype(str)
-    for column in SERIES_KEY[1:]:  # vectorised "\x1f".join of the key columns
-        key = key + "\x1f" + frame[column].astype(str)
-    first = pd.DataFrame({"name": name, "key": key}).drop_duplicates("key")
-    dup = first.groupby("name").cumcount()
-    first["unique"] = first["name"] + np.where(dup > 0, " #" + (dup + 1).astype(str), "")
-    return key.map(dict(zip(first["key"], first["unique"], strict=True)))
-
-
 def _trend_layers(color_domain: list[str]) -> list[alt.Chart]:
     x = alt.X("run_date:T", title="night")
     y = alt.Y("value_us:Q", title="time per launch [µs]", scale=alt.Scale(zero=False))
@@ -132,158 +115,6 @@ def trend_charts(decisions: pd.DataFrame, tonight_series: list[str]) -> tuple[di
         layers = [layer.transform_filter(alt.datum.series == pick) for layer in _trend_layers(domain)]
         selector = alt.layer(*layers, data=data).add_params(pick).properties(width=760, height=260)
         return facet, selector.to_dict(validate=False)
-
-
-# ----------------------------------------------------------------------------------- the rooflines
-def applied_ceilings(kernels: pd.DataFrame) -> pd.DataFrame:
-    """The ceilings table the kernel rows were judged with, from the rows themselves: per device,
-    ``roof_flops`` of each compute class and ``roof_<level>_bw`` of each level (the classify stage
-    copies the device's selected ceilings there). Source: that of the verdicts using the roof.
-
-    The tracking stage keeps kernel rows, not ceilings tables; a stored night's rows are the roofs
-    its verdicts used, whatever the ceilings files say today. Where rows of one device carry two
-    values of one roof (judged apart), the one most rows used is drawn.
-    """
-    rows = []
-    for device, k in kernels.groupby("device"):
-        roofs = [("compute", c, k.loc[k["compute_class"] == c, "roof_flops"], f"compute:{c}")
-                 for c in COMPUTE_CLASSES]
-        roofs += [("memory", lv, k[f"roof_{lv}_bw"], f"memory:{lv}") for lv in MEMORY_LEVELS if f"roof_{lv}_bw" in k]
-        for kind, name, values, verdict in roofs:
-            values = pd.to_numeric(values, errors="coerce")
-            values = values[np.isfinite(values) & (values > 0)]
-            if values.empty:
-                continue
-            sources = k.loc[(k["bound"] == verdict) & (k["ceiling_source"] != ""), "ceiling_source"]
-            rows.append({"device": device, "kind": kind, "name": name, "value": float(values.mode().iat[0]),
-                         "source": str(sources.mode().iat[0]) if len(sources) else "as judged", "selected": True})
-    return conform(pd.DataFrame(rows, columns=["device", "kind", "name", "value", "source", "selected"]), "ceilings")
-
-
-def _at_level(rows: pd.DataFrame) -> pd.DataFrame:
-    """Each row's place on the roofline: the memory level its verdict used and its intensity there."""
-    level = _level(rows["bound"].astype(str), rows["binding_level"].astype(str))
-    ai = np.select([level == lv for lv in MEMORY_LEVELS],
-                   [pd.to_numeric(rows[f"ai_{lv}"], errors="coerce") for lv in MEMORY_LEVELS], np.nan)
-    performance = pd.to_numeric(rows["performance"], errors="coerce")
-    return rows.assign(level=level, ai=np.where(ai > 0, ai, np.nan), performance=performance.where(performance > 0))
-
-
-def moved_points(kernels: pd.DataFrame, baseline: pd.DataFrame, findings: Sequence[Mapping]) -> pd.DataFrame:
-    """The regressed and improved series as two-step trajectories (:data:`roofline.trajectory.STEP_COLUMNS`):
-    step 1 their baseline, step 2 tonight.
-
-    Tonight is the series' kernel row; the baseline is the median over its baseline nights' rows
-    (``baseline``, :func:`roofline.track.page_rows`) of the intensity at the level most of those
-    verdicts used, of the performance and of the time. Each point sits where its verdict put it, so
-    a point at 100 % of its roof lies on that roof.
-    """
-    moved = pd.DataFrame([f for f in findings if f.get("label") in MOVED], columns=[*SERIES_KEY, "label"])
-    if moved.empty or kernels.empty:
-        return pd.DataFrame(columns=STEP_COLUMNS)
-    # the legend names each path: its label first, so that a regression reads as one
-    moved["match"] = moved["label"] + ": " + series_names(moved.assign(kernel_short=[
-        next((f.get("kernel_short") for f in findings if all(f.get(c) == r[c] for c in SERIES_KEY)), "")
-        for r in moved.to_dict("records")]))
-    now = _at_level(kernels.merge(moved, on=SERIES_KEY))
-    before = _at_level(baseline.merge(moved, on=SERIES_KEY)) if len(baseline) else now.iloc[:0]
-    steps = []
-    for match, night in now.groupby("match", sort=False):
-        row = night.iloc[0]
-        base = before[before["match"] == match]
-        steps.append({**row.to_dict(), "step": 2, "kernel_short": match})
-        if base.empty:
-            continue
-        level = base["level"].mode().iat[0]
-        at = base[base["level"] == level]
-        steps.append({**row.to_dict(), "step": 1, "kernel_short": match, "level": level,
-                      "bound": base["bound"].mode().iat[0], "ai": float(at["ai"].median()),
-                      "performance": float(base["performance"].median()),
-                      "roof_pct": float(pd.to_numeric(base["roof_pct"], errors="coerce").median()),
-                      "duration_s": float(pd.to_numeric(base["duration_s"], errors="coerce").median())})
-    out = pd.DataFrame(steps)
-    out["config"], out["steps_present"], out["presence"] = "", "1,2", "every step"
-    for column in STEP_COLUMNS:
-        if column not in out:
-            out[column] = np.nan
-    return out[STEP_COLUMNS].sort_values(["match", "step"], kind="stable").reset_index(drop=True)
-
-
-def roofline_specs(kernels: pd.DataFrame, baseline: pd.DataFrame, findings: Sequence[Mapping],
-                   first: int = 0, shared: bool = False
-                   ) -> tuple[list[dict | None], list[dict], list[str], pd.DataFrame | None]:
-    """Per device: the moved kernels' baseline → tonight chart (when any moved there) and tonight's
-    kernels on the summary's chart. Returns the Vega-Lite specs, the page script's entry for each,
-    the page's HTML blocks for them (chart ids from ``first``, after the page's other charts) and
-    the rows the summary's charts draw (:func:`roofline.pages.table.page_table`; None when none).
-
-    Tonight's kernels are the summary's selection (:func:`roofline.pages.overview.summary_rows`),
-    so the page stays the summary's size however many kernels ran. ``shared``: their charts are the
-    summary's own specs, which the page loads from ``assets/charts.js`` and fills from its columns
-    (as an app page does), instead of building each device's chart again here.
-    """
-    from roofline.report import CANVAS_FROM, chart_controls
-
-    specs: list[dict | None] = []
-    entries: list[dict] = []
-    blocks: list[str] = []
-    if kernels.empty:
-        return specs, entries, ["<p>No kernels tonight: no roofline.</p>"], None
-    # a stored night's rows: the kernels table's columns and the run's context; the charts take the former
-    kernels = conform(kernels[[c.name for c in TABLES["kernels"] if c.name in kernels]], "kernels")
-    ceilings = applied_ceilings(kernels)
-    points = moved_points(kernels, baseline, findings)
-    drawn = summary_rows(kernels, SUMMARY_KERNELS)
-    table = page_table(drawn)
-    with alt.data_transformers.disable_max_rows():
-        for device in sorted(d for d in kernels["device"].unique() if d):
-            if not (ceilings["device"] == device).any():
-                blocks.append(f"<p>No roofline for {esc(device)}: its kernels carry no roof.</p>")
-                continue
-            mine = points[points["device"] == device]
-            if mine["ai"].notna().any():
-                spec = trajectory_chart(mine, kernels, ceilings, device, 2).to_dict(validate=False)
-                n = mine["match"].nunique()
-                spec["title"] = {**spec["title"], "text": f"{device}: baseline → tonight", "subtitle": [
-                    f"{n} regressed or improved kernel(s): each joined from its baseline (the median of its "
-                    "baseline nights) to tonight,",
-                    "at the intensity of the memory level each verdict used; roofs: the ceilings tonight's verdicts "
-                    "used"]}
-                _name_steps(spec)
-                specs.append(spec)
-                entries.append({"device": device, "canvas": False, "inline": True})
-                blocks.append(f'<div class="chart" id="chart{first + len(specs) - 1}"></div>')
-            n = int((table["rank"].notna() & (table["device"] == device)).sum())
-            blocks.append(f'<h3>Every kernel tonight on {esc(device)} (as on the summary)</h3>')
-            if shared and n:
-                apps = sorted(drawn.loc[drawn["device"] == device, "app"].unique())
-                specs.append(None)
-                entries.append({"device": device, "canvas": n >= CANVAS_FROM, "controls": chart_controls(n, apps),
-                                "shared": True})
-                i = first + len(specs) - 1
-                blocks.append(f'<div class="chart" id="chart{i}"></div><p class="drawn" id="drawn{i}"></p>')
-            else:
-                specs.append(roofline_spec(drawn, ceilings, device))
-                entries.append({"device": device, "canvas": False, "inline": True})
-                blocks.append(f'<div class="chart" id="chart{first + len(specs) - 1}"></div>')
-    if points.empty:
-        blocks.insert(0, "<p>No kernel regressed or improved tonight: tonight's kernels only.</p>")
-    if len(drawn) < len(kernels):
-        blocks.insert(0, f'<p class="meta">The rooflines of tonight\'s kernels draw the {len(drawn):,} of '
-                      f"{len(kernels):,} the summary carries (half the highest priorities, half the longest GPU "
-                      "times); each app's page has all of its own.</p>")
-    return specs, entries, blocks, table if any(e.get("shared") for e in entries) else None
-
-
-def _name_steps(spec: dict) -> None:
-    """Each point's label on the baseline → tonight chart in words ("baseline", "tonight"), not the
-    trajectory's step number."""
-    for layer in spec.get("layer", []):
-        text = layer.get("encoding", {}).get("text", {})
-        if layer.get("mark", {}).get("type") == "text" and text.get("field") == "step":
-            layer["transform"] = [*layer.get("transform", []),
-                                  {"calculate": "datum.step == 1 ? 'baseline' : 'tonight'", "as": "when"}]
-            layer["encoding"]["text"] = {"field": "when", "type": "nominal"}
 
 
 # ---------------------------------------------------------------------------------------- the page
