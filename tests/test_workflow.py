@@ -36,7 +36,8 @@ def workdir(tmp_path_factory) -> Path:
     apps = f"apps:\n  rmsnorm: {{report: {real}}}\n" if real.exists() else "apps: {}\n"
     series = "series: {pair: [textbook, rmsnorm]}\n" if real.exists() else ""
     (work / "config.yaml").write_text("# hand-made test config\ninputs: [inputs/*]\n" + apps + series)
-    _run(work, "--configfile", str(work / "config.yaml"))
+    result = _run(work, "--configfile", str(work / "config.yaml"))
+    (work / "snakemake-output.txt").write_text(result.stdout + result.stderr)
     return work
 
 
@@ -55,6 +56,13 @@ def test_workflow_writes_the_contract_outputs(workdir):
     scripts = re.findall(r'<script src="([^"]*)"', html)
     assert scripts == ["assets/vega-bundle.js", "tonight.js"]
     assert all((workdir / "reports" / s).is_file() for s in scripts)
+
+
+def test_a_local_run_schedules_without_snakemakes_default_rate_limiter(workdir):
+    # roofline/rate_limit.py, called from the workflow's onstart handler (tests/test_rate_limit.py
+    # checks what it does to Snakemake's scheduler)
+    output = (workdir / "snakemake-output.txt").read_text()
+    assert "roofline: Snakemake's default job rate limit lifted for this local run" in output
 
 
 def test_broken_input_is_reported_and_does_not_stop_the_others(workdir):

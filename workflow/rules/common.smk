@@ -26,6 +26,7 @@ from roofline.workflow_config import (  # noqa: E402
 from roofline.jobs import json_argument  # noqa: E402
 from roofline.stage_code import code_digests  # noqa: E402
 from roofline.inputs import folder_exports  # noqa: E402
+from roofline.rate_limit import lift_default_rate_limit  # noqa: E402
 
 # Every rule is a shell command `python -m roofline...`. Without a conda environment, `python` is the
 # interpreter running Snakemake (the project's environment), whether or not it was activated: jobs
@@ -195,3 +196,10 @@ def input_problems():
 
 def final_outputs():
     return ["reports/summary.html", "reports/status.json", "reports/trends.html"]
+
+
+onstart:
+    # Snakemake's default job rate limiter costs a scheduling round per job end per second of the
+    # run and delays the exit; a local run of ours never reaches its limit (roofline/rate_limit.py).
+    if lift_default_rate_limit(workflow):
+        logger.info("roofline: Snakemake's default job rate limit lifted for this local run")
