@@ -240,8 +240,11 @@ for _name, _cols in TABLES.items():
     TABLES[_name] = _dedupe(_cols)
 
 
-def conform(frame: pd.DataFrame, table: str) -> pd.DataFrame:
+def conform(frame: pd.DataFrame, table: str, arrow=None) -> pd.DataFrame:
     """Return ``frame`` with exactly the declared columns of ``table``, in order, typed.
+
+    ``arrow``: the Arrow table ``frame`` was converted from, if it was (a table read back), whose
+    null counts say at no cost whether a text column lacks values.
 
     Raises
     ------
@@ -249,7 +252,7 @@ def conform(frame: pd.DataFrame, table: str) -> pd.DataFrame:
         If ``frame`` has a column the table does not declare.
     """
     columns = TABLES[table]
-    if _conforms(frame, columns):  # a table read back or filtered: nothing to convert
+    if _conforms(frame, columns, arrow):  # a table read back or filtered: nothing to convert
         return frame.reset_index(drop=True)
     declared = _DECLARED[table]
     extra = [c for c in frame.columns if c not in declared]
@@ -292,17 +295,25 @@ _TEXT = pd.StringDtype()  # na_value=pd.NA: not pandas 3's default "str" dtype, 
 _DECLARED = {name: frozenset(column.name for column in columns) for name, columns in TABLES.items()}
 
 
-def _conforms(frame: pd.DataFrame, columns) -> bool:
+def _conforms(frame: pd.DataFrame, columns, arrow=None) -> bool:
     """Whether ``frame`` already is what :func:`conform` returns (same columns, order, dtypes, no
-    missing text): the report and the stages conform tables that were conformed when written."""
+    missing text): the report and the stages conform tables that were conformed when written.
+
+    With ``arrow`` (the Arrow table ``frame`` was converted from), missing text is its null count:
+    not a pass over each of a counters table's ~130 text columns, which cost most of the read
+    (a Series and a missing-value mask per column)."""
     if list(frame.columns) != [c.name for c in columns]:
         return False
-    for column, dtype in zip(columns, frame.dtypes, strict=True):
-        expected = _DTYPES.get(column.dtype, pd.StringDtype())
+    if arrow is not None and arrow.column_names != list(frame.columns):
+        arrow = None
+    for position, (column, dtype) in enumerate(zip(columns, frame.dtypes, strict=True)):
+        expected = _DTYPES.get(column.dtype, _TEXT)
         if dtype != expected:
             return False
-        if column.dtype not in _DTYPES and frame[column.name].hasnans:
-            return False
+        if column.dtype not in _DTYPES:
+            missing = arrow.column(position).null_count if arrow is not None else frame[column.name].hasnans
+            if missing:
+                return False
     return True
 
 
@@ -370,7 +381,10 @@ def write_table(frame: pd.DataFrame, table: str, path: str | os.PathLike,
 
 def read_table(path: str | os.PathLike, table: str) -> pd.DataFrame:
     """Read a Parquet file written by :func:`write_table` and check it against ``table``."""
-    return conform(pd.read_parquet(path), table)
+    import pyarrow.parquet as pq
+
+    arrow = pq.ParquetFile(path).read()  # ParquetFile: no dataset to set up, as table_reads does
+    return conform(arrow.to_pandas(), table, arrow)
 
 
 def units(table: str) -> dict[str, str]:

@@ -36,7 +36,7 @@ def read_tables(paths: Sequence[str | os.PathLike], table: str) -> pd.DataFrame:
     if not parts:
         return conform(pd.DataFrame(), table)
     joined = pa.concat_tables(parts, promote_options="permissive") if len(parts) > 1 else parts[0]
-    return conform(joined.to_pandas().reset_index(drop=True), table)
+    return conform(joined.to_pandas().reset_index(drop=True), table, joined)
 
 
 def read_columns(

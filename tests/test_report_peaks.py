@@ -205,3 +205,33 @@ def test_real_reports_peaks_tables_give_their_ceilings(tmp_path):
     ceilings, _ = device_ceilings(_peaks_files(tmp_path, frames), CATALOG, ["report", "datasheet"])
     assert (ceilings["source"] == "report").sum() > 50
     pd.testing.assert_frame_equal(ceilings, whole)
+
+
+def test_the_samples_of_every_ceiling_counted_by_hand():
+    frame = pd.concat(APPS, ignore_index=True)
+    samples = report_peaks.peak_samples(frame)
+    orders = {column: order for order, (column, _) in enumerate(report_peaks.PEAK_COLUMNS.values())}
+    fp32, dram = orders["peak_flops_fp32"], orders["peak_dram_bw"]
+    counts = samples.counts
+    assert counts["ceiling"].is_monotonic_increasing and set(counts["ceiling"]) == {fp32, dram}
+
+    def count(ceiling, device, long, value, clock):
+        same_clock = counts["clock"].isna() if np.isnan(clock) else counts["clock"] == clock
+        row = counts[(counts["ceiling"] == ceiling) & (counts["device"] == device) & (counts["long"] == long)
+                     & (counts["value"] == value) & same_clock]
+        assert len(row) == 1  # a sample is one row
+        return int(row["count"].iat[0])
+
+    assert count(fp32, "G", True, 10e12, 1.4e9) == 3  # a's launches 0 and 1, b's 10
+    assert count(fp32, "G", True, 11e12, np.nan) == 1  # the missing clock is a sample of its own
+    assert count(fp32, "G", False, 99e12, 1.9e9) == 1
+    assert count(fp32, "H", False, 7e12, 1.1e9) == 1  # no duration: not a long launch
+    assert count(dram, "G", True, 1.5e12, 1.2e9) == 11 and count(dram, "G", False, 1.5e12, 1.2e9) == 2
+    assert count(dram, "H", False, 1.5e12, 1.2e9) == 2
+    assert counts["count"].sum() == 2 * 15  # every launch once per ceiling it has
+    heads = samples.heads
+    first = heads[(heads["ceiling"] == fp32) & (heads["device"] == "G") & heads["long"]]
+    assert first["launch"].tolist() == [0, 1, 2, 10, 11, 12, 13, 20]  # input order, LISTED_LAUNCHES of them
+    assert first["recipe"].tolist() == ["recipe-of-a"] * 3 + ["recipe-of-b"] * 4 + ["recipe-of-c"]
+    later = report_peaks.peak_samples(frame, first_position=100).heads
+    assert (later["position"] - heads["position"]).eq(100).all()

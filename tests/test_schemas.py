@@ -42,3 +42,35 @@ def test_many_files_are_read_in_their_order_and_the_first_bad_one_named(tmp_path
     pd.DataFrame({"app": ["a"]}).to_parquet(paths[9])  # hand-made: not a kernels table
     with pytest.raises(ValueError, match=r"k09.parquet: no column\(s\) \['duration_s'\]"):
         read_columns(paths, "kernels", ["app", "duration_s"])
+
+
+def test_a_table_read_back_equals_the_frame_pandas_reads_and_conform_checks(tmp_path):
+    # read_table takes the missing text from Arrow's null counts instead of each pandas column
+    from conftest import real_reports
+
+    from roofline.parse import parse_input
+    from roofline.schemas import conform
+
+    reports = real_reports()[:6]
+    if not reports:
+        pytest.skip("real fixtures not found (../shared/fixtures/real is absent)")
+    for number, report in enumerate(reports):
+        path = tmp_path / f"{number}.parquet"
+        write_table(parse_input(report, "app", "ncu-rep"), "counters", path)
+        assert_frame_equal(read_table(path, "counters"), conform(pd.read_parquet(path), "counters"), check_exact=True)
+
+
+def test_a_file_with_missing_text_is_converted_as_before(tmp_path):
+    # hand-made: a kernels table whose text columns lack values, written by pandas, not write_table
+    from roofline.schemas import conform
+
+    frame = conform(make_kernels(3), "kernels")
+    frame["kernel"] = pd.array(["a", None, "c"], dtype="string")
+    frame["device"] = pd.array([None, None, None], dtype="string")
+    frame.to_parquet(tmp_path / "gaps.parquet", index=False)
+    back = read_table(tmp_path / "gaps.parquet", "kernels")
+    assert back["kernel"].tolist() == ["a", "", "c"] and back["device"].tolist() == ["", "", ""]
+    assert not back["kernel"].hasnans
+    assert_frame_equal(back, conform(pd.read_parquet(tmp_path / "gaps.parquet"), "kernels"))
+    assert_frame_equal(read_tables([tmp_path / "gaps.parquet"] * 2, "kernels"),
+                       conform(pd.concat([back, back], ignore_index=True), "kernels"))
