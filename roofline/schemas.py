@@ -366,17 +366,33 @@ def write_table(frame: pd.DataFrame, table: str, path: str | os.PathLike,
                 metadata: dict[str, bytes] | None = None) -> None:
     """Conform ``frame`` and write it to Parquet atomically (temp file + rename); ``metadata``
     goes in the file's key-value metadata beside pandas' own."""
-    data = conform(frame, table)
-    with atomic_output(path) as tmp:
-        if not metadata:
-            data.to_parquet(tmp, index=False)
-            return
-        import pyarrow as pa
-        import pyarrow.parquet as pq
+    import pyarrow as pa
+    import pyarrow.parquet as pq
 
-        arrow = pa.Table.from_pandas(data, preserve_index=False)
+    arrow = _conformed_arrow(frame, TABLES[table])
+    if arrow is None:
+        arrow = pa.Table.from_pandas(conform(frame, table), preserve_index=False)
+    if metadata:
         extra = {key.encode(): value for key, value in metadata.items()}
-        pq.write_table(arrow.replace_schema_metadata({**(arrow.schema.metadata or {}), **extra}), tmp)
+        arrow = arrow.replace_schema_metadata({**(arrow.schema.metadata or {}), **extra})
+    with atomic_output(path) as tmp:
+        pq.write_table(arrow, tmp)
+
+
+def _conformed_arrow(frame: pd.DataFrame, columns):
+    """``frame`` as the Arrow table that is written, when it already is what :func:`conform` returns
+    (most frames a stage writes were conformed when made): its missing text then comes from the
+    Arrow table's null counts, which the write needs anyway. None when it needs conforming."""
+    import pyarrow as pa
+
+    if list(frame.columns) != [c.name for c in columns] or not all(
+            dtype == _DTYPES.get(column.dtype, _TEXT) for column, dtype in zip(columns, frame.dtypes, strict=True)):
+        return None
+    try:
+        arrow = pa.Table.from_pandas(frame, preserve_index=False)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return None
+    return arrow if _conforms(frame, columns, arrow) else None
 
 
 def read_table(path: str | os.PathLike, table: str) -> pd.DataFrame:

@@ -74,3 +74,22 @@ def test_a_file_with_missing_text_is_converted_as_before(tmp_path):
     assert_frame_equal(back, conform(pd.read_parquet(tmp_path / "gaps.parquet"), "kernels"))
     assert_frame_equal(read_tables([tmp_path / "gaps.parquet"] * 2, "kernels"),
                        conform(pd.concat([back, back], ignore_index=True), "kernels"))
+
+
+def test_a_frame_that_needs_conforming_is_written_as_its_conformed_self(tmp_path):
+    # write_table writes a conformed frame's Arrow table as it is; any other frame is conformed first
+    from roofline.schemas import conform
+
+    conformed = conform(make_kernels(4), "kernels")
+    untyped = conformed.astype({"kernel": object, "device": object, "launches": "float64"})
+    untyped.loc[1, "device"] = None  # a missing text value is written as ""
+    expected = conformed.copy()
+    expected.loc[1, "device"] = ""
+    write_table(expected, "kernels", tmp_path / "expected.parquet")
+    write_table(untyped, "kernels", tmp_path / "untyped.parquet")
+    write_table(untyped[["device", "kernel"]], "kernels", tmp_path / "two.parquet")  # the rest: their empty values
+    assert (tmp_path / "expected.parquet").read_bytes() == (tmp_path / "untyped.parquet").read_bytes()
+    assert_frame_equal(read_table(tmp_path / "untyped.parquet", "kernels"), expected)
+    two = read_table(tmp_path / "two.parquet", "kernels")
+    assert_frame_equal(two, conform(untyped[["device", "kernel"]], "kernels"))
+    assert two["device"].tolist()[1] == ""
