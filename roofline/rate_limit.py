@@ -3,17 +3,15 @@
 Snakemake starts every run with a job rate limiter (``--max-jobs-per-timespan``, default 100 jobs per
 second) and ends every scheduling round with a ``threading.Timer`` of that timespan that starts
 another round. Each round that finds ready jobs starts a timer again, so every job end adds a chain
-of rounds that repeats once a second for as long as jobs wait for a core: 404 jobs of 200 apps on
-2 cores run ~10,000 rounds, and the count grows with the square of the jobs
-(benchmarks/README.md, round 10). The timers are not daemon threads either, so Snakemake's exit
-waits for the last one (up to a second).
+of rounds that repeats once a second for as long as jobs wait for a core: the rounds grow
+faster than the jobs (benchmarks/README.md, round 10). The timers are not daemon threads either,
+so Snakemake's exit waits for the last one (up to a second).
 
-On this machine the limit never binds: a job of ours takes a tenth of a second or more and runs on
-one of a few cores, so at most a few start per second. So when the run is local and the limit is
-Snakemake's default, :func:`lift_default_rate_limit` removes the limiter from the run's scheduler,
-which then schedules on job ends alone, as Snakemake's Python API does when no limit is given. A
-limit the user chose (any other value), a dry run, and a cluster executor, whose submissions the
-limit protects, keep it.
+The limit is there to spare a cluster's queue; on a local run the cores already bound how many
+jobs run at once. So when the run is local and the limit is Snakemake's default,
+:func:`lift_default_rate_limit` removes the limiter from the run's scheduler, which then schedules
+on job ends alone, as Snakemake's Python API does when no limit is given. A limit the user chose
+(any other value), a dry run, and a cluster executor keep it.
 """
 
 from __future__ import annotations
