@@ -21,10 +21,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from roofline.analysis import classify_apps, classify_options, classify_settings
+from roofline.atomic_files import write_text_atomic
 from roofline.inputs import is_app_name
 from roofline.pages.page import CHARTS_ASSET, VEGA_ASSET, asset_src
 from roofline.report import app_html
-from roofline.schemas import conform, read_table, write_text_atomic
+from roofline.schemas import conform, read_table
 from roofline.table_reads import read_tables
 
 

@@ -27,10 +27,10 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from roofline import gpu_probe, ncu_run
+from roofline.atomic_files import write_text_atomic
 from roofline.config import AppConfig, CaptureConfig, Config
 from roofline.errors import CaptureError
 from roofline.metric_plan import plan_metrics
-from roofline.schemas import write_text_atomic
 
 log = logging.getLogger("roofline.capture")
 

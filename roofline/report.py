@@ -31,6 +31,7 @@ import altair as alt
 import pandas as pd
 
 from roofline import jobs
+from roofline.atomic_files import write_text_atomic
 from roofline.chart import (
     ALL,
     CHART_FIELDS,
@@ -75,7 +76,7 @@ from roofline.pages.table import (  # noqa: F401 - TEXT_FIELDS: the tests read t
     page_table,
 )
 from roofline.pages.tonight import add_tonight_slot
-from roofline.schemas import conform, write_text_atomic
+from roofline.schemas import conform
 from roofline.table_reads import read_tables
 
 CANVAS_FROM = 300  # kernels on a chart from which it is drawn on a canvas, not as SVG

@@ -59,7 +59,7 @@ def peak_samples(counters: pd.DataFrame, first_position: int = 0) -> Samples:
     duration = pd.to_numeric(counters["duration_s"], errors="coerce").to_numpy() if "duration_s" in counters \
         else np.full(len(counters), np.nan)
     long = duration >= SHORT_LAUNCH_S
-    has_device = counters["device"].notna().to_numpy() if len(counters) else np.zeros(0, dtype=bool)
+    has_device = counters["device"].notna().to_numpy() if "device" in counters else np.zeros(len(counters), bool)
     parts: dict[str, list] = {name: [] for name in ("rows", "ceiling", "value", "clock", "recipe")}
     for order, (column, clock) in enumerate(PEAK_COLUMNS.values()):
         if column not in counters:

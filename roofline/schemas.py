@@ -8,16 +8,13 @@ a table's shape is defined here and nowhere else. Units are decimal SI base unit
 from __future__ import annotations
 
 import os
-import tempfile
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from roofline.errors import cannot_write, is_environmental
+from roofline.atomic_files import atomic_output
 from roofline.metrics import COMPUTE_CLASSES, MEMORY_LEVELS, QUANTITIES
 
 
@@ -297,69 +294,33 @@ _DECLARED = {name: frozenset(column.name for column in columns) for name, column
 
 def _conforms(frame: pd.DataFrame, columns, arrow=None) -> bool:
     """Whether ``frame`` already is what :func:`conform` returns (same columns, order, dtypes, no
-    missing text): the report and the stages conform tables that were conformed when written.
+    missing text): the report and the stages conform tables that were conformed when written."""
+    return _typed(frame, columns) and _text_complete(frame, columns, arrow)
 
-    With ``arrow`` (the Arrow table ``frame`` was converted from), missing text is its null count:
-    not a pass over each of a counters table's ~130 text columns, which cost most of the read
-    (a Series and a missing-value mask per column)."""
-    if list(frame.columns) != [c.name for c in columns]:
-        return False
+
+def _typed(frame: pd.DataFrame, columns) -> bool:
+    """Whether ``frame`` has exactly ``columns``, in order, each of its declared dtype."""
+    return list(frame.columns) == [c.name for c in columns] and all(
+        dtype == _DTYPES.get(column.dtype, _TEXT) for column, dtype in zip(columns, frame.dtypes, strict=True))
+
+
+def _text_complete(frame: pd.DataFrame, columns, arrow=None) -> bool:
+    """Whether no text column of a :func:`_typed` ``frame`` lacks a value. With ``arrow`` (the Arrow
+    table ``frame`` was converted from, or is written as) that is its null counts: not a pass over
+    each of a counters table's ~130 text columns (a Series and a missing-value mask per column)."""
     if arrow is not None and arrow.column_names != list(frame.columns):
         arrow = None
-    for position, (column, dtype) in enumerate(zip(columns, frame.dtypes, strict=True)):
-        expected = _DTYPES.get(column.dtype, _TEXT)
-        if dtype != expected:
+    for position, column in enumerate(columns):
+        if column.dtype in _DTYPES:
+            continue
+        if arrow.column(position).null_count if arrow is not None else frame[column.name].hasnans:
             return False
-        if column.dtype not in _DTYPES:
-            missing = arrow.column(position).null_count if arrow is not None else frame[column.name].hasnans
-            if missing:
-                return False
     return True
 
 
 def empty(table: str) -> pd.DataFrame:
     """A zero-row frame of ``table``."""
     return conform(pd.DataFrame(), table)
-
-
-@contextmanager
-def atomic_output(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; on success rename it over ``path``.
-
-    A killed writer leaves either the old file or none, never half a file. The file gets the
-    permissions a plain ``open()`` would give (mkstemp's are owner-only).
-
-    Raises
-    ------
-    roofline.errors.CannotWrite
-        When the environment refuses the write (out of space or quota, read-only, permission
-        denied), naming ``path`` itself rather than the temporary file; nothing is left behind.
-    """
-    path = Path(path)
-    tmp: str | None = None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        os.close(fd)
-        yield Path(tmp)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except OSError as error:
-        if is_environmental(error):
-            raise cannot_write(path, error) from error
-        raise
-    finally:
-        if tmp is not None and os.path.exists(tmp):
-            with suppress(OSError):  # e.g. the filesystem went read-only: the name is hidden, readers skip it
-                os.unlink(tmp)
-
-
-def write_text_atomic(path: str | os.PathLike, text: str) -> None:
-    """Write UTF-8 ``text`` to ``path`` atomically (temp file beside it + rename)."""
-    with atomic_output(path) as tmp:
-        tmp.write_text(text, encoding="utf-8")
 
 
 def write_table(frame: pd.DataFrame, table: str, path: str | os.PathLike,
@@ -385,14 +346,13 @@ def _conformed_arrow(frame: pd.DataFrame, columns):
     Arrow table's null counts, which the write needs anyway. None when it needs conforming."""
     import pyarrow as pa
 
-    if list(frame.columns) != [c.name for c in columns] or not all(
-            dtype == _DTYPES.get(column.dtype, _TEXT) for column, dtype in zip(columns, frame.dtypes, strict=True)):
+    if not _typed(frame, columns):
         return None
     try:
         arrow = pa.Table.from_pandas(frame, preserve_index=False)
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         return None
-    return arrow if _conforms(frame, columns, arrow) else None
+    return arrow if _text_complete(frame, columns, arrow) else None
 
 
 def read_table(path: str | os.PathLike, table: str) -> pd.DataFrame:

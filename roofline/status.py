@@ -30,7 +30,8 @@ from pathlib import Path
 import pandas as pd
 
 from roofline import jobs
-from roofline.schemas import atomic_output, conform, read_table
+from roofline.atomic_files import atomic_output
+from roofline.schemas import conform, read_table
 
 STATUS_VERSION = 1
 

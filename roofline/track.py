@@ -24,11 +24,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from roofline.atomic_files import write_text_atomic
 from roofline.decide import DECISION_COLUMNS, LABELS, DecisionParams
 from roofline.decide_state import update
 from roofline.history import CONTEXT, SERIES_KEY, append_run, read_decisions, read_run
 from roofline.metrics import MEMORY_LEVELS
-from roofline.schemas import write_text_atomic
 from roofline.table_reads import read_columns, read_tables
 
 log = logging.getLogger("roofline.track")

@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from roofline.atomic_files import atomic_output
 from roofline.errors import (
     AFTERWARDS,
     CannotWrite,
@@ -20,7 +21,6 @@ from roofline.errors import (
     quiet_log_files,
 )
 from roofline.history import append_run, read_history
-from roofline.schemas import atomic_output
 
 
 def _error(code: int) -> OSError:

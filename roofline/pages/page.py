@@ -22,9 +22,9 @@ import posixpath
 import urllib.parse
 from pathlib import Path
 
+from roofline.atomic_files import write_text_atomic
 from roofline.pages.cache import cache_folder
 from roofline.pages.markup import esc, script_json
-from roofline.schemas import write_text_atomic
 
 ASSETS = importlib.resources.files("roofline") / "assets"
 CSS = (ASSETS / "report.css").read_text(encoding="utf-8")

@@ -18,6 +18,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from roofline.atomic_files import write_text_atomic
 from roofline.chart import CHART_FIELDS, KERNEL_DATA
 from roofline.chart_roofs import si
 from roofline.pages.markup import esc, script_json
@@ -31,7 +32,6 @@ from roofline.pages.trend_roofs import (  # noqa: F401 - tests read MOVED and th
     roofline_specs,
     series_names,
 )
-from roofline.schemas import write_text_atomic
 
 MAX_TREND_CHARTS = 12
 MAX_SELECTOR_SERIES = 150  # the selector chart carries every night of this many series
