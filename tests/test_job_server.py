@@ -325,3 +325,33 @@ def test_a_stale_socket_is_replaced(runtime, tmp_path):
         time.sleep(0.2)
         second = _job(tmp_path, env, *_parse_argv("second"), importtime=True)
     assert second.returncode == 0
+
+
+def test_a_child_that_ends_wakes_the_server_and_its_job_hears_at_once():
+    """The server hears a child end from its pidfd, not at its next poll: the wait below would
+    last a minute otherwise. Reaping sends the job its exit status and closes the descriptor."""
+    import selectors
+    import socket
+
+    from roofline import job_server
+
+    selector = selectors.DefaultSelector()
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(0.2)
+        os._exit(7)
+    ending = job_server.watch_ending(selector, pid)
+    if ending is None:
+        os.waitpid(pid, 0)
+        pytest.skip("this system has no pidfd (Linux 5.3 and later): the server reaps at its poll")
+    events = selector.select(timeout=60)
+    assert [key.data for key, _ in events] == [job_server.ENDED]
+    server_end, job_end = socket.socketpair()
+    selector.register(server_end, selectors.EVENT_READ, pid)
+    children, endings = {pid: server_end}, {pid: ending}
+    job_server._reap(children, selector, endings)
+    assert children == {} and endings == {}
+    assert job_client.STATUS.unpack(job_end.recv(job_client.STATUS.size))[0] == 7
+    with pytest.raises(OSError):
+        os.fstat(ending)  # closed once reaped
+    assert selector.get_map() == {}
