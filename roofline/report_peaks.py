@@ -167,13 +167,14 @@ def app_peaks(counters: pd.DataFrame) -> pd.DataFrame:
     the peaks table (:data:`roofline.schemas.PEAKS`): the report peaks of its measured launches as
     samples and first launches, each what-if machine's peaks (the first launch defining each, per
     app), and the devices its launches ran on. A few rows per app, whatever its launches."""
+    # only the columns read here: taking rows of a counters frame would copy its ~600 columns
+    counters = counters[[c for c in peak_columns() if c in counters]]
     recipes = [f"{column}_recipe" for column, _ in PEAK_COLUMNS.values() if f"{column}_recipe" in counters]
     defined = np.zeros(len(counters), dtype=bool)
     for column in recipes:
         defined |= (counters[column] == "what-if").to_numpy()
     source = counters.get("source_format")
     is_measured = np.ones(len(counters), dtype=bool) if source is None else (source != "what-if").to_numpy(dtype=bool)
-    # rows are taken (a copy of every column) only where some are left out: a report keeps them all
     measured = counters if is_measured.all() else counters[is_measured]
     samples = peak_samples(measured)
     parts = [samples.counts.assign(part="sample"), samples.heads.assign(part="first")]

@@ -80,10 +80,17 @@ def read_table(source: str | io.BytesIO, encoding: str, columns: list[str], wher
 def text_codes(table: pa.Table, column: str) -> tuple[np.ndarray, np.ndarray]:
     """Per-row codes into the distinct texts of a dictionary column, and those texts ("" everywhere
     when the column is absent)."""
-    if column not in table.column_names:
-        return np.zeros(table.num_rows, dtype=np.int64), np.array([""], dtype=object)
+    codes, texts = arrow_codes(table, column)
+    return codes, texts.to_numpy(zero_copy_only=False)
+
+
+def arrow_codes(table: pa.Table, column: str) -> tuple[np.ndarray, pa.Array]:
+    """:func:`text_codes` with the distinct texts as an Arrow array: no Python string per text (a
+    wide export's metric columns hold about as many distinct texts as launches)."""
+    if not table.schema.get_all_field_indices(column):  # not ``column_names``: a list of ~600 names a call
+        return np.zeros(table.num_rows, dtype=np.int64), pa.array([""], pa.string())
     array = table[column].combine_chunks()
-    return array.indices.to_numpy().astype(np.int64), array.dictionary.to_numpy(zero_copy_only=False)
+    return array.indices.to_numpy().astype(np.int64), array.dictionary
 
 
 def is_log(texts: np.ndarray) -> np.ndarray:

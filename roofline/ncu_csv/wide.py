@@ -8,7 +8,7 @@ import pyarrow as pa
 
 from roofline.ncu_csv.errors import Where
 from roofline.ncu_csv.frame import DIMS, DISPLAY_NAME, IDENT_SOURCE, KEPT, assemble, is_kept_metric
-from roofline.ncu_csv.table import first_rows, is_log, launch_ids, read_table, text_codes, to_numbers
+from roofline.ncu_csv.table import arrow_codes, first_rows, is_log, launch_ids, read_table, text_codes, to_numbers
 from roofline.units import UnitError, si_factor, unknown_unit_warning
 
 
@@ -43,21 +43,22 @@ def read_wide(source, encoding: str, header: list[str], where: Where) -> pd.Data
     for metric in metrics:
         if metric == DISPLAY_NAME:
             continue
-        value_codes, texts = text_codes(table, metric)
+        value_codes, texts = arrow_codes(table, metric)
         used = np.zeros(len(texts), dtype=bool)
         used[value_codes[index]] = True  # the units row's text is no value
         values, bad = np.full(len(texts), np.nan), np.zeros(len(texts), dtype=bool)
-        values[used], bad[used] = to_numbers(pa.array(texts[used], pa.string()))
+        values[used], bad[used] = to_numbers(texts.filter(pa.array(used)))
         if bad.any():
             if metric.startswith("device__attribute_"):
                 kept[slot[metric]] = False
                 continue  # a string-valued device attribute: not a number to keep
             row = index[np.argmax(bad[value_codes[index]])]
             raise where.error(
-                f"metric {metric!r} has the value {texts[value_codes[row]]!r}, not a number: fix or re-export the file",
+                f"metric {metric!r} has the value {texts[value_codes[row]].as_py()!r}, not a number: fix or "
+                "re-export the file",
                 row,
             )
-        unit = texts[value_codes[0]].strip()
+        unit = texts[value_codes[0]].as_py().strip()
         try:
             values = values * si_factor(unit, metric)
         except UnitError as err:
