@@ -118,14 +118,18 @@ def classify_main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def classify_app(paths: tuple[str, str, str], ceilings: pd.DataFrame, annotations: list[dict], options: dict) -> None:
-    """One app: its counters table -> its classified launches and kernels tables."""
+def classify_app(paths: tuple[str, str, str], ceilings: pd.DataFrame, annotations: list[dict],
+                 options: dict) -> pd.DataFrame:
+    """One app: its counters table -> its classified launches and kernels tables; returns the
+    kernels table it wrote."""
     from roofline.classify import aggregate_kernels, apply_annotations, classify_launches
 
     counters_path, classified_path, kernels_path = paths
     counters = apply_annotations(read_table(counters_path, "counters"), annotations)
     write_table(classify_launches(counters, ceilings, **options), "classified", classified_path)
-    write_table(aggregate_kernels(counters, ceilings, **options), "kernels", kernels_path)
+    kernels = aggregate_kernels(counters, ceilings, **options)
+    write_table(kernels, "kernels", kernels_path)
+    return kernels
 
 
 def classify_apps(apps: list[tuple[str, str, str]], ceilings: pd.DataFrame, annotations: list[dict],

@@ -1,7 +1,7 @@
 """One app's job in the workflow: its launches classified against the devices' ceilings, its
 kernels aggregated, and its page written, in one process.
 
-The two steps are :func:`roofline.analysis.classify_apps` and :func:`write_app_page`; one job for
+The two steps are :func:`roofline.analysis.classify_app` and :func:`write_page_of`; one job for
 both, because a job costs Snakemake and the warm server about as much as a page takes to write
 (the page draws the summary's device charts, so it builds none of its own).
 
@@ -20,8 +20,11 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from roofline.analysis import classify_apps, classify_options, classify_settings
+import pandas as pd
+
+from roofline.analysis import classify_app, classify_options, classify_settings
 from roofline.atomic_files import write_text_atomic
+from roofline.classify import wide_ceilings
 from roofline.inputs import is_app_name
 from roofline.pages.page import CHARTS_ASSET, VEGA_ASSET, asset_src
 from roofline.report import app_html
@@ -36,10 +39,18 @@ def write_app_page(kernels_path: str | os.PathLike, ceilings_path: str | os.Path
     ``summary`` is the summary page's path: the page loads the Vega bundle and the device charts the
     summary's job writes beside it (:data:`VEGA_ASSET`, :data:`CHARTS_ASSET`), so building it draws
     no chart. Without one, the bundle is inlined and the charts are built from the app's kernels."""
+    return write_page_of(read_tables([kernels_path], "kernels"), read_table(ceilings_path, "ceilings"),
+                         diagnostics_paths, app, output, title, source, summary)
+
+
+def write_page_of(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics_paths: Sequence[str | os.PathLike],
+                  app: str, output: str | os.PathLike, title: str = "", source: str | None = None,
+                  summary: str | os.PathLike | None = None) -> Path:
+    """:func:`write_app_page` of the app's kernels and the devices' ceilings as tables in memory: the
+    app job's own, which it has just written (not read back)."""
     if not is_app_name(app):
         raise ValueError(f"app name {app!r} cannot be a file name; use letters, digits, '.', '_', '-'")
-    kernels = read_tables([kernels_path], "kernels")
-    ceilings = conform(read_table(ceilings_path, "ceilings").drop_duplicates(), "ceilings")
+    ceilings = conform(ceilings.drop_duplicates(), "ceilings")
     diagnostics = read_tables(diagnostics_paths, "diagnostics")
     output = Path(output)
     vega = charts = None
@@ -85,8 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     _page_arguments(parser)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    classify_apps([(args.counters, args.classified, args.kernels)], read_table(args.ceilings, "ceilings"),
-                  json.loads(args.annotations), classify_settings(args))
-    write_app_page(args.kernels, args.ceilings, args.diagnostics, args.app, args.page, args.title, args.source,
-                   args.summary)
+    ceilings = read_table(args.ceilings, "ceilings")
+    kernels = classify_app((args.counters, args.classified, args.kernels), wide_ceilings(ceilings),
+                           json.loads(args.annotations), classify_settings(args))
+    write_page_of(kernels, ceilings, args.diagnostics, args.app, args.page, args.title, args.source, args.summary)
     return 0
