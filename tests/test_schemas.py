@@ -93,3 +93,20 @@ def test_a_frame_that_needs_conforming_is_written_as_its_conformed_self(tmp_path
     two = read_table(tmp_path / "two.parquet", "kernels")
     assert_frame_equal(two, conform(untyped[["device", "kernel"]], "kernels"))
     assert two["device"].tolist()[1] == ""
+
+
+def test_text_is_dictionary_encoded_and_floats_are_written_plain(tmp_path):
+    # the text of a table repeats from row to row (names, recipes); measured floats rarely do, and
+    # a dictionary tried on each of them slowed the write of large tables
+    import pyarrow.parquet as pq
+
+    from roofline.schemas import TABLES, conform
+
+    frame = make_kernels(50)
+    write_table(frame, "kernels", tmp_path / "k.parquet")
+    chunks = pq.ParquetFile(tmp_path / "k.parquet").metadata.row_group(0)
+    kinds = {column.name: column.dtype for column in TABLES["kernels"]}
+    encodings = {chunks.column(i).path_in_schema: chunks.column(i).encodings for i in range(chunks.num_columns)}
+    dictionary = {name for name, used in encodings.items() if any("DICTIONARY" in e for e in used)}
+    assert dictionary == {name for name, kind in kinds.items() if kind == "str"}
+    assert_frame_equal(read_table(tmp_path / "k.parquet", "kernels"), conform(frame, "kernels"), check_exact=True)
