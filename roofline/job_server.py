@@ -5,7 +5,8 @@ costs ~0.45 s of imports (pandas, pyarrow, Altair) before any work, which is mos
 50 apps pay it 50 times. So the first job of a run starts this server in the background (and runs
 itself as usual); later jobs hand their command line, working directory, environment and standard
 streams to it over a Unix socket, it forks a child that runs the job exactly as
-:func:`roofline.jobs.main` would in the job's own process, and the job exits with the child's status.
+:func:`roofline.jobs.main` would in the job's own process, and the job exits with the child's status,
+which the server sends as the child ends (it watches each child's pidfd: :func:`watch_ending`).
 
 What makes that safe:
 
