@@ -242,9 +242,7 @@ def watch_ending(selector: selectors.BaseSelector, pid: int) -> int | None:
     return descriptor
 
 
-def _reap(children: dict[int, socket.socket], selector: selectors.BaseSelector,
-          endings: dict[int, int] | None = None) -> None:
-    endings = {} if endings is None else endings
+def _reap(children: dict[int, socket.socket], selector: selectors.BaseSelector, endings: dict[int, int]) -> None:
     while children:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)

@@ -167,7 +167,7 @@ def app_peaks(counters: pd.DataFrame) -> pd.DataFrame:
     the peaks table (:data:`roofline.schemas.PEAKS`): the report peaks of its measured launches as
     samples and first launches, each what-if machine's peaks (the first launch defining each, per
     app), and the devices its launches ran on. A few rows per app, whatever its launches."""
-    # only the columns read here: taking rows of a counters frame would copy its ~600 columns
+    # only the columns read here: taking rows of a counters frame would copy its ~200 columns
     counters = counters[[c for c in peak_columns() if c in counters]]
     recipes = [f"{column}_recipe" for column, _ in PEAK_COLUMNS.values() if f"{column}_recipe" in counters]
     defined = np.zeros(len(counters), dtype=bool)
