@@ -257,6 +257,19 @@ def _base(store: Path, files: dict, digest: str, changed: set[str]) -> tuple[Pat
     return None, "a night judged before was rewritten or removed"
 
 
+def judged_order(store_dir: str | os.PathLike) -> list[str]:
+    """The judged nights in run order as the last :func:`update` left them (its ``order``), from the
+    newest stored state whose nights are all still stored unchanged: what a later job (the trends
+    page) draws, without judging or reading any night."""
+    store = Path(store_dir)
+    files = run_files(store)
+    for _, path in _states(store):
+        meta = _meta(path)
+        if meta is not None and all(r[0] in files and list(files[r[0]]) == r[3] for r in meta["runs"]):
+            return [r[0] for r in meta["runs"] if r[4]]
+    return []
+
+
 def _keys(store: Path, run_ids: Iterable[str]) -> list[tuple[str, tuple[str, str, str] | None]]:
     """Nights with their place in the run order (logical date, record time, id; None: no rows),
     in that order, the empty ones first (they judge nothing)."""

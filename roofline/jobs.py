@@ -28,6 +28,7 @@ STAGES = {
     "report": "report:main",
     "page": "app_job:page_main",
     "track": "track:main",
+    "trends": "track:page_main",
     "status": "status:main",
 }
 USAGE = f"usage: python -m roofline.jobs {{{','.join(STAGES)}}} LOG [STAGE ARGUMENTS...]"

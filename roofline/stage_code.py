@@ -34,6 +34,8 @@ STAGE_CODE: dict[str, tuple[str, ...]] = {
     "status": ("status.py",),
     # the tracking hashes the config into each night's context (workflow_config.config_hash)
     "track": ("history.py", "track.py", "decide*.py", "workflow_config.py", "config.py", "strict_yaml.py", *PAGES),
+    # the trends page of the night the tracking judged, from the store (the state's run order)
+    "trends": ("history.py", "track.py", "decide*.py", *PAGES),
 }
 
 

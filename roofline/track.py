@@ -7,7 +7,9 @@ stored decision state and tonight's rows (:func:`roofline.decide_state.update`: 
 again when the rule or its parameters changed, or with ``--replay``) and writes the
 machine-readable findings and the trends page of the last ``--trend-nights`` nights
 (:mod:`roofline.pages.trends`; offline, with the Vega bundle ``assets/vega-bundle.js`` beside it).
-Exit status 3 when ``--fail-on-regression`` is given and a kernel regressed.
+Exit status 3 when ``--fail-on-regression`` is given and a kernel regressed. With
+``--no-trends-page`` it judges only, and :func:`page_main` (the workflow's ``trends_page`` job, which
+waits for the summary's device charts) later draws the page from regressions.json and the store.
 """
 
 from __future__ import annotations
@@ -181,29 +183,60 @@ def track(kernels: pd.DataFrame, store: str | os.PathLike, run_id: str, context:
           trend_nights: int = TREND_NIGHTS) -> tuple[pd.DataFrame, dict]:
     """Append tonight, decide every series; return the trends page's decisions and tonight's summary.
 
+    :func:`judge` then :func:`page_decisions`, in one process (the workflow runs them as two jobs,
+    so that judging does not wait for the report).
+    """
+    order, summary, tonight = _judge(kernels, store, run_id, context, params, replay)
+    return page_decisions(store, order, summary, trend_nights, tonight), summary
+
+
+def judge(kernels: pd.DataFrame, store: str | os.PathLike, run_id: str, context: Mapping,
+          params: DecisionParams, *, replay: bool = False) -> tuple[list[str], dict]:
+    """Append tonight, decide every series; return the judged nights in run order and tonight's
+    summary (the content of regressions.json).
+
     Tonight is judged from the stored decision state and tonight's rows, so its cost does not grow
     with the history; ``replay`` judges every night again (after a rule change; automatic when the
-    parameters or the rule's code changed). The decisions returned are those of the last
-    ``trend_nights`` nights up to tonight (tonight's with every column), read from the decisions
-    store. A night without any kernel (every input pattern found nothing: ``roofline.status
-    --check`` says so) is not recorded: the store keeps the nights that ran, and the summary
-    counts nothing.
+    parameters or the rule's code changed). A night without any kernel (every input pattern found
+    nothing: ``roofline.status --check`` says so) is not recorded: the store keeps the nights that
+    ran, and the summary counts nothing.
     """
+    order, summary, _ = _judge(kernels, store, run_id, context, params, replay)
+    return order, summary
+
+
+def _judge(kernels: pd.DataFrame, store: str | os.PathLike, run_id: str, context: Mapping,
+           params: DecisionParams, replay: bool) -> tuple[list[str], dict, pd.DataFrame | None]:
+    """:func:`judge`, with tonight's decisions as read back (None for a night without kernels)."""
     if kernels.empty:
         done = update(store, params, replay=replay)
-        decisions = _page_decisions(store, done.order[-trend_nights:], None)
         nothing = pd.DataFrame(columns=DECISION_COLUMNS)
-        return decisions, summarize(nothing, {**dict(context), "run_id": run_id}, params)
+        return done.order, summarize(nothing, {**dict(context), "run_id": run_id}, params), None
     append_run(store, run_id, kernels, context)
     done = update(store, params, changed=[run_id], replay=replay)
     tonight = read_decisions(store, [run_id])
-    upto = done.order[: done.order.index(run_id) + 1]  # a rerun of an old night: the page up to it
-    decisions = _page_decisions(store, upto[-trend_nights:-1], tonight)
     wanted = [c.name for c in CONTEXT if c.name != "context_json"] + ["convention"]
     night = read_run(store, run_id, [*SERIES_KEY, *wanted])
     stored = night.sort_values(SERIES_KEY, kind="stable").iloc[0][wanted].to_dict()
-    summary = summarize(tonight, {**stored, "run_id": run_id}, params)
-    return decisions, summary
+    return done.order, summarize(tonight, {**stored, "run_id": run_id}, params), tonight
+
+
+def page_decisions(store: str | os.PathLike, order: list[str], summary: Mapping,
+                   trend_nights: int = TREND_NIGHTS, tonight: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The decisions the trends page draws: those of the last ``trend_nights`` judged nights up to
+    the summary's night (tonight's with every column; ``tonight``: them, when already read), or of
+    the last ones when that night had no kernel. ``order``: the judged nights in run order
+    (:func:`judge`, or :func:`roofline.decide_state.judged_order` in a later job)."""
+    run_id = summary["run_id"]
+    if not summary["kernels"]:
+        return _page_decisions(store, order[-trend_nights:], None)
+    if run_id not in order:
+        raise ValueError(f"the history store {store} has no judged night {run_id!r}: run the tracking "
+                         "stage (python -m roofline.track) for it first")
+    upto = order[: order.index(run_id) + 1]  # a rerun of an old night: the page up to it
+    if tonight is None:
+        tonight = read_decisions(store, [run_id])
+    return _page_decisions(store, upto[-trend_nights:-1], tonight)
 
 
 def page_rows(store: str | os.PathLike, summary: Mapping) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -263,6 +296,10 @@ def main(argv: list[str] | None = None) -> int:
                              "(automatic when the parameters or the rule changed)")
     parser.add_argument("--trend-nights", type=int, default=TREND_NIGHTS,
                         help=f"nights on the trends page (default {TREND_NIGHTS})")
+    parser.add_argument("--no-trends-page", action="store_true",
+                        help="judge and write the findings only; --trends is then where the page will be "
+                             "(tonight's links point there), written by a later job (the workflow's "
+                             "trends_page: python -m roofline.jobs trends LOG --store ... --regressions ...)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
@@ -279,16 +316,15 @@ def main(argv: list[str] | None = None) -> int:
         kernels = read_tables(args.kernels, "kernels")
         if args.trend_nights < 1:
             raise ValueError(f"--trend-nights must be at least 1, got {args.trend_nights}")
-        decisions, summary = track(kernels, args.store, args.run_id, context, params,
-                                   replay=args.replay, trend_nights=args.trend_nights)
+        order, summary, tonight = _judge(kernels, args.store, args.run_id, context, params, args.replay)
     except ValueError as exc:
         log.error("%s", exc)
         return 2
     # one line: indenting would take Python's pure encoder, seconds for thousands of kernels' findings
     write_text_atomic(args.regressions, json.dumps(summary, allow_nan=False) + "\n")
-    from roofline.pages.trends import write_trends  # Altair and the page code: only once judged
-
-    write_trends(args.trends, decisions, summary, *page_rows(args.store, summary), charts=args.charts_asset)
+    if not args.no_trends_page:
+        _write_page(args.trends, args.store, summary, page_decisions(args.store, order, summary, args.trend_nights,
+                                                                     tonight), args.charts_asset)
     if args.tonight_script:
         from roofline.pages.tonight import write_tonight_script
 
@@ -298,6 +334,40 @@ def main(argv: list[str] | None = None) -> int:
              ", ".join(f"{k} {v}" for k, v in counts.items() if v))
     if args.fail_on_regression and counts["regression"]:
         return EXIT_REGRESSION
+    return 0
+
+
+def _write_page(path: str, store: str, summary: Mapping, decisions: pd.DataFrame, charts: str | None) -> None:
+    from roofline.pages.trends import write_trends  # Altair and the page code: only once judged
+
+    write_trends(path, decisions, summary, *page_rows(store, summary), charts=charts)
+
+
+def page_main(argv: list[str] | None = None) -> int:
+    """The trends page of the night that ``python -m roofline.track --no-trends-page`` judged, from
+    its regressions.json and the history store (the workflow's trends_page job, which waits for
+    the summary's device charts while the judging does not)."""
+    parser = argparse.ArgumentParser(description="Write the trends page of the night judged last.")
+    parser.add_argument("--store", required=True, help="history store directory")
+    parser.add_argument("--regressions", required=True, help="that night's regressions.json")
+    parser.add_argument("--trends", required=True, help="the page to write")
+    parser.add_argument("--charts-asset", help="the summary's device charts (reports/assets/charts.js), which "
+                        "the page's rooflines of tonight's kernels draw")
+    parser.add_argument("--trend-nights", type=int, default=TREND_NIGHTS,
+                        help=f"nights on the trends page (default {TREND_NIGHTS})")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    from roofline.decide_state import judged_order
+
+    try:
+        if args.trend_nights < 1:
+            raise ValueError(f"--trend-nights must be at least 1, got {args.trend_nights}")
+        summary = json.loads(Path(args.regressions).read_text(encoding="utf-8"))
+        decisions = page_decisions(args.store, judged_order(args.store), summary, args.trend_nights)
+    except (OSError, ValueError) as exc:
+        log.error("%s", exc)
+        return 2
+    _write_page(args.trends, args.store, summary, decisions, args.charts_asset)
     return 0
 
 

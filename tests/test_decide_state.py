@@ -2,6 +2,7 @@
 reruns, replays when the rule changes, crash safety, and a cost that does not read the past."""
 
 import json
+import shutil
 
 import numpy as np
 import pandas as pd
@@ -241,3 +242,26 @@ def test_track_judges_from_the_state_and_the_page_shows_a_window(tmp_path):
     again, _ = track.track(kernels.iloc[:0], tmp_path, "later", {}, DecisionParams(), trend_nights=5)
     assert sorted(again["run_id"].unique()) == [r for r, _, _ in inputs[-5:]]
     compare(tmp_path, DecisionParams())
+
+
+def test_the_judged_order_a_later_job_reads_is_the_one_update_left(tmp_path):
+    """judged_order (what the trends page's job reads instead of judging again) equals update's
+    order after every night, a rerun, a night removed from the store by hand and a replay."""
+    history = spiky(8)
+    inputs = nights_of(history)
+    assert decide_state.judged_order(tmp_path) == []
+    for run_id, kernels, context in inputs:
+        append_run(tmp_path, run_id, kernels, context)
+        done = update(tmp_path, DecisionParams(), changed=[run_id])
+        assert decide_state.judged_order(tmp_path) == done.order
+    nights = [r for r, _, _ in inputs]
+    assert done.order == nights
+    run_id, kernels, context = inputs[-1]
+    append_run(tmp_path, run_id, kernels.iloc[1:], context)  # a rerun of tonight
+    assert decide_state.judged_order(tmp_path) == nights[:-1]  # the last state that fits: before tonight
+    assert update(tmp_path, DecisionParams(), changed=[run_id]).order == decide_state.judged_order(tmp_path)
+    shutil.rmtree(tmp_path / f"run={run_id}")  # the newest state no longer fits the store
+    done = update(tmp_path, DecisionParams())
+    assert done.order == decide_state.judged_order(tmp_path) == nights[:-1]
+    done = update(tmp_path, DecisionParams(), replay=True)
+    assert done.replayed and decide_state.judged_order(tmp_path) == done.order == nights[:-1]

@@ -2,7 +2,7 @@
 
 A tmp copy of the repo's Snakefile, workflow/, roofline/ and config/ runs three small apps (copies of
 the bundled what-if table). The job lists come from ``snakemake -n``; the aggregate rules a change
-must also rerun (report, and status / track_history where the workflow has them) are read from
+must also rerun (report, and status / track_history / trends_page where the workflow has them) are read from
 ``snakemake --rulegraph``, so a new aggregate rule does not break the test but a per-app job too
 many does.
 """
@@ -151,11 +151,11 @@ def test_b_replacing_one_input_reruns_its_chain_and_the_aggregates_only(flow):
     no other app is parsed, classified or paged again, nothing is captured."""
     jobs = _replaced(flow, "beta", "duration_s: 8.0e-3", "duration_s: 9.0e-3")
     aggregates = sorted(_downstream(flow.rulegraph, "parse") & {j for j in flow.cold_jobs if ":" not in j})
-    assert aggregates == ["ceilings", "report", "status", "track_history"]
+    assert aggregates == ["ceilings", "report", "status", "track_history", "trends_page"]
     # status reads beta's diagnostics, which come out byte-identical: it runs only when Snakemake
     # starts it beside the ceilings, before the checkpoint has it look at every job again
     assert [j for j in jobs if j != "status"] == ["analyse_app:beta", "ceilings", "parse:beta", "report",
-                                                  "track_history"]
+                                                  "track_history", "trends_page"]
 
 
 def test_b_moving_a_roof_reclassifies_every_app(flow):

@@ -88,7 +88,7 @@ def test_only_gpu_work_is_queued_one_job_per_captured_app_none_for_imported_repo
     submitted = [re.search(r"--comment rule_(\w+?)(?:_wildcards|\s)", c).group(1) for c in calls]
     assert submitted == ["capture"], calls
     assert " -p gpu " in calls[0] and "--gpus=h100:1" in calls[0]
-    for rule in ("parse", "ceilings", "analyse_app", "report", "status", "track_history"):
+    for rule in ("parse", "ceilings", "analyse_app", "report", "status", "track_history", "trends_page"):
         assert re.search(rf"^local(rule|checkpoint) {rule}:", log, re.M), rule
     classified = read_table(workdir / "data" / "classified" / "rmsnorm.parquet", "classified")
     assert len(classified) == 3 and set(classified["device"]) == {"NVIDIA H100 PCIe"}

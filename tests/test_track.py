@@ -335,6 +335,61 @@ def test_trends_page_is_offline_escaped_and_embeds_every_chart(nightly):
     assert "gemm<float" not in body and "float&)" not in body
 
 
+def test_the_workflows_two_jobs_write_what_one_process_writes(tmp_path):
+    """The workflow judges (track_history: --no-trends-page) beside the report and draws the page in
+    a later job (trends_page: page_main, from regressions.json and the store): the same findings,
+    tonight block and page, byte for byte, as one `python -m roofline.track`; and a night without
+    any kernel the same way."""
+    history, _ = SIM.simulate(seed=2, nights=40, kernels=6)
+    inputs = list(SIM.nightly_inputs(history))
+    written = {}
+    for how in ("one process", "two jobs"):
+        folder = tmp_path / how.replace(" ", "-")
+        store, reports = folder / "store", folder / "reports"
+        for run_id, kernels, context in inputs[:-1]:
+            append_run(store, run_id, kernels, context)
+        run_id, kernels, context = inputs[-1]
+        kernels = kernels.copy()
+        kernels.loc[0, "duration_s"] *= 1.6  # a regression, so that the page has baseline rows to draw
+        write_table(kernels, "kernels", folder / "k.parquet")
+        write_table(kernels.iloc[:0], "kernels", folder / "none.parquet")
+        outputs = ["--trends", str(reports / "trends.html"), "--regressions", str(reports / "regressions.json"),
+                   "--tonight-script", str(reports / "tonight.js")]
+        page = ["--store", str(store), "--regressions", str(reports / "regressions.json"),
+                "--trends", str(reports / "trends.html")]
+        for night_id, table in ((run_id, "k.parquet"), ("later", "none.parquet")):
+            args = ["--kernels", str(folder / table), "--store", str(store), "--run-id", night_id, "--context-json",
+                    json.dumps({**context, "run_time": "2026-03-01T00:00:00+00:00"}), *outputs]
+            if how == "one process":
+                assert track.main(args) == 0
+            else:
+                (reports / "trends.html").unlink(missing_ok=True)
+                assert track.main([*args, "--no-trends-page"]) == 0
+                assert not (reports / "trends.html").exists()
+                assert track.page_main(page) == 0
+            written[how, night_id] = {name: (reports / name).read_bytes()
+                                      for name in ("trends.html", "regressions.json", "tonight.js")}
+    for night_id in (inputs[-1][0], "later"):
+        assert written["one process", night_id] == written["two jobs", night_id]
+    tonight = json.loads(written["two jobs", inputs[-1][0]]["regressions.json"])
+    assert tonight["kernels"] == 6 and tonight["counts"]["regression"] >= 1
+    assert json.loads(written["two jobs", "later"]["regressions.json"])["kernels"] == 0
+    assert written["two jobs", "later"]["trends.html"] != written["two jobs", inputs[-1][0]]["trends.html"]
+
+
+def test_the_page_job_names_a_night_the_store_has_not_judged(tmp_path, caplog):
+    history, _ = SIM.simulate(seed=3, nights=40, kernels=2)
+    run_id, kernels, context = list(SIM.nightly_inputs(history))[0]
+    append_run(tmp_path / "store", run_id, kernels, context)  # stored, never judged
+    (tmp_path / "regressions.json").write_text(json.dumps({"run_id": run_id, "kernels": 2}))
+    args = ["--store", str(tmp_path / "store"), "--regressions", str(tmp_path / "regressions.json"),
+            "--trends", str(tmp_path / "trends.html")]
+    assert track.page_main(args) == 2
+    assert f"has no judged night '{run_id}': run the tracking stage" in caplog.text
+    assert track.page_main([*args[:3], str(tmp_path / "missing.json"), *args[4:]]) == 2
+    assert "missing.json" in caplog.text and not (tmp_path / "trends.html").exists()
+
+
 def test_every_chart_compiles_with_vega():
     from roofline.pages import trends
 

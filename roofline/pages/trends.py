@@ -21,6 +21,7 @@ import pandas as pd
 from roofline.atomic_files import write_text_atomic
 from roofline.chart import CHART_FIELDS, KERNEL_DATA
 from roofline.chart_roofs import si
+from roofline.decide_series import DECISION_COLUMNS
 from roofline.pages.markup import esc, script_json
 from roofline.pages.page import asset_src, page_html, write_vega_asset
 from roofline.pages.table import columns_json
@@ -152,6 +153,8 @@ def findings_table(found: Sequence[Mapping]) -> str:
 
 
 def _health(decisions: pd.DataFrame, tonight: pd.DataFrame) -> str:
+    if tonight.empty:  # a night without any kernel: the page shows the nights before it, read without noise
+        tonight = pd.DataFrame(columns=DECISION_COLUMNS)
     rel = (tonight["noise_s"] / tonight["baseline_s"]).astype(float).replace([np.inf, -np.inf], np.nan)
     noisy = tonight.assign(rel=rel).dropna(subset=["rel"]).nlargest(5, "rel")
     items = [f"<li>{esc(r.kernel_short or r.kernel)} ({esc(r.app)}): noise {r.rel:.2%} of its baseline</li>"

@@ -1,18 +1,14 @@
 # Nightly tracking (roofline/track.py, docs/tracking.md): append tonight's kernels of every app to
 # the history store data/history/ (one partition per run id, replaced on a rerun), judge every
-# kernel series, write the findings and the trends page. run_id() is a param, so a new night
-# reruns the rule even when the kernels tables did not change.
+# kernel series and write the findings; trends_page then draws the trends page. run_id() is a param,
+# so a new night reruns the rule even when the kernels tables did not change.
 rule track_history:
     # only GPU work goes to a cluster's queue: this takes seconds of CPU, on the submitting host
     localrule: True
     input:
         kernels=all_kernel_tables(),
         counters=expand("data/counters/{app}.parquet", app=sorted(APPS)),
-        # the summary's device charts, which the trends page draws tonight's kernels on (so asking
-        # for the trends page, as a nightly job does, builds the summary it links to as well)
-        charts="reports/assets/charts.js",
     output:
-        trends="reports/trends.html",
         regressions="reports/regressions.json",
         # the summary's "tonight against the baseline" block, loaded by the summary when opened, so
         # that the report does not wait for this job (roofline/pages/tonight.py)
@@ -21,6 +17,8 @@ rule track_history:
         code=pkg_code("track"),
         run_id=run_id(),
         store="data/history",
+        # where trends_page writes the page: tonight's block links to it
+        trends="reports/trends.html",
         # the config's hash, not the config: a thousand apps' is too long for one argument
         config_hash=config_hash(as_json(config)),
         decision_params=as_json(CONFIG.tracking.params),
@@ -32,5 +30,28 @@ rule track_history:
     shell:
         stage("track") + " --kernels {input.kernels} --counters {input.counters} --store={params.store}"
         " --run-id={params.run_id:q} --config-hash={params.config_hash} --params={params.decision_params:q}"
-        " --context-json={params.context:q} --trends={output.trends} --regressions={output.regressions}"
-        " --tonight-script={output.tonight} --charts-asset={input.charts}"
+        " --context-json={params.context:q} --trends={params.trends} --no-trends-page"
+        " --regressions={output.regressions} --tonight-script={output.tonight}"
+
+
+# The trends page of the night track_history judged: its own job, so that the judging runs beside
+# the report and only the drawing waits for the summary's device charts.
+rule trends_page:
+    localrule: True
+    input:
+        regressions="reports/regressions.json",
+        # the summary's device charts, which the page draws tonight's kernels on (so asking for the
+        # trends page, as a nightly job does, builds the summary it links to as well)
+        charts="reports/assets/charts.js",
+    output:
+        trends="reports/trends.html",
+    params:
+        code=pkg_code("trends"),
+        store="data/history",
+    log:
+        "logs/track/trends_page.log",
+    conda:
+        ENV
+    shell:
+        stage("trends") + " --store={params.store} --regressions={input.regressions} --trends={output.trends}"
+        " --charts-asset={input.charts}"
