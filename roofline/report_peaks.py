@@ -229,12 +229,17 @@ def _what_if_rows(parts: list[pd.DataFrame]) -> pd.DataFrame:
     """The what-if peaks as counters rows (one per app and machine, in input order): what
     :func:`roofline.ceilings.what_if_ceilings` and its conflict check read."""
     given = pd.concat(parts, ignore_index=True) if parts else conform(pd.DataFrame(), "peaks")
-    rows = given[["app", "device"]].drop_duplicates().reset_index(drop=True)
+    pairs = given[["app", "device"]]
+    rows = pairs.drop_duplicates().reset_index(drop=True)
+    # each peak row's place among the (app, machine) rows: scattered there, one column per ceiling
+    place = pd.MultiIndex.from_frame(rows).get_indexer(pd.MultiIndex.from_frame(pairs))
+    ceiling, value = given["ceiling"].to_numpy(), given["value"].to_numpy(dtype="float64")
     for order, (column, _) in enumerate(PEAK_COLUMNS.values()):
-        mine = given.loc[(given["ceiling"] == order).to_numpy(), ["app", "device", "value"]]
-        merged = rows.merge(mine.rename(columns={"value": column}), on=["app", "device"], how="left", indicator=True)
-        rows[column] = merged[column].to_numpy()
-        rows[f"{column}_recipe"] = np.where((merged["_merge"] == "both").to_numpy(), "what-if", "")
+        mine = ceiling == order
+        values, given_here = np.full(len(rows), np.nan), np.zeros(len(rows), dtype=bool)
+        values[place[mine]], given_here[place[mine]] = value[mine], True
+        rows[column] = values
+        rows[f"{column}_recipe"] = np.where(given_here, "what-if", "")
     return rows
 
 
