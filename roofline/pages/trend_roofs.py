@@ -37,10 +37,13 @@ def series_names(frame: pd.DataFrame) -> pd.Series:
     key = frame[SERIES_KEY[0]].astype(str)
     for column in SERIES_KEY[1:]:  # vectorised "\x1f".join of the key columns
         key = key + "\x1f" + frame[column].astype(str)
-    first = pd.DataFrame({"name": name, "key": key}).drop_duplicates("key")
-    dup = first.groupby("name").cumcount()
-    first["unique"] = first["name"] + np.where(dup > 0, " #" + (dup + 1).astype(str), "")
-    return key.map(dict(zip(first["key"], first["unique"], strict=True)))
+    # each series' name where it first appears, "#2", "#3" ... on later series of one name; codes and
+    # positions rather than a dict of ~100k keys mapped row by row
+    codes = pd.factorize(key)[0]
+    first = pd.Series(name.to_numpy()[np.unique(codes, return_index=True)[1]])
+    dup = first.groupby(first.to_numpy()).cumcount().to_numpy()
+    unique = first + np.where(dup > 0, " #" + pd.Series(dup + 1).astype(str), "")
+    return pd.Series(unique.to_numpy()[codes], index=frame.index, dtype="str")
 
 
 def applied_ceilings(kernels: pd.DataFrame) -> pd.DataFrame:

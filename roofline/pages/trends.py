@@ -96,7 +96,8 @@ def trend_charts(decisions: pd.DataFrame, tonight_series: list[str]) -> tuple[di
     """Small multiples of the findings' series (None without any), and one chart with a kernel selector."""
     names = series_names(decisions)
     data = trend_data(decisions, names)
-    domain = [c for c in COLORS if c in set(data["label"])] or ["unchanged"]
+    labels = set(data["label"].unique())
+    domain = [c for c in COLORS if c in labels] or ["unchanged"]
     known = set(data["series"])  # once: building it per series made this quadratic
     top = [s for s in tonight_series if s in known][:MAX_TREND_CHARTS]
     facet = None
