@@ -135,7 +135,7 @@ def test_no_command_argument_grows_past_what_linux_takes_at_many_apps(tmp_path):
     dry = _run(tmp_path, "--configfile", str(tmp_path / "config.yaml"), "-n", "-p", "--forceall")
     commands = [line.split("roofline.jobs ", 1)[1] for line in dry.stdout.splitlines() if "roofline.jobs " in line]
     stages = {command.split()[0] for command in commands}
-    assert {"parse", "ceilings", "app", "report", "track", "status"} <= stages, stages
+    assert {"parse", "ceilings", "app", "report", "track", "trends", "status"} <= stages, stages
     import shlex
 
     longest = max(len(argument) for command in commands for argument in shlex.split(command))
@@ -149,3 +149,25 @@ def test_no_command_argument_grows_past_what_linux_takes_at_many_apps(tmp_path):
 
     written = json.loads((tmp_path / sources.removeprefix("--sources=@")).read_text())
     assert len(written) == 400 and all(path.startswith(inputs.name) for path in written.values())
+
+
+_NODE = re.compile(r'^\s*(\d+)\[label = "([^"]+)"')
+_EDGE = re.compile(r"^\s*(\d+) -> (\d+)")
+
+
+@pytest.mark.parametrize("apps, after", [(400, False), (401, True)])
+def test_the_tracking_judges_beside_the_report_up_to_400_apps_and_after_it_beyond(tmp_path, apps, after):
+    """The judging (track_history) needs every app's tables, not the report: beside it, the night's
+    findings come sooner. Beyond 400 apps it waits for the report, whose memory would otherwise add
+    to its own (at 1,000 apps ~0.8 and ~1.5 GB: over 2 GB together). The trends page waits for both."""
+    inputs = tmp_path / "inputs"
+    inputs.mkdir()
+    for i in range(apps):
+        shutil.copy(REPO / "data" / "examples" / "textbook.yaml", inputs / f"app_{i:03d}.yaml")
+    (tmp_path / "config.yaml").write_text("# hand-made test config\ninputs: [inputs/*]\n")
+    graph = _run(tmp_path, "--configfile", str(tmp_path / "config.yaml"), "--rulegraph").stdout
+    names = dict(m.groups() for line in graph.splitlines() if (m := _NODE.match(line)))
+    edges = {(names[a], names[b]) for line in graph.splitlines() if (m := _EDGE.match(line)) for a, b in [m.groups()]}
+    assert ("analyse_app", "track_history") in edges and ("parse", "track_history") in edges
+    assert {("report", "trends_page"), ("track_history", "trends_page")} <= edges
+    assert (("report", "track_history") in edges) is after

@@ -8,6 +8,8 @@ rule track_history:
     input:
         kernels=all_kernel_tables(),
         counters=expand("data/counters/{app}.parquet", app=sorted(APPS)),
+        # beside the report up to a few hundred apps, after it beyond (common.smk: memory)
+        after=report_before_tracking(),
     output:
         regressions="reports/regressions.json",
         # the summary's "tonight against the baseline" block, loaded by the summary when opened, so
