@@ -186,14 +186,15 @@ def track(kernels: pd.DataFrame, store: str | os.PathLike, run_id: str, context:
     :func:`judge` then :func:`page_decisions`, in one process (the workflow runs them as two jobs,
     so that judging does not wait for the report).
     """
-    order, summary, tonight = _judge(kernels, store, run_id, context, params, replay)
+    order, summary, tonight = judge(kernels, store, run_id, context, params, replay)
     return page_decisions(store, order, summary, trend_nights, tonight), summary
 
 
 def judge(kernels: pd.DataFrame, store: str | os.PathLike, run_id: str, context: Mapping,
-          params: DecisionParams, *, replay: bool = False) -> tuple[list[str], dict]:
-    """Append tonight, decide every series; return the judged nights in run order and tonight's
-    summary (the content of regressions.json).
+          params: DecisionParams, replay: bool = False) -> tuple[list[str], dict, pd.DataFrame | None]:
+    """Append tonight, decide every series; return the judged nights in run order, tonight's summary
+    (the content of regressions.json) and tonight's decisions as stored (None for a night without
+    kernels).
 
     Tonight is judged from the stored decision state and tonight's rows, so its cost does not grow
     with the history; ``replay`` judges every night again (after a rule change; automatic when the
@@ -201,13 +202,6 @@ def judge(kernels: pd.DataFrame, store: str | os.PathLike, run_id: str, context:
     nothing: ``roofline.status --check`` says so) is not recorded: the store keeps the nights that
     ran, and the summary counts nothing.
     """
-    order, summary, _ = _judge(kernels, store, run_id, context, params, replay)
-    return order, summary
-
-
-def _judge(kernels: pd.DataFrame, store: str | os.PathLike, run_id: str, context: Mapping,
-           params: DecisionParams, replay: bool) -> tuple[list[str], dict, pd.DataFrame | None]:
-    """:func:`judge`, with tonight's decisions as read back (None for a night without kernels)."""
     if kernels.empty:
         done = update(store, params, replay=replay)
         nothing = pd.DataFrame(columns=DECISION_COLUMNS)
@@ -316,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
         kernels = read_tables(args.kernels, "kernels")
         if args.trend_nights < 1:
             raise ValueError(f"--trend-nights must be at least 1, got {args.trend_nights}")
-        order, summary, tonight = _judge(kernels, args.store, args.run_id, context, params, args.replay)
+        order, summary, tonight = judge(kernels, args.store, args.run_id, context, params, args.replay)
     except ValueError as exc:
         log.error("%s", exc)
         return 2
@@ -362,10 +356,18 @@ def page_main(argv: list[str] | None = None) -> int:
     try:
         if args.trend_nights < 1:
             raise ValueError(f"--trend-nights must be at least 1, got {args.trend_nights}")
-        summary = json.loads(Path(args.regressions).read_text(encoding="utf-8"))
+        text = Path(args.regressions).read_text(encoding="utf-8")
+        try:
+            summary = json.loads(text)
+        except ValueError as exc:
+            raise ValueError(f"{args.regressions}: not JSON ({exc}); run the tracking stage again") from None
         decisions = page_decisions(args.store, judged_order(args.store), summary, args.trend_nights)
     except (OSError, ValueError) as exc:
         log.error("%s", exc)
+        return 2
+    except (KeyError, TypeError) as exc:
+        log.error("%s: not the findings of python -m roofline.track (no %s); run the tracking stage again",
+                  args.regressions, exc)
         return 2
     _write_page(args.trends, args.store, summary, decisions, args.charts_asset)
     return 0

@@ -387,7 +387,14 @@ def test_the_page_job_names_a_night_the_store_has_not_judged(tmp_path, caplog):
     assert track.page_main(args) == 2
     assert f"has no judged night '{run_id}': run the tracking stage" in caplog.text
     assert track.page_main([*args[:3], str(tmp_path / "missing.json"), *args[4:]]) == 2
-    assert "missing.json" in caplog.text and not (tmp_path / "trends.html").exists()
+    assert "missing.json" in caplog.text
+    (tmp_path / "cut.json").write_text('{"run_id": ')  # a disk that filled while it was written
+    assert track.page_main([*args[:3], str(tmp_path / "cut.json"), *args[4:]]) == 2
+    assert "cut.json: not JSON" in caplog.text
+    (tmp_path / "other.json").write_text(json.dumps({"run_id": run_id}))
+    assert track.page_main([*args[:3], str(tmp_path / "other.json"), *args[4:]]) == 2
+    assert "other.json: not the findings of python -m roofline.track (no 'kernels')" in caplog.text
+    assert not (tmp_path / "trends.html").exists()
 
 
 def test_every_chart_compiles_with_vega():
