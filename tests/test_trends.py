@@ -159,8 +159,13 @@ def test_the_findings_table_lists_the_largest_and_says_where_the_rest_are(monkey
               "nights_in_violation": 0, "time_share": 0.1, "impact": None, "bound": "memory:dram", "bound_flip": "",
               "roof_pct_baseline": None, "roof_pct": 50.0, "ai_dram_baseline": None, "ai_dram": 1.0,
               "note": "first night of this series"} for i in range(3)]
+    found[1].update(grid="(8, 1, 1)", block="(256, 1, 1)", change_pct=4.0)
     table = trends.findings_table(found)
-    assert table.count("<tr id=") == 2 and "a | k0 |" in table and "a | k2 |" not in table
+    assert table.count("<tr id=") == 2 and ">a | k0</span>" in table and "a | k2" not in table
+    # a series whose table records no launch shape (a what-if row) has none in its name, and a first
+    # night no change
+    assert ">a | k1 | (8, 1, 1)×(256, 1, 1)</span>" in table and "×<" not in table
+    assert table.count("<td>+4.0 %</td>") == 1 and "<td> %</td>" not in table
     assert "The 2 largest of 3 findings; every one is in the run's <code>regressions.json</code>." in table
     assert "largest of" not in trends.findings_table(found[:2])
 
@@ -174,3 +179,14 @@ def _summary(found: list) -> dict:
     return {"run_id": "n1", "findings": found, "counts": {"regression": 0, "unchanged": 4}, "alert": False,
             "environment_shift": False, "environment_changes": [], "context": {"run_id": "n1"}, "method": "m",
             "rule_version": "r"}
+
+
+def test_series_names_are_unique_and_show_a_launch_shape_only_where_recorded():
+    frame = pd.DataFrame({"app": ["a", "a", "a", "b"], "device": ["G"] * 4, "kernel": ["k", "k", "m", "k"],
+                          "kernel_short": ["", "", "m", "k"], "grid": ["", "", "(2, 1, 1)", ""],
+                          "block": ["", "", "(64, 1, 1)", ""]})
+    frame.loc[1, "device"] = "H"  # another series of the same app and kernel on a second device
+    names = trends.series_names(frame).tolist()
+    assert names == ["a | k | G", "a | k | H", "a | m | (2, 1, 1)×(64, 1, 1) | G", "b | k | G"]
+    one_device = trends.series_names(frame.assign(device="G", kernel=["k", "k2", "m", "k"], kernel_short="k"))
+    assert one_device.tolist() == ["a | k", "a | k #2", "a | k | (2, 1, 1)×(64, 1, 1)", "b | k"]

@@ -27,11 +27,17 @@ from roofline.trajectory import STEP_COLUMNS, _level
 MOVED = ("regression", "improvement")  # the findings drawn from their baseline to tonight
 
 
+def launch_shape(grid: str, block: str) -> str:
+    """" | grid×block" of a series' name, or nothing for a table that records neither (what-if rows)."""
+    return f" | {grid}×{block}" if grid or block else ""
+
+
 def series_names(frame: pd.DataFrame) -> pd.Series:
     """A readable, unique name per series: app | kernel | grid x block (| device)."""
     many = frame["device"].nunique() > 1
     short = frame["kernel_short"].where(frame["kernel_short"] != "", frame["kernel"])
-    name = frame["app"] + " | " + short + " | " + frame["grid"] + "×" + frame["block"]
+    shape = (" | " + frame["grid"] + "×" + frame["block"]).where((frame["grid"] != "") | (frame["block"] != ""), "")
+    name = frame["app"] + " | " + short + shape  # launch_shape, for every row at once
     if many:
         name = name + " | " + frame["device"]
     key = frame[SERIES_KEY[0]].astype(str)

@@ -29,6 +29,7 @@ from roofline.pages.tonight import series_anchor
 from roofline.pages.trend_roofs import (  # noqa: F401 - tests read MOVED and the rooflines' functions here
     MOVED,
     applied_ceilings,
+    launch_shape,
     moved_points,
     roofline_specs,
     series_names,
@@ -135,10 +136,11 @@ def findings_table(found: Sequence[Mapping]) -> str:
             "impact", "bound", "% of roof", "AI (DRAM) [FLOP/B]", "note"]
     rows = []
     for f in found[:MAX_FINDING_ROWS]:
-        name = f"{f['app']} | {f['kernel_short'] or f['kernel']} | {f['grid']}×{f['block']}"
+        name = f"{f['app']} | {f['kernel_short'] or f['kernel']}{launch_shape(f['grid'], f['block'])}"
         cells = [f'<span class="kname" title="{esc(f["kernel"])}">{esc(name)}</span>',
                  f'<b style="color:{COLORS.get(f["label"], "#000")}">{esc(f["label"])}</b>',
-                 f"{_us(f['baseline_s'])} → {_us(f['value_s'])}", _num(f["change_pct"], "+.1f") + " %",
+                 f"{_us(f['baseline_s'])} → {_us(f['value_s'])}",
+                 f"{change} %" if (change := _num(f["change_pct"], "+.1f")) else "",
                  _num(f["z"], ".3g"), esc(f["nights_in_violation"]), _num(f["time_share"], ".3g"),
                  _num(f["impact"], ".3g"), esc(f"{f['bound']} {f.get('bound_flip') or ''}".strip()),
                  f"{_num(f['roof_pct_baseline'], '.3g')} → {_num(f['roof_pct'], '.3g')}",
