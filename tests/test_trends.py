@@ -1,5 +1,7 @@
 """The trends page (roofline/pages/trends.py): its rooflines are drawn on the roofs the verdicts used."""
 
+import json
+
 import pandas as pd
 import pytest
 from test_chart import _rows_with
@@ -190,3 +192,23 @@ def test_series_names_are_unique_and_show_a_launch_shape_only_where_recorded():
     assert names == ["a | k | G", "a | k | H", "a | m | (2, 1, 1)×(64, 1, 1) | G", "b | k | G"]
     one_device = trends.series_names(frame.assign(device="G", kernel=["k", "k2", "m", "k"], kernel_short="k"))
     assert one_device.tolist() == ["a | k", "a | k #2", "a | k | (2, 1, 1)×(64, 1, 1)", "b | k"]
+
+
+def test_a_finding_on_one_device_gets_its_trend_when_the_night_has_two():
+    """The trend charts name every series of the night (the device joins the names when the night has
+    several): tonight's findings are drawn by those names, not by names of their own without the
+    device, which matched no series and left the findings without a trend."""
+    tonight = at_roof()
+    night = pd.concat([tonight, tonight.assign(device="H")], ignore_index=True)
+    decisions = _decisions(night)
+    decisions.loc[len(tonight), ["label", "value_s", "ratio"]] = ["regression", 1.5e-3, 1.5]
+    moved = decisions.loc[len(tonight)]
+    found = [{**{k: moved[k] for k in ("app", "device", "kernel", "kernel_short", "grid", "block")},
+              "label": "regression", "baseline_s": 1e-3, "value_s": 1.5e-3, "change_pct": 50.0, "z": 9.0,
+              "nights_in_violation": 1, "time_share": 0.2, "impact": 0.1, "bound": "memory:dram", "bound_flip": "",
+              "roof_pct_baseline": None, "roof_pct": None, "ai_dram_baseline": None, "ai_dram": None, "note": ""}]
+    page = trends.trends_html(decisions, _summary(found), None, None, vega="assets/vega-bundle.js")
+    assert "No findings tonight" not in page
+    facet = json.loads(page.split("var SPECS = ")[1].split(";\n")[0])[0]
+    [name] = trends.series_names(decisions)[[len(tonight)]]
+    assert name.endswith(" | H") and facet["facet"]["sort"] == [name]

@@ -22,6 +22,7 @@ from roofline.atomic_files import write_text_atomic
 from roofline.chart import CHART_FIELDS, KERNEL_DATA
 from roofline.chart_roofs import si
 from roofline.decide_series import DECISION_COLUMNS
+from roofline.history import SERIES_KEY
 from roofline.pages.markup import esc, script_json
 from roofline.pages.page import asset_src, page_html, write_vega_asset
 from roofline.pages.table import columns_json
@@ -93,9 +94,11 @@ def _round(value: float, digits: int = 5) -> float:
     return round(value, digits - 1 - int(math.floor(math.log10(abs(value)))))
 
 
-def trend_charts(decisions: pd.DataFrame, tonight_series: list[str]) -> tuple[dict | None, dict]:
-    """Small multiples of the findings' series (None without any), and one chart with a kernel selector."""
-    names = series_names(decisions)
+def trend_charts(decisions: pd.DataFrame, tonight_series: list[str],
+                 names: pd.Series | None = None) -> tuple[dict | None, dict]:
+    """Small multiples of the findings' series (None without any), and one chart with a kernel selector;
+    ``names``: the decisions' :func:`series_names`, when already known."""
+    names = series_names(decisions) if names is None else names
     data = trend_data(decisions, names)
     labels = set(data["label"].unique())
     domain = [c for c in COLORS if c in labels] or ["unchanged"]
@@ -167,6 +170,17 @@ def _health(decisions: pd.DataFrame, tonight: pd.DataFrame) -> str:
             f"{missing} missing.</p><p>Noisiest series:</p><ul>{''.join(items)}</ul>")
 
 
+def _finding_names(found: Sequence[Mapping], decisions: pd.DataFrame, names: pd.Series, run_id: str) -> list[str]:
+    """The findings' series, in order, by the names the trend charts give them (``names``: the
+    decisions' :func:`series_names`): named apart, a finding would lack the device that other series
+    of the night add to every name, or another series' "#2"."""
+    mine = (decisions["run_id"] == run_id).to_numpy()
+    keys = zip(*(decisions.loc[mine, column].astype(str) for column in SERIES_KEY), strict=True)
+    by_key = dict(zip(keys, names.to_numpy()[mine], strict=True))
+    wanted = (tuple(str(f[column]) for column in SERIES_KEY) for f in found)
+    return list(dict.fromkeys(by_key[key] for key in wanted if key in by_key))
+
+
 def trends_html(decisions: pd.DataFrame, summary: Mapping, kernels: pd.DataFrame | None = None,
                 baseline: pd.DataFrame | None = None, vega: str | None = None, charts: str | None = None) -> str:
     """The whole trends page: context, counts, findings by impact, their trends, any kernel's trend,
@@ -177,8 +191,8 @@ def trends_html(decisions: pd.DataFrame, summary: Mapping, kernels: pd.DataFrame
     run_id = summary["run_id"]
     tonight = decisions[decisions["run_id"] == run_id]
     found = summary["findings"]
-    order = list(dict.fromkeys(series_names(pd.DataFrame(found)))) if found else []
-    facet, selector = trend_charts(decisions, order)
+    names = series_names(decisions)
+    facet, selector = trend_charts(decisions, _finding_names(found, decisions, names, run_id), names)
     specs = [selector] if facet is None else [facet, selector]
     roof_specs, roof_entries, roof_blocks, rows = roofline_specs(
         kernels if kernels is not None else pd.DataFrame(), baseline if baseline is not None else pd.DataFrame(),
