@@ -337,6 +337,24 @@ def _write_page(path: str, store: str, summary: Mapping, decisions: pd.DataFrame
     write_trends(path, decisions, summary, *page_rows(store, summary), charts=charts)
 
 
+# what the trends page reads of regressions.json (summarize() writes them all)
+_PAGE_READS = ("run_id", "kernels", "findings", "counts", "context", "environment_changes", "alert",
+               "environment_shift", "method", "rule_version")
+
+
+def _read_summary(path: str) -> dict:
+    """regressions.json as :func:`summarize` wrote it, or a ValueError naming the file and the fix."""
+    try:
+        summary = json.loads(Path(path).read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise ValueError(f"{path}: not JSON ({exc}); run the tracking stage again") from None
+    missing = [key for key in _PAGE_READS if not isinstance(summary, dict) or key not in summary]
+    if missing:
+        raise ValueError(f"{path}: not the findings of python -m roofline.track (no {missing[0]!r}); "
+                         "run the tracking stage again")
+    return summary
+
+
 def page_main(argv: list[str] | None = None) -> int:
     """The trends page of the night that ``python -m roofline.track --no-trends-page`` judged, from
     its regressions.json and the history store (the workflow's trends_page job, which waits for
@@ -356,18 +374,10 @@ def page_main(argv: list[str] | None = None) -> int:
     try:
         if args.trend_nights < 1:
             raise ValueError(f"--trend-nights must be at least 1, got {args.trend_nights}")
-        text = Path(args.regressions).read_text(encoding="utf-8")
-        try:
-            summary = json.loads(text)
-        except ValueError as exc:
-            raise ValueError(f"{args.regressions}: not JSON ({exc}); run the tracking stage again") from None
+        summary = _read_summary(args.regressions)
         decisions = page_decisions(args.store, judged_order(args.store), summary, args.trend_nights)
     except (OSError, ValueError) as exc:
         log.error("%s", exc)
-        return 2
-    except (KeyError, TypeError) as exc:
-        log.error("%s: not the findings of python -m roofline.track (no %s); run the tracking stage again",
-                  args.regressions, exc)
         return 2
     _write_page(args.trends, args.store, summary, decisions, args.charts_asset)
     return 0

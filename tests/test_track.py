@@ -381,7 +381,8 @@ def test_the_page_job_names_a_night_the_store_has_not_judged(tmp_path, caplog):
     history, _ = SIM.simulate(seed=3, nights=40, kernels=2)
     run_id, kernels, context = list(SIM.nightly_inputs(history))[0]
     append_run(tmp_path / "store", run_id, kernels, context)  # stored, never judged
-    (tmp_path / "regressions.json").write_text(json.dumps({"run_id": run_id, "kernels": 2}))
+    findings = {key: None for key in track._PAGE_READS} | {"run_id": run_id, "kernels": 2}  # a store's other night
+    (tmp_path / "regressions.json").write_text(json.dumps(findings))
     args = ["--store", str(tmp_path / "store"), "--regressions", str(tmp_path / "regressions.json"),
             "--trends", str(tmp_path / "trends.html")]
     assert track.page_main(args) == 2

@@ -2,6 +2,10 @@
 # the history store data/history/ (one partition per run id, replaced on a rerun), judge every
 # kernel series and write the findings; trends_page then draws the trends page. run_id() is a param,
 # so a new night reruns the rule even when the kernels tables did not change.
+HISTORY_STORE = "data/history"
+TRENDS_PAGE = "reports/trends.html"  # trends_page writes it; tonight's block links to it
+
+
 rule track_history:
     # only GPU work goes to a cluster's queue: this takes seconds of CPU, on the submitting host
     localrule: True
@@ -18,9 +22,8 @@ rule track_history:
     params:
         code=pkg_code("track"),
         run_id=run_id(),
-        store="data/history",
-        # where trends_page writes the page: tonight's block links to it
-        trends="reports/trends.html",
+        store=HISTORY_STORE,
+        trends=TRENDS_PAGE,
         # the config's hash, not the config: a thousand apps' is too long for one argument
         config_hash=config_hash(as_json(config)),
         decision_params=as_json(CONFIG.tracking.params),
@@ -46,10 +49,10 @@ rule trends_page:
         # trends page, as a nightly job does, builds the summary it links to as well)
         charts="reports/assets/charts.js",
     output:
-        trends="reports/trends.html",
+        trends=TRENDS_PAGE,
     params:
         code=pkg_code("trends"),
-        store="data/history",
+        store=HISTORY_STORE,
     log:
         "logs/track/trends_page.log",
     conda:
