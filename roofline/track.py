@@ -128,10 +128,35 @@ def _records(frame: pd.DataFrame, fields: list[str]) -> list[dict]:
     return pa.Table.from_pandas(pd.DataFrame(columns), preserve_index=False).to_pylist()
 
 
+def _starting(tonight: pd.DataFrame) -> np.ndarray:
+    """The rows of series whose app starts its history on that device tonight: every record of the
+    app and device is ``new`` (the first night, a new app, an app on a new GPU). Each is new with
+    nothing to compare with, so one line per app and device says so (:func:`started`) instead of a
+    finding per series: a first night of a thousand apps is ~100k series. A new kernel in an app
+    tracked before stays a finding."""
+    if tonight.empty:
+        return np.zeros(0, dtype=bool)
+    new = (tonight["label"] == "new").to_numpy()
+    group = tonight.groupby(["app", "device"], sort=False, observed=True).ngroup().to_numpy()
+    seen_before = np.zeros(group.max() + 1, dtype=bool)
+    seen_before[group[~new]] = True
+    return new & ~seen_before[group]
+
+
+def started(tonight: pd.DataFrame) -> list[dict]:
+    """The apps and devices whose history starts tonight (see :func:`_starting`): app, device and
+    their number of series, by app and device."""
+    rows = tonight.loc[_starting(tonight), ["app", "device"]]
+    counts = rows.value_counts(sort=False).sort_index()
+    return [{"app": str(app), "device": str(device), "series": int(n)} for (app, device), n in counts.items()]
+
+
 def findings(tonight: pd.DataFrame) -> pd.DataFrame:
-    """Tonight's rows worth reading, by impact (|Δ time| x time share), largest first."""
+    """Tonight's rows worth reading, by impact (|Δ time| x time share), largest first: not those
+    within their limits, and not the series of an app whose history starts tonight (:func:`started`)."""
     quiet = tonight["label"].isin(_QUIET) & (tonight["bound_flip"] == "")
     quiet |= (tonight["label"] == "insufficient_data") & (tonight["direction"] == "")
+    quiet |= _starting(tonight)
     out = tonight[~quiet].copy()
     out["change_pct"] = (out["ratio"] - 1) * 100
     out["_key"] = out["impact"].abs().fillna(-1)
@@ -155,6 +180,7 @@ def summarize(tonight: pd.DataFrame, context: Mapping, params: DecisionParams) -
         "alert": counts["regression"] > 0,
         "environment_shift": bool(tonight["environment_shift"].any()) if len(tonight) else False,
         "environment_changes": env,
+        "started": started(tonight),
         "findings": _records(found, _FINDING_FIELDS),
     }
 
@@ -338,7 +364,7 @@ def _write_page(path: str, store: str, summary: Mapping, decisions: pd.DataFrame
 
 
 # what the trends page reads of regressions.json (summarize() writes them all)
-_PAGE_READS = ("run_id", "kernels", "findings", "counts", "context", "environment_changes", "alert",
+_PAGE_READS = ("run_id", "kernels", "findings", "started", "counts", "context", "environment_changes", "alert",
                "environment_shift", "method", "rule_version")
 
 

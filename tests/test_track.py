@@ -446,6 +446,37 @@ def test_summary_has_no_nan_and_findings_skip_quiet_rows():
     assert quiet["findings"] == [] and quiet["alert"] is False
 
 
+def test_an_app_whose_history_starts_tonight_is_one_line_not_a_finding_per_series():
+    """A first night lists no finding: each series is new, with nothing to compare. Later, a new
+    app, or an app on a new GPU, starts its history the same way; a new kernel in an app tracked
+    before is a finding."""
+    t = 1e-3
+    history = pd.concat([
+        series([t, t], kernel="k1", app="A"), series([t, t], kernel="k2", app="A"),
+        series([None, t], kernel="k3", app="A"),  # a new kernel in a tracked app
+        series([t, t], kernel="k1", app="B"),
+        series([None, t], kernel="k1", app="B", device="GPU2"),  # B on a second GPU too
+        series([None, t], kernel="k1", app="C"), series([None, t], kernel="k2", app="C"),  # a new app
+    ], ignore_index=True)
+    d = decide_all(history)
+    first = track.summarize(d[d["run_id"] == night(0)], {"run_id": night(0)}, DecisionParams())
+    assert first["counts"]["new"] == 3 and first["findings"] == []
+    assert first["started"] == [{"app": "A", "device": "GPU", "series": 2}, {"app": "B", "device": "GPU", "series": 1}]
+    second = track.summarize(d[d["run_id"] == night(1)], {"run_id": night(1)}, DecisionParams())
+    assert second["counts"]["new"] == 4
+    assert [(f["app"], f["kernel"], f["label"]) for f in second["findings"]] == [("A", "k3", "new")]
+    assert second["started"] == [{"app": "B", "device": "GPU2", "series": 1},
+                                 {"app": "C", "device": "GPU", "series": 2}]
+    page = trends.trends_html(d, second, vega="assets/vega-bundle.js")
+    assert "History starts tonight for 3 series of 2 apps" in page
+    assert "<li>C on GPU: 2 series</li>" in page and "<li>B on GPU2: 1 series</li>" in page
+    first_page = trends.trends_html(d[d["run_id"] == night(0)], first, vega="assets/vega-bundle.js")
+    assert "No findings tonight: every series starts its history tonight, nothing to draw." in first_page
+    from roofline.pages.tonight import tonight_html
+
+    assert "History starts tonight for 3 series of 2 apps on their devices" in tonight_html(first, "trends.html")
+
+
 def test_load_context_merges_env_file_inline_and_devices(tmp_path, monkeypatch):
     (tmp_path / "env.json").write_text('{"gpu_uuid": "GPU-1", "devices": {"A": {"sm_clock_hz": 1}}}')
     monkeypatch.setenv("ROOFLINE_RUN_CONTEXT", str(tmp_path / "env.json"))

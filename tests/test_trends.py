@@ -116,7 +116,7 @@ def test_a_night_without_findings_says_so_instead_of_an_empty_chart():
                                baseline_s=1e-3, lower_s=9e-4, upper_s=1.1e-3, ratio=1.0, z=0.0, note="",
                                noise_s=1e-5)
     summary = {"run_id": "n1", "findings": [], "counts": {"regression": 0, "unchanged": 4}, "alert": False,
-               "environment_shift": False, "environment_changes": [], "context": {"run_id": "n1"},
+               "environment_shift": False, "environment_changes": [], "started": [], "context": {"run_id": "n1"},
                "method": "m", "rule_version": "r"}
     page = trends.trends_html(decisions, summary, tonight, None, vega="assets/vega-bundle.js")
     assert "No findings tonight: every series is within its limits, nothing to draw." in page
@@ -179,8 +179,8 @@ def _decisions(kernels: pd.DataFrame) -> pd.DataFrame:
 
 def _summary(found: list) -> dict:
     return {"run_id": "n1", "findings": found, "counts": {"regression": 0, "unchanged": 4}, "alert": False,
-            "environment_shift": False, "environment_changes": [], "context": {"run_id": "n1"}, "method": "m",
-            "rule_version": "r"}
+            "environment_shift": False, "environment_changes": [], "started": [], "context": {"run_id": "n1"},
+            "method": "m", "rule_version": "r"}
 
 
 def test_series_names_are_unique_and_show_a_launch_shape_only_where_recorded():
@@ -212,3 +212,12 @@ def test_a_finding_on_one_device_gets_its_trend_when_the_night_has_two():
     facet = json.loads(page.split("var SPECS = ")[1].split(";\n")[0])[0]
     [name] = trends.series_names(decisions)[[len(tonight)]]
     assert name.endswith(" | H") and facet["facet"]["sort"] == [name]
+
+
+def test_the_apps_whose_history_starts_tonight_are_listed_up_to_a_limit():
+    started = [{"app": f"app<{i}>", "device": "GPU", "series": 2} for i in range(trends.MAX_STARTED_ROWS + 3)]
+    text = trends.started_html(started)
+    assert f"History starts tonight for {2 * len(started):,} series of {len(started)} apps" in text
+    assert text.count("<li>") == trends.MAX_STARTED_ROWS + 1 and "<li>app&lt;0&gt; on GPU: 2 series</li>" in text
+    assert "… and 3 more in the run's <code>regressions.json</code>" in text
+    assert trends.started_html([]) == ""

@@ -67,6 +67,11 @@ def tonight_html(summary: Mapping, trends_href: str) -> str:
             f'nights). <a href="{esc(trends_href)}">Trends page</a>.</p>')
     shift = ('<p class="warning">Environment shift: many kernels moved the same way tonight (GPU, driver or '
              "clocks?); see the trends page.</p>") if summary.get("environment_shift") else ""
+    starting = summary.get("started", [])
+    if starting:
+        apps = len({s["app"] for s in starting})
+        shift += (f'<p>History starts tonight for {sum(s["series"] for s in starting):,} series of {apps:,} '
+                  f'app{"s" if apps != 1 else ""} on their devices: nothing to compare with yet.</p>')
     if not found:
         return head + shift + "</section>"
     rows = []

@@ -38,9 +38,10 @@ from roofline.pages.trend_roofs import (  # noqa: F401 - tests read MOVED and th
 
 MAX_TREND_CHARTS = 12
 MAX_SELECTOR_SERIES = 150  # the selector chart carries every night of this many series
-# findings listed on the page, by impact (a first night has one "new" per series: thousands);
+# findings listed on the page, by impact (a night when many kernels moved has thousands);
 # regressions.json has them all
 MAX_FINDING_ROWS = 500
+MAX_STARTED_ROWS = 50  # apps whose history starts tonight, listed on the page (a first night: all of them)
 COLORS = {
     "regression": "#d62728", "improvement": "#2ca02c", "suspicious": "#ff7f0e",
     "outlier": "#9467bd", "workload_changed": "#8c564b", "environment_change": "#7f7f7f",
@@ -158,6 +159,22 @@ def findings_table(found: Sequence[Mapping]) -> str:
     return more + f'<div class="scroll"><table><thead><tr>{header}</tr></thead><tbody>\n{body}\n</tbody></table></div>'
 
 
+def started_html(started: Sequence[Mapping]) -> str:
+    """The apps whose history starts tonight on a device, each with its number of series (nothing
+    to compare with yet, so none of their series is a finding), the first :data:`MAX_STARTED_ROWS`."""
+    if not started:
+        return ""
+    series, apps = sum(s["series"] for s in started), len({s["app"] for s in started})
+    items = "".join(f"<li>{esc(s['app'])} on {esc(s['device'])}: {s['series']:,} series</li>"
+                    for s in started[:MAX_STARTED_ROWS])
+    more = (f"<li>… and {len(started) - MAX_STARTED_ROWS:,} more in the run's <code>regressions.json</code> "
+            "(<code>started</code>)</li>" if len(started) > MAX_STARTED_ROWS else "")
+    return (f"<p>History starts tonight for {series:,} series of {apps:,} app{'s' if apps != 1 else ''} "
+            "(a first night, a new app, or an app on a new GPU): labelled <code>new</code>, with no earlier "
+            "night to compare with, so none of them is a finding.</p>"
+            f"<details><summary>Apps and devices</summary><ul>{items}{more}</ul></details>")
+
+
 def _health(decisions: pd.DataFrame, tonight: pd.DataFrame) -> str:
     if tonight.empty:  # a night without any kernel: the page shows the nights before it, read without noise
         tonight = pd.DataFrame(columns=DECISION_COLUMNS)
@@ -206,9 +223,12 @@ def trends_html(decisions: pd.DataFrame, summary: Mapping, kernels: pd.DataFrame
              if summary["alert"] else "<p>No regression tonight.</p>")
     shift = ('<p class="warning"><strong>Environment shift</strong>: many kernels moved the same way tonight.</p>'
              if summary["environment_shift"] else "")
+    starting = sum(s["series"] for s in summary["started"])
+    quiet = ("every series starts its history tonight" if starting and starting == summary["kernels"]
+             else "every series is within its limits")
     trends = ('<p class="meta">Line: time per launch; dashed: baseline; band: limits; dots: labelled nights; dotted '
               'rules: segment starts.</p><div class="chart" id="chart0"></div>' if facet is not None else
-              "<p>No findings tonight: every series is within its limits, nothing to draw.</p>")
+              f"<p>No findings tonight: {quiet}, nothing to draw.</p>")
     body = (
         f"<h1>Nightly roofline tracking: run {esc(run_id)}</h1>\n"
         '<nav><a href="summary.html">← summary</a></nav>\n'
@@ -219,7 +239,8 @@ def trends_html(decisions: pd.DataFrame, summary: Mapping, kernels: pd.DataFrame
         f"<tr>{''.join(f'<td class=n>{v}</td>' for v in counts.values())}</tr></table></div>\n"
         + (f"<h3>New segments tonight (environment or counting conventions changed)</h3><ul>{notes}</ul>"
            if notes else "")
-        + f'<section id="findings"><h2>Findings by impact (Δ time × time share)</h2>{findings_table(found)}</section>\n'
+        + f'<section id="findings"><h2>Findings by impact (Δ time × time share)</h2>'
+        f'{started_html(summary["started"])}{findings_table(found)}</section>\n'
         f'<section id="trends"><h2>Trends of tonight\'s findings</h2>{trends}</section>\n'
         f'<section id="any"><h2>Any kernel</h2><div class="chart" id="chart{0 if facet is None else 1}"></div>'
         "</section>\n"
