@@ -82,15 +82,21 @@ def load_context(values: Sequence[str] = ()) -> dict:
 
 
 def observed_context(counters: pd.DataFrame) -> dict:
-    """Per device, what the reports themselves say: ncu version and median SM clock [Hz]."""
+    """Per device, what the reports themselves say: the median SM clock [Hz] of its launches and
+    their most frequent ncu version (the first in text order of a tie), by device name.
+
+    ``device`` and ``ncu_version`` may be categoricals (as :func:`roofline.table_reads.read_columns`
+    reads them with ``categories``): a thousand apps' launches are millions of rows, whose texts
+    would cost seconds to compare."""
     devices = {}
-    for device, group in counters.groupby("device"):
-        versions = group["ncu_version"].replace("", np.nan).dropna()
+    for device, group in counters.groupby("device", observed=True, sort=False):
         entry = {"sm_clock_hz": float(group["sm_clock_hz"].median())}
-        if not versions.empty:
-            entry["ncu_version"] = str(versions.mode().iat[0])
+        counts = group["ncu_version"].value_counts(sort=False)
+        counts = counts[(counts > 0) & (counts.index.astype(str) != "")]
+        if len(counts):
+            entry["ncu_version"] = min(str(v) for v, n in counts.items() if n == counts.max())
         devices[str(device)] = {k: v for k, v in entry.items() if v == v}
-    return {"devices": devices}
+    return {"devices": dict(sorted(devices.items()))}
 
 
 def _with_observed(context: dict, observed: dict) -> dict:
@@ -330,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
             context.setdefault("config_hash", args.config_hash or config_hash(args.config_json))
         if args.counters:
             needed = ["device", "ncu_version", "sm_clock_hz"]
-            counters = read_columns(args.counters, "counters", needed)
+            counters = read_columns(args.counters, "counters", needed, categories=["device", "ncu_version"])
             context = _with_observed(context, observed_context(counters))
         params = DecisionParams.from_mapping(json.loads(args.params) if args.params else None)
         kernels = read_tables(args.kernels, "kernels")

@@ -498,6 +498,19 @@ def test_observed_context_fills_only_what_the_context_lacks():
     assert math.isnan(observed["devices"].get("B", {}).get("sm_clock_hz", math.nan))
 
 
+def test_observed_context_takes_the_most_frequent_version_and_reads_categoricals_alike():
+    counters = pd.DataFrame({"device": ["B", "A", "A", "A", "A", "B", ""],
+                             "ncu_version": ["2025.1", "2024.2", "2024.1", "2024.2", "2024.1", "", "2023.3"],
+                             "sm_clock_hz": [1.0e9, 1.4e9, 1.5e9, 1.6e9, np.nan, 3.0e9, 2.0e9]})
+    expected = {"": {"sm_clock_hz": 2.0e9, "ncu_version": "2023.3"},
+                "A": {"sm_clock_hz": 1.5e9, "ncu_version": "2024.1"},  # a tie: the first in text order
+                "B": {"sm_clock_hz": 2.0e9, "ncu_version": "2025.1"}}  # a missing version is no vote
+    assert track.observed_context(counters) == {"devices": expected}
+    assert list(track.observed_context(counters)["devices"]) == ["", "A", "B"]
+    categorical = counters.astype({"device": "category", "ncu_version": "category"})
+    assert track.observed_context(categorical) == {"devices": expected}
+
+
 def test_cli_reports_bad_input_with_exit_2(tmp_path):
     write_table(pd.DataFrame({"app": ["a"], "kernel": ["k"], "duration_s": [1e-3]}), "kernels",
                 tmp_path / "k.parquet")
