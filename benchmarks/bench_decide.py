@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _common import BENCH_TMP, fresh_dir, record  # noqa: E402
 
-from roofline import track  # noqa: E402
+from roofline import track, track_summary  # noqa: E402
 from roofline.decide import DecisionParams  # noqa: E402
 from roofline.decide_state import STATE_DIR, update  # noqa: E402
 from roofline.history import CONTEXT, append_run, history_frame, read_decisions, write_partition  # noqa: E402
@@ -104,7 +104,7 @@ def tonight(store: Path, fleet: Fleet, run_id: str, kernels: pd.DataFrame, conte
     append_run(store, run_id, kernels, context)
     done = update(store, params, changed=[run_id])
     decisions = read_decisions(store, [run_id])
-    summary = track.summarize(decisions, {**context, "run_id": run_id}, params)
+    summary = track_summary.summarize(decisions, {**context, "run_id": run_id}, params)
     return time.perf_counter() - start, summary, done.replayed
 
 

@@ -33,9 +33,9 @@ STAGE_CODE: dict[str, tuple[str, ...]] = {
     "report": PAGES,
     "status": ("status.py",),
     # the tracking hashes the config into each night's context (workflow_config.config_hash)
-    "track": ("history.py", "track.py", "decide*.py", "workflow_config.py", "config.py", "strict_yaml.py", *PAGES),
+    "track": ("history.py", "track*.py", "decide*.py", "workflow_config.py", "config.py", "strict_yaml.py", *PAGES),
     # the trends page of the night the tracking judged, from the store (the state's run order)
-    "trends": ("history.py", "track.py", "decide*.py", *PAGES),
+    "trends": ("history.py", "track*.py", "decide*.py", *PAGES),
 }
 
 

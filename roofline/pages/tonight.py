@@ -1,5 +1,5 @@
 """The summary's "Tonight against the baseline" block: when a history exists, the nightly tracking
-stage's findings (``reports/regressions.json``, :func:`roofline.track.summarize`), regressions first,
+stage's findings (``reports/regressions.json``, :func:`roofline.track_summary.summarize`), regressions first,
 each linked to its row on the trends page.
 
 The workflow writes the summary and tracks the night side by side, so the summary does not wait
