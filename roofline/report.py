@@ -80,6 +80,9 @@ from roofline.schemas import conform
 from roofline.table_reads import read_tables
 
 CANVAS_FROM = 300  # kernels on a chart from which it is drawn on a canvas, not as SVG
+# apps linked in the summary's header; beyond, the links fold (the Apps table lists every app, by GPU
+# time): a thousand apps' links would fill five screens before the first chart
+NAV_APPS_OPEN = 24
 
 
 # -- pages -----------------------------------------------------------------------------------------
@@ -211,7 +214,10 @@ def summary_html(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.
     apps = sorted((set(kernels["app"]) | set(diagnostics["app"]) | set(apps)) - {""})
     sources = app_sources(kernels, diagnostics) if sources is None else sources
     links = " · ".join(f'<a href="{_e(_app_href(a, "apps/"))}">{_e(a)}</a>{source_html(sources.get(a))}' for a in apps)
-    nav = f"<nav>Apps: {links or 'none'}</nav>\n{inputs_html(inputs, len(apps))}"
+    header = (f"Apps: {links or 'none'}" if len(apps) <= NAV_APPS_OPEN else
+              f'<details><summary>Apps: {len(apps):,} (the <a href="#apps">Apps</a> table lists them by GPU time)'
+              f"</summary>{links}</details>")
+    nav = f"<nav>{header}</nav>\n{inputs_html(inputs, len(apps))}"
     if series_links:
         nav += "<nav>Series (trajectories): " + " · ".join(
             f'<a href="{_e(href)}">{_e(name)}</a>' for name, href in series_links.items()) + "</nav>\n"

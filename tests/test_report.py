@@ -391,3 +391,18 @@ def test_static_export_offline(real_pages):
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     instruction = _specs((out / "apps" / "heatsim_gtx1650.html").read_text())[1]
     assert "instruction roofline" in vl_convert.vegalite_to_svg(instruction)
+
+
+def test_the_summary_folds_the_app_links_of_a_fleet_into_its_header():
+    few = report.summary_html(make_kernels(), make_ceilings(), make_diagnostics(), "t",
+                              apps=[f"app{i}" for i in range(report.NAV_APPS_OPEN)])
+    assert "<nav>Apps: <a href=" in few and "<details><summary>Apps:" not in few
+    many = [f"app<{i}>" for i in range(report.NAV_APPS_OPEN + 1)]
+    kernels = make_kernels()
+    page = report.summary_html(kernels, make_ceilings(), make_diagnostics(), "t", apps=many)
+    header = page[page.index("<nav><details><summary>Apps: "):]
+    header = header[: header.index("</details></nav>")]
+    count = len(set(many) | set(kernels["app"]))
+    assert header.startswith(f'<nav><details><summary>Apps: {count} (the <a href="#apps">Apps</a> table')
+    assert 'href="apps/app%3C0%3E.html">app&lt;0&gt;</a>' in header  # every app still linked, escaped
+    assert '<section id="apps">' in page

@@ -63,7 +63,7 @@ def tonight_html(summary: Mapping, trends_href: str) -> str:
     line = (f'<strong class="error">{esc(", ".join(moved))}</strong>' if counts.get("regression")
             else esc(", ".join(moved)) if moved else "no kernel moved")
     head = (f'<section id="tonight"><h2>Tonight against the baseline</h2><p>Run {run}: {line}, of '
-            f'{summary.get("kernels", 0)} kernel series (time per launch against each series\' baseline of recent '
+            f'{summary.get("kernels", 0):,} kernel series (time per launch against each series\' baseline of recent '
             f'nights). <a href="{esc(trends_href)}">Trends page</a>.</p>')
     shift = ('<p class="warning">Environment shift: many kernels moved the same way tonight (GPU, driver or '
              "clocks?); see the trends page.</p>") if summary.get("environment_shift") else ""
