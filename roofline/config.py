@@ -1,7 +1,8 @@
 """The workflow configuration, declared once as pydantic models.
 
-``python -m roofline.config`` writes the JSON Schema that Snakemake validates
-(roofline/data/config.schema.json, shipped with the package); a test fails when the two drift. Unknown keys are errors.
+The workflow checks a config with these models (roofline/workflow_config.py). ``python -m roofline.config``
+writes their JSON Schema (roofline/data/config.schema.json, shipped with the package, for editors and other
+tools); a test fails when the two drift. Unknown keys are errors.
 """
 
 from __future__ import annotations

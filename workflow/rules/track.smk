@@ -24,8 +24,9 @@ rule track_history:
         run_id=run_id(),
         store=HISTORY_STORE,
         trends=TRENDS_PAGE,
-        # the config's hash, not the config: a thousand apps' is too long for one argument
-        config_hash=config_hash(as_json(config)),
+        # the config's hash, not the config: a thousand apps' is too long for one argument. The model's
+        # values, defaults included: two configs that differ only by a default written out are one
+        config_hash=config_hash(as_json(CONFIG.model_dump(mode="json"))),
         decision_params=as_json(CONFIG.tracking.params),
         context=as_json(CONFIG.tracking.context),
     log:
