@@ -37,8 +37,8 @@ def _clean(value):
 
 def _records(frame: pd.DataFrame, fields: list[str]) -> list[dict]:
     """The rows of ``frame`` as dicts of plain Python values, a missing or infinite number as None
-    (what :func:`_clean` makes of each value), converted by Arrow in one pass: a first night lists
-    every series, ~100k rows at a thousand apps."""
+    (what :func:`_clean` makes of each value), converted by Arrow in one pass: a night on which
+    thousands of series moved lists every one of them."""
     import pyarrow as pa
 
     columns = {}
@@ -59,10 +59,10 @@ def _starting(tonight: pd.DataFrame) -> np.ndarray:
     if tonight.empty:
         return np.zeros(0, dtype=bool)
     new = (tonight["label"] == "new").to_numpy()
-    group = tonight.groupby(["app", "device"], sort=False, observed=True).ngroup().to_numpy()
-    seen_before = np.zeros(group.max() + 1, dtype=bool)
-    seen_before[group[~new]] = True
-    return new & ~seen_before[group]
+    group = tonight.groupby(["app", "device"], sort=False, observed=True, dropna=False).ngroup().to_numpy()
+    tracked = np.zeros(group.max() + 1, dtype=bool)  # the app and device have a series that is not new
+    tracked[group[~new]] = True
+    return new & ~tracked[group]
 
 
 def started(tonight: pd.DataFrame) -> list[dict]:
