@@ -3,8 +3,10 @@
 import json
 
 import pytest
+import yaml
 from conftest import REPO
 
+from roofline import workflow_config
 from roofline.config import SCHEMA_PATH, ConfigError, load_config
 from roofline.workflow_config import input_kind, resolve_apps, resolve_inputs
 
@@ -117,3 +119,21 @@ def test_an_apps_report_of_unknown_type_stops_the_run(tmp_path):
 def test_annotation_regex_is_checked():
     with pytest.raises(ConfigError, match="not a valid regular expression"):
         load_config({"classify": {"annotations": [{"kernel": "gemm<(", "algorithmic_flop": 1}]}})
+
+
+def test_a_key_given_twice_in_a_config_file_is_refused_by_either_parser(tmp_path, monkeypatch):
+    path = tmp_path / "config.yaml"
+    path.write_text("apps:\n  gemm: {report: a.ncu-rep}\n  other: {report: b.ncu-rep}\n  gemm: {report: c.ncu-rep}\n")
+    with pytest.raises(ConfigError, match=r"config\.yaml: line 4: key 'gemm' is given twice \(first on line 2\)"):
+        workflow_config.check_config_files([path])
+    # where libyaml refuses the text, the pure-Python parser (Snakemake's) still finds the key
+    monkeypatch.setattr(workflow_config, "FastStrictLoader", _Refusing)
+    with pytest.raises(ConfigError, match="line 4: key 'gemm' is given twice"):
+        workflow_config.check_config_files([path])
+    path.write_text("apps:\n  gemm: {report: a.ncu-rep}\n")
+    workflow_config.check_config_files([path])  # no error
+
+
+class _Refusing(yaml.SafeLoader):
+    def get_single_data(self):
+        raise yaml.YAMLError("refused")
