@@ -80,7 +80,7 @@ def observed_context(counters: pd.DataFrame) -> dict:
         counts = group["ncu_version"].value_counts(sort=False)
         counts = counts[(counts > 0) & (counts.index.astype(str) != "")]
         if len(counts):
-            entry["ncu_version"] = min(str(v) for v, n in counts.items() if n == counts.max())
+            entry["ncu_version"] = min(str(v) for v in counts.index[counts == counts.max()])
         devices[str(device)] = {k: v for k, v in entry.items() if v == v}
     return {"devices": dict(sorted(devices.items()))}
 

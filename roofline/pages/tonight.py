@@ -41,6 +41,11 @@ def ordered(findings: Sequence[Mapping]) -> list[Mapping]:
     return sorted(findings, key=lambda f: rank.get(f.get("label"), len(rank)))
 
 
+def started_totals(started: Sequence[Mapping]) -> tuple[int, int]:
+    """The series and the apps whose history starts tonight (regressions.json's ``started``)."""
+    return sum(s["series"] for s in started), len({s["app"] for s in started})
+
+
 def _count(n: int, label: str) -> str:
     """"1 regression", "2 improvements", "3 suspicious", "1 workload changed"."""
     plural = "s" if n != 1 and label in ("regression", "improvement") else ""
@@ -67,11 +72,10 @@ def tonight_html(summary: Mapping, trends_href: str) -> str:
             f'nights). <a href="{esc(trends_href)}">Trends page</a>.</p>')
     shift = ('<p class="warning">Environment shift: many kernels moved the same way tonight (GPU, driver or '
              "clocks?); see the trends page.</p>") if summary.get("environment_shift") else ""
-    starting = summary.get("started", [])
-    if starting:
-        apps = len({s["app"] for s in starting})
-        shift += (f'<p>History starts tonight for {sum(s["series"] for s in starting):,} series of {apps:,} '
-                  f'app{"s" if apps != 1 else ""} on their devices: nothing to compare with yet.</p>')
+    series, apps = started_totals(summary.get("started", []))
+    starting = (f'<p>History starts tonight for {series:,} series of {apps:,} app{"s" if apps != 1 else ""} '
+                "on their devices: nothing to compare with yet.</p>") if series else ""
+    shift += starting
     if not found:
         return head + shift + "</section>"
     rows = []

@@ -26,7 +26,7 @@ from roofline.history import SERIES_KEY
 from roofline.pages.markup import esc, script_json
 from roofline.pages.page import asset_src, page_html, write_vega_asset
 from roofline.pages.table import columns_json
-from roofline.pages.tonight import series_anchor
+from roofline.pages.tonight import series_anchor, started_totals
 from roofline.pages.trend_roofs import (  # noqa: F401 - tests read MOVED and the rooflines' functions here
     MOVED,
     applied_ceilings,
@@ -164,7 +164,7 @@ def started_html(started: Sequence[Mapping]) -> str:
     to compare with yet, so none of their series is a finding), the first :data:`MAX_STARTED_ROWS`."""
     if not started:
         return ""
-    series, apps = sum(s["series"] for s in started), len({s["app"] for s in started})
+    series, apps = started_totals(started)
     items = "".join(f"<li>{esc(s['app'])} on {esc(s['device'])}: {s['series']:,} series</li>"
                     for s in started[:MAX_STARTED_ROWS])
     more = (f"<li>… and {len(started) - MAX_STARTED_ROWS:,} more in the run's <code>regressions.json</code> "
@@ -223,7 +223,7 @@ def trends_html(decisions: pd.DataFrame, summary: Mapping, kernels: pd.DataFrame
              if summary["alert"] else "<p>No regression tonight.</p>")
     shift = ('<p class="warning"><strong>Environment shift</strong>: many kernels moved the same way tonight.</p>'
              if summary["environment_shift"] else "")
-    starting = sum(s["series"] for s in summary["started"])
+    starting = started_totals(summary["started"])[0]
     quiet = ("every series starts its history tonight" if starting and starting == summary["kernels"]
              else "every series is within its limits")
     trends = ('<p class="meta">Line: time per launch; dashed: baseline; band: limits; dots: labelled nights; dotted '
