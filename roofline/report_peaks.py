@@ -49,48 +49,100 @@ class Samples(NamedTuple):
 
 def peak_samples(counters: pd.DataFrame, first_position: int = 0) -> Samples:
     """The report's peaks of ``counters`` as samples; ``first_position`` is the input order of the
-    frame's first row (frames read one after another continue each other's order).
+    frame's first row (frames read one after another continue each other's order)."""
+    launches = _report_launches(counters, _what_if_given(counters))
+    if not launches:
+        return _joined([], [])
+    counts, heads = _sample_columns(launches, first_position)
+    return Samples(pd.DataFrame(counts), pd.DataFrame(heads))
 
-    Every ceiling's launches go into one frame, ceiling after ceiling, for one grouping of each
-    kind: the ceiling is part of both keys, so the groups and their order are those of grouping
-    each ceiling's launches on their own and concatenating, without two pandas groupings for each
-    of ~15 ceilings."""
-    positions = np.arange(first_position, first_position + len(counters))
-    duration = pd.to_numeric(counters["duration_s"], errors="coerce").to_numpy() if "duration_s" in counters \
-        else np.full(len(counters), np.nan)
-    long = duration >= SHORT_LAUNCH_S
-    has_device = counters["device"].notna().to_numpy() if "device" in counters else np.zeros(len(counters), bool)
-    parts: dict[str, list] = {name: [] for name in ("rows", "ceiling", "value", "clock", "recipe")}
+
+def _what_if_given(counters: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Per peak column that has a recipe column: the rows whose peak a what-if table gave."""
+    return {column: (counters[f"{column}_recipe"] == "what-if").to_numpy(dtype=bool, na_value=False)
+            for column, _ in PEAK_COLUMNS.values() if f"{column}_recipe" in counters}
+
+
+def _report_launches(counters: pd.DataFrame, given: dict[str, np.ndarray],
+                     keep: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """Every ceiling's launches whose peak the report measured, ceiling after ceiling (each
+    ceiling's in input order), as arrays: ``row`` (the launch's place among the ``keep`` rows, by
+    default all), ``ceiling`` (its index in :data:`PEAK_COLUMNS`), ``long``, ``value``, ``clock``,
+    ``recipe``, ``device`` and ``launch``. Empty when there is none. ``given``: :func:`_what_if_given`."""
+
+    def kept(values: np.ndarray) -> np.ndarray:
+        return values if keep is None else values[keep]
+
+    if "device" not in counters:
+        return {}
+    has_device = kept(counters["device"].notna().to_numpy())
+    parts: dict[str, list[np.ndarray]] = {name: [] for name in ("row", "ceiling", "value", "clock", "recipe")}
     for order, (column, clock) in enumerate(PEAK_COLUMNS.values()):
         if column not in counters:
             continue
-        values = counters[column].to_numpy(dtype="float64", na_value=np.nan)
-        recipe = counters.get(f"{column}_recipe")
+        values = kept(counters[column].to_numpy(dtype="float64", na_value=np.nan))
         is_report = ~np.isnan(values) & has_device
-        if recipe is not None:
-            is_report &= (recipe != "what-if").to_numpy()
+        if column in given:
+            is_report &= ~kept(given[column])
         rows = np.flatnonzero(is_report)
         if not len(rows):
             continue
-        clocks = counters[clock].to_numpy(dtype="float64", na_value=np.nan) if clock in counters \
-            else np.full(len(counters), np.nan)
-        parts["rows"].append(rows)
-        parts["ceiling"].append(np.full(len(rows), order))
+        parts["row"].append(rows)
+        parts["ceiling"].append(np.full(len(rows), order, dtype="int64"))
         parts["value"].append(values[rows])
-        parts["clock"].append(clocks[rows])
-        parts["recipe"].append(recipe.to_numpy()[rows] if recipe is not None else np.full(len(rows), "", dtype=object))
-    if not parts["rows"]:
-        return _joined([], [])
-    rows = np.concatenate(parts["rows"])
-    frame = pd.DataFrame({
-        "device": counters["device"].to_numpy()[rows], "ceiling": np.concatenate(parts["ceiling"]),
-        "long": long[rows], "value": np.concatenate(parts["value"]), "clock": np.concatenate(parts["clock"]),
-        "position": positions[rows], "launch": counters["launch"].to_numpy()[rows],
-        "recipe": np.concatenate(parts["recipe"]),
-    })
-    counts = frame.groupby(_SAMPLE_KEY, sort=False, dropna=False).size().rename("count").reset_index()
-    heads = frame.groupby(_GROUP_KEY, sort=False).head(LISTED_LAUNCHES)[[*_GROUP_KEY, "position", "launch", "recipe"]]
-    return _joined([counts], [heads])
+        parts["clock"].append(kept(counters[clock].to_numpy(dtype="float64", na_value=np.nan))[rows]
+                              if clock in counters else np.full(len(rows), np.nan))
+        parts["recipe"].append(kept(counters[f"{column}_recipe"].to_numpy())[rows] if column in given
+                               else np.full(len(rows), "", dtype=object))
+    if not parts["row"]:
+        return {}
+    launches = {name: np.concatenate(arrays) for name, arrays in parts.items()}
+    rows = launches["row"]
+    duration = np.full(len(rows), np.nan)
+    if "duration_s" in counters:
+        seconds = pd.to_numeric(counters["duration_s"], errors="coerce")
+        duration = kept(seconds.to_numpy(dtype="float64", na_value=np.nan))[rows]
+    launches["long"] = duration >= SHORT_LAUNCH_S
+    launches["device"] = kept(counters["device"].to_numpy())[rows]
+    launches["launch"] = kept(counters["launch"].to_numpy())[rows]
+    return launches
+
+
+def _group_numbers(*keys: np.ndarray) -> np.ndarray:
+    """Each row's group of equal ``keys``, the groups numbered in order of first appearance, a
+    missing value equal to itself (the numbers of a pandas grouping with ``sort=False,
+    dropna=False``)."""
+    numbers = np.zeros(len(keys[0]), dtype="int64")
+    for key in keys:
+        codes, uniques = pd.factorize(key, use_na_sentinel=False)
+        numbers = pd.factorize(numbers * len(uniques) + codes)[0]
+    return numbers
+
+
+def _sample_columns(launches: dict[str, np.ndarray], first_position: int) -> tuple[dict, dict]:
+    """:class:`Samples`' two tables as columns: one row per sample (its first launch's keys and
+    the launch count), and each group's first :data:`LISTED_LAUNCHES` launches ordered by input
+    position."""
+    device = pd.factorize(launches["device"])[0]
+    keys = (device, launches["ceiling"], launches["long"])
+    sample = _group_numbers(*keys, launches["value"], launches["clock"])
+    count = np.bincount(sample)
+    by_sample = np.argsort(sample, kind="stable")
+    first = by_sample[np.cumsum(count) - count]  # each sample's first launch
+    counts = {name: launches[name][first] for name in _SAMPLE_KEY}
+    counts["count"] = count.astype("int64")
+    group = _group_numbers(*keys)
+    size = np.bincount(group)
+    by_group = np.argsort(group, kind="stable")
+    rank = np.empty(len(group), dtype="int64")
+    rank[by_group] = np.arange(len(group)) - np.repeat(np.cumsum(size) - size, size)
+    listed = np.flatnonzero(rank < LISTED_LAUNCHES)
+    listed = listed[np.argsort(launches["row"][listed], kind="stable")]
+    heads = {name: launches[name][listed] for name in _GROUP_KEY}
+    heads["position"] = launches["row"][listed] + first_position
+    heads["launch"] = launches["launch"][listed]
+    heads["recipe"] = launches["recipe"][listed]
+    return counts, heads
 
 
 def _joined(counts: list[pd.DataFrame], heads: list[pd.DataFrame], merge: bool | None = None) -> Samples:
@@ -166,35 +218,56 @@ def app_peaks(counters: pd.DataFrame) -> pd.DataFrame:
     """What the ceilings read of ``counters`` (one app's, or a batch of apps' in input order), as
     the peaks table (:data:`roofline.schemas.PEAKS`): the report peaks of its measured launches as
     samples and first launches, each what-if machine's peaks (the first launch defining each, per
-    app), and the devices its launches ran on. A few rows per app, whatever its launches."""
-    # only the columns read here: taking rows of a counters frame would copy its ~200 columns
-    counters = counters[[c for c in peak_columns() if c in counters]]
-    recipes = [f"{column}_recipe" for column, _ in PEAK_COLUMNS.values() if f"{column}_recipe" in counters]
-    defined = np.zeros(len(counters), dtype=bool)
-    for column in recipes:
-        defined |= (counters[column] == "what-if").to_numpy()
+    app), and the devices its launches ran on. A few rows per app, whatever its launches.
+
+    Built from the columns' arrays, part after part (a parse job's frame is ~200 columns wide: a
+    pandas step per part and ceiling cost more than the rest of the table)."""
+    given = _what_if_given(counters)
     source = counters.get("source_format")
-    is_measured = np.ones(len(counters), dtype=bool) if source is None else (source != "what-if").to_numpy(dtype=bool)
-    measured = counters if is_measured.all() else counters[is_measured]
-    samples = peak_samples(measured)
-    parts = [samples.counts.assign(part="sample"), samples.heads.assign(part="first")]
-    given = counters[defined] if defined.any() else counters.iloc[:0]
+    measured = None if source is None else (source != "what-if").to_numpy(dtype=bool, na_value=True)
+    keep = None if measured is None or measured.all() else np.flatnonzero(measured)
+    launches = _report_launches(counters, given, keep)
+    parts = []
+    if launches:
+        counts, heads = _sample_columns(launches, 0)
+        parts += [{**counts, "part": "sample"}, {**heads, "part": "first"}]
     for order, (column, _) in enumerate(PEAK_COLUMNS.values()):
-        if f"{column}_recipe" not in given or not len(given):
+        rows = np.flatnonzero(given[column]) if column in given else ()
+        if not len(rows):
             continue
-        rows = given[(given[f"{column}_recipe"] == "what-if").to_numpy()]
-        first = rows.drop_duplicates(["app", "device"])[["app", "device", column]]
-        parts.append(first.rename(columns={column: "value"}).assign(part="what-if", ceiling=order))
-    devices = pd.unique(counters["device"].astype(object)) if "device" in counters else []
-    parts.append(pd.DataFrame({"device": devices, "part": "device"}))
-    parts = [p for p in parts if len(p)]
+        machines = pd.DataFrame({name: counters[name].to_numpy()[rows] for name in ("app", "device", column)})
+        first = machines.drop_duplicates(["app", "device"])
+        parts.append({"app": first["app"].to_numpy(), "device": first["device"].to_numpy(),
+                      "value": first[column].to_numpy(dtype="float64", na_value=np.nan), "part": "what-if",
+                      "ceiling": np.full(len(first), order, dtype="int64")})
+    if "device" in counters and len(counters):
+        parts.append({"device": pd.unique(counters["device"].astype(object)), "part": "device"})
     if not parts:
         return conform(pd.DataFrame(), "peaks")
-    frame = pd.concat(parts, ignore_index=True)
     apps = counters["app"].unique() if "app" in counters else []
     app = apps[0] if len(apps) == 1 else ""  # a batch of apps: the samples are no one app's
-    frame["app"] = frame["app"].fillna(app) if "app" in frame else app
-    return conform(frame, "peaks")
+    return conform(pd.DataFrame(_stacked(parts, app)), "peaks")
+
+
+# What a peaks row holds where its part gives no value: what conform makes of a missing one.
+_PEAKS_ABSENT = {"app": None, "part": "", "device": "", "ceiling": -1, "long": False, "value": np.nan,
+                 "clock": np.nan, "count": -1, "position": -1, "launch": -1, "recipe": ""}
+
+
+def _stacked(parts: list[dict], app: str) -> dict[str, np.ndarray]:
+    """The peaks table's columns from its parts (each a dict of columns, a text a whole column's),
+    one part after the other; a row without an app is ``app``'s."""
+    sizes = [max((len(v) for v in part.values() if not isinstance(v, str)), default=0) for part in parts]
+    columns = {}
+    for name, absent in _PEAKS_ABSENT.items():
+        absent = app if name == "app" else absent
+        pieces = []
+        for part, size in zip(parts, sizes, strict=True):
+            value = part.get(name, absent)
+            pieces.append(np.full(size, value, dtype=object if isinstance(value, str) else None)
+                          if np.ndim(value) == 0 else np.asarray(value))
+        columns[name] = np.concatenate(pieces) if pieces else np.array([])
+    return columns
 
 
 # positions of one part's first launches stay below the next part's: input order across parts
