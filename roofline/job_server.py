@@ -4,9 +4,12 @@ Every analysis rule is ``python -m roofline.jobs STAGE LOG ...``, an ordinary pr
 costs ~0.45 s of imports (pandas, pyarrow, Altair) before any work, which is most of a parse job:
 50 apps pay it 50 times. So the first job of a run starts this server in the background (and runs
 itself as usual); later jobs hand their command line, working directory, environment and standard
-streams to it over a Unix socket, it forks a child that runs the job exactly as
-:func:`roofline.jobs.main` would in the job's own process, and the job exits with the child's status,
-which the server sends as the child ends (it watches each child's pidfd: :func:`watch_ending`).
+streams to it over a Unix socket, and a worker forked from it runs the job exactly as
+:func:`roofline.jobs.main` would in the job's own process; the job exits with the status the server
+sends it when the worker says the job ended, or as the worker ends (the server watches each
+worker's pidfd: :func:`watch_ending`). A worker then waits for the next job
+(:mod:`roofline.job_worker`: a fork's page faults cost a job ~60-90 ms of CPU; what a worker puts
+back between two jobs, and when it exits instead, is described there).
 
 What makes that safe:
 
@@ -15,10 +18,10 @@ What makes that safe:
   modification time of every file of the package and those of the ``site-packages`` directories
   (an install or removal changes them); a job whose hash differs starts its own server. A server
   exits after :data:`IDLE_SECONDS` without jobs.
-* **Same job.** The child takes the job's working directory, umask, environment and file
-  descriptors 0-2 before it runs, and its exit status (75, 2, ...) is the job's. When the job's
-  process dies (Snakemake cancels it), the server kills the child's process group; when the
-  server dies, the kernel kills the child and the job fails saying so.
+* **Same job.** The worker takes the job's working directory, umask, environment and file
+  descriptors 0-2 before it runs it, and the job's exit status (75, 2, ...) is the job's. When the
+  job's process dies (Snakemake cancels it), the server kills the worker's process group; when the
+  server dies, the kernel kills its workers and the job fails saying so.
 * **Only where a job's processes may outlive it.** Not under a batch scheduler's job (SLURM,
   PBS, LSF, Flux: ending that job would kill the server with another job's child), not in a
   job's own Apptainer container (later jobs would run in the first job's), not where ``fork`` is
@@ -38,7 +41,7 @@ import struct
 import sys
 from typing import TYPE_CHECKING
 
-from roofline.job_client import ACCEPTED, LENGTH, PACKAGE, STATUS, receive_exactly, server_key, socket_path, usable
+from roofline.job_client import LENGTH, STATUS, receive_exactly, server_key, socket_path, usable
 
 if TYPE_CHECKING:
     import selectors
@@ -48,78 +51,14 @@ IDLE_SECONDS = float(os.environ.get("ROOFLINE_JOB_SERVER_IDLE", "30"))
 PRELOAD = ("pandas", "pyarrow.parquet", "pyarrow.compute", "pyarrow.csv", "ncu_report", "roofline.parse",
            "roofline.ncu_csv", "roofline.ncu_rep", "roofline.what_if", "roofline.ncu_log", "roofline.analysis",
            "roofline.catalog", "roofline.app_job", "roofline.status", "roofline.track", "roofline.report",
-           "roofline.pages.trends", "roofline.pages.tonight", "roofline.pages.compare")
+           "roofline.pages.trends", "roofline.pages.tonight", "roofline.pages.compare", "roofline.job_worker")
+IDLE_WORKERS_MAX = max(2, os.cpu_count() or 2)  # idle workers kept: as many as jobs run at once, as a rule
+WORKER_IDLE_SECONDS = 2.0  # how long a worker waits for a next job: Snakemake starts one within ~0.1 s
 # How often the server looks for ended children and its idle time where nothing wakes it sooner.
 POLL_SECONDS = 0.05
 ENDED = "ended"  # the selector's data for a child's pidfd (watch_ending)
 # What the server does without when it fails: a gone peer, an unregistered socket, a vanished file.
 _IGNORED = (OSError, KeyError, ValueError)
-
-def _die_with(parent: int) -> None:
-    """Have the kernel kill this process when ``parent`` (the server) dies: the job's own process
-    then reports the job failed, and nothing may go on writing its outputs."""
-    import ctypes
-    import signal
-
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-    if os.getppid() != parent:  # died before the request took effect
-        os._exit(1)
-
-
-def _run_child(request: dict, descriptors: list[int], connection: socket.socket, inherited: list,
-               parent: int) -> None:
-    """In the forked child: become the job, run it, exit with its status (never returns).
-    ``inherited``: the server's sockets, selector and lock, which the job must not hold.
-
-    The child, not the server, tells the job it was accepted, and only once it is bound to die
-    with the server: so a job told "accepted" never runs itself beside a child still running it,
-    and a job that hears nothing (a server gone before this point) may safely run itself."""
-    import signal
-    import time
-    import traceback
-
-    status = 1
-    try:
-        _die_with(parent)
-        try:
-            connection.sendall(ACCEPTED)
-        except OSError:  # the job's process is gone: nobody waits for this job
-            os._exit(1)
-        for held in (*inherited, connection):
-            os.close(held) if isinstance(held, int) else held.close()
-        os.setpgid(0, 0)
-        for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGCHLD, signal.SIGPIPE):
-            signal.signal(number, signal.SIG_DFL)
-        for target, descriptor in enumerate(descriptors):
-            os.dup2(descriptor, target)
-            os.close(descriptor)
-        os.chdir(request["cwd"])
-        os.umask(request["umask"])
-        os.environ.clear()
-        os.environ.update(request["env"])
-        time.tzset()
-        import tempfile
-
-        tempfile.tempdir = None
-        sys.argv = [os.path.join(PACKAGE, "jobs.py"), *request["argv"]]
-        from roofline import jobs
-
-        status = jobs.main(request["argv"])
-    except SystemExit as exit_:
-        status = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
-    except BaseException:  # noqa: BLE001 - the job's traceback goes to the job's stderr, as in its own process
-        traceback.print_exc()
-    finally:
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError):
-                pass
-        os._exit(status if isinstance(status, int) and 0 <= status < 256 else 1)
-
 
 def _accept(listener: socket.socket) -> tuple[socket.socket, dict, list[int]] | None:
     """A job's request (its connection, what it asked, its descriptors 0-2), or None when the peer
@@ -179,8 +118,10 @@ def serve(path: str) -> None:
     bound = os.stat(path).st_ino
     selector = selectors.DefaultSelector()
     selector.register(listener, selectors.EVENT_READ)
-    children: dict[int, socket.socket] = {}
-    endings: dict[int, int] = {}  # child -> a descriptor readable once it ended (see watch_ending)
+    children: dict[int, socket.socket] = {}  # a worker running a job -> that job's connection
+    workers: dict[int, socket.socket] = {}  # every worker -> the server's end of its channel
+    idle: dict[int, float] = {}  # workers waiting for a job -> since when, the last one used last
+    endings: dict[int, int] = {}  # worker -> a descriptor readable once it ended (see watch_ending)
     idle_since = time.monotonic()
     try:
         while children or time.monotonic() - idle_since < IDLE_SECONDS:
@@ -192,26 +133,26 @@ def serve(path: str) -> None:
                     if accepted is None:
                         continue
                     connection, request, descriptors = accepted
-                    sys.stdout.flush()
-                    server = os.getpid()
-                    pid = os.fork()
-                    if pid == 0:
-                        _run_child(request, descriptors, connection,
-                                   [listener, selector, lock, *children.values(), *endings.values()], server)
-                    with contextlib.suppress(*_IGNORED):
-                        os.setpgid(pid, pid)  # as the child does: a cancel that comes first still finds its group
+                    pid = _to_idle_worker(idle, workers, selector, request, descriptors, connection)
+                    if pid is None:
+                        pid = _fork_worker(request, descriptors, connection, workers, selector,
+                                           [listener, selector, lock, *children.values(), *endings.values()])
+                        ending = watch_ending(selector, pid)
+                        if ending is not None:
+                            endings[pid] = ending
                     for descriptor in descriptors:
                         os.close(descriptor)
                     children[pid] = connection
                     selector.register(connection, selectors.EVENT_READ, pid)
-                    ending = watch_ending(selector, pid)
-                    if ending is not None:
-                        endings[pid] = ending
-                else:  # a job's process closed its end before its child finished: stop the child
+                elif isinstance(key.data, tuple):  # a worker's channel: its job's status, or its end
+                    _job_done(key.data[1], children, workers, idle, selector)
+                elif children.get(key.data) is key.fileobj:  # its process closed it before the job ended
                     with contextlib.suppress(*_IGNORED):
-                        os.killpg(key.data, signal.SIGTERM)
-                    selector.unregister(key.fileobj)
-            _reap(children, selector, endings)
+                        os.killpg(key.data, signal.SIGTERM)  # the worker and whatever it started
+                    with contextlib.suppress(*_IGNORED):
+                        selector.unregister(key.fileobj)
+            _reap(children, selector, endings, workers, idle)
+            _retire(idle, workers, selector, time.monotonic() - WORKER_IDLE_SECONDS)
             if children:
                 idle_since = time.monotonic()
     finally:
@@ -219,6 +160,8 @@ def serve(path: str) -> None:
             if os.stat(path).st_ino == bound:
                 os.unlink(path)
         listener.close()
+        for channel in workers.values():  # an idle worker reads the end of its channel and exits
+            channel.close()
         # the lock file goes too (a server starting this moment may lock the old one: it then
         # listens where the newer one does not, and ends idle)
         with contextlib.suppress(*_IGNORED):
@@ -242,8 +185,10 @@ def watch_ending(selector: selectors.BaseSelector, pid: int) -> int | None:
     return descriptor
 
 
-def _reap(children: dict[int, socket.socket], selector: selectors.BaseSelector, endings: dict[int, int]) -> None:
-    while children:
+def _reap(children: dict[int, socket.socket], selector: selectors.BaseSelector, endings: dict[int, int],
+          workers: dict[int, socket.socket] | None = None, idle: dict[int, float] | None = None) -> None:
+    """Collect the workers that ended; a job one of them was running hears its exit status."""
+    while True:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
@@ -255,14 +200,102 @@ def _reap(children: dict[int, socket.socket], selector: selectors.BaseSelector, 
             with contextlib.suppress(*_IGNORED):
                 selector.unregister(ending)
             os.close(ending)
+        channel = workers.pop(pid, None) if workers is not None else None
+        if channel is not None:
+            with contextlib.suppress(*_IGNORED):
+                selector.unregister(channel)
+            channel.close()
+        if idle is not None:
+            idle.pop(pid, None)
         connection = children.pop(pid, None)
-        if connection is None:
-            continue
+        if connection is not None:
+            _tell(connection, selector, os.waitstatus_to_exitcode(status))
+
+
+def _tell(connection: socket.socket, selector: selectors.BaseSelector, status: int) -> None:
+    """Send a job its exit status and close its connection."""
+    with contextlib.suppress(*_IGNORED):
+        selector.unregister(connection)
+    with contextlib.suppress(*_IGNORED):
+        connection.sendall(STATUS.pack(status))
+    connection.close()
+
+
+def _fork_worker(request: dict, descriptors: list[int], connection: socket.socket, workers: dict[int, socket.socket],
+                 selector: selectors.BaseSelector, inherited: list) -> int:
+    """A new worker (:mod:`roofline.job_worker`) running this job first; its pid."""
+    import selectors
+
+    channel, worker_end = socket.socketpair()
+    sys.stdout.flush()
+    server = os.getpid()
+    pid = os.fork()
+    if pid == 0:
+        from roofline.job_worker import serve_jobs
+
+        channel.close()
+        serve_jobs(request, descriptors, connection, worker_end, [*inherited, *workers.values()], server)
+    worker_end.close()
+    with contextlib.suppress(*_IGNORED):
+        os.setpgid(pid, pid)  # as the worker does: a cancel that comes first still finds its group
+    workers[pid] = channel
+    selector.register(channel, selectors.EVENT_READ, ("worker", pid))
+    return pid
+
+
+def _to_idle_worker(idle: dict[int, float], workers: dict[int, socket.socket], selector: selectors.BaseSelector,
+                    request: dict, descriptors: list[int], connection: socket.socket) -> int | None:
+    """Hand the job to the idle worker used last; its pid, or None when no idle worker takes it."""
+    from roofline.job_worker import hand_over
+
+    while idle:
+        pid, _ = idle.popitem()
+        if pid in workers and hand_over(workers[pid], request, descriptors, connection):
+            return pid
+    return None
+
+
+def _job_done(pid: int, children: dict[int, socket.socket], workers: dict[int, socket.socket],
+              idle: dict[int, float], selector: selectors.BaseSelector) -> None:
+    """A worker's channel is readable: the status of the job it ran, sent before it waits for the
+    next (the job hears it now and the worker goes idle), or the channel's end (its exit, reaped)."""
+    channel = workers.get(pid)
+    try:
+        data = receive_exactly(channel, STATUS.size) if channel is not None else b""
+    except OSError:
+        data = b""
+    if not data:
+        if channel is not None:
+            with contextlib.suppress(*_IGNORED):
+                selector.unregister(channel)
+        return
+    connection = children.pop(pid, None)
+    if connection is not None:
+        _tell(connection, selector, STATUS.unpack(data)[0])
+    if len(idle) < IDLE_WORKERS_MAX:
+        import time
+
+        idle[pid] = time.monotonic()
+    else:  # enough idle workers: this one ends
+        _end(pid, workers, selector)
+
+
+def _retire(idle: dict[int, float], workers: dict[int, socket.socket], selector: selectors.BaseSelector,
+            before: float) -> None:
+    """End the workers idle since ``before``: between a run's jobs a worker waits a moment, not
+    through a long job of the run's end (a report, the judging) with the memory of its last job."""
+    for pid in [pid for pid, since in idle.items() if since < before]:
+        del idle[pid]
+        _end(pid, workers, selector)
+
+
+def _end(pid: int, workers: dict[int, socket.socket], selector: selectors.BaseSelector) -> None:
+    """Close an idle worker's channel: it reads the end and exits (then reaped)."""
+    channel = workers.pop(pid, None)
+    if channel is not None:
         with contextlib.suppress(*_IGNORED):
-            selector.unregister(connection)
-        with contextlib.suppress(*_IGNORED):
-            connection.sendall(STATUS.pack(os.waitstatus_to_exitcode(status)))
-        connection.close()
+            selector.unregister(channel)
+        channel.close()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -131,6 +131,15 @@ def run(stage: str, log: str, argv: list[str]) -> int:
     os.close(descriptor)
     sys.stderr = stream = _Log()
     try:
+        return _run_stage(stage, log, argv, stream, job_stderr)
+    finally:
+        os.close(job_stderr)  # a worker of the warm server runs other jobs after this one
+
+
+def _run_stage(stage: str, log: str, argv: list[str], stream: _Log, job_stderr: int) -> int:
+    from roofline import errors
+
+    try:
         module, function = STAGES[stage].split(":")
         status = getattr(importlib.import_module(f"roofline.{module}"), function)(argv)
     except OSError as error:

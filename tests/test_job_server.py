@@ -147,6 +147,121 @@ def test_exit_status_log_and_stderr_are_the_jobs(runtime, tmp_path, full_tmpfs):
     assert f"roofline: cannot write {log}: No space left on device" in failed.stderr
 
 
+def _refused_argv(app: str) -> list[str]:
+    """A parse job that records the error it is given (one line in its log) instead of reading."""
+    return [*_parse_argv(app)[:-3], f"--problem={app}: refused", *_parse_argv(app)[-2:]]
+
+
+def _workers(server: int) -> list[int]:
+    """The server's workers (its child processes), after the job's own process has ended."""
+    return sorted(_children(server))
+
+
+def test_jobs_run_one_after_another_in_one_worker_each_as_in_its_own_process(runtime, tmp_path):
+    """A worker runs the next job after one that succeeded: each job's outputs and log are what
+    its own process writes (no logging handler, warning or descriptor of the job before it), and
+    its standard streams close when it ends, though the worker lives on."""
+    base, env = runtime
+    alone, served = tmp_path / "alone", tmp_path / "served"
+    alone.mkdir(), served.mkdir()
+    apps = ["first", "second", "third"]
+    for app in apps:
+        assert _job(alone, {**env, "ROOFLINE_JOB_SERVER": "off"}, *_refused_argv(app)).returncode == 0
+    assert _job(served, env, *_parse_argv("warm_up")).returncode == 0
+    _wait_for_server(served, env)
+    [server] = _servers(base)
+    ran_in = []
+    for app in apps:
+        job = subprocess.Popen([sys.executable, "-m", "roofline.jobs", *_refused_argv(app)], cwd=served, env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert job.wait(timeout=120) == 0
+        job.communicate(timeout=10)  # its streams reach their end with the job, not with the worker
+        ran_in.append(_workers(server))
+        held = [os.readlink(f"/proc/{pid}/fd/{d}") for pid in ran_in[-1] for d in os.listdir(f"/proc/{pid}/fd")
+                if int(d) > 2]
+        assert [h for h in held if not h.startswith("socket:")] == []  # nothing of the job's left open
+    assert len(ran_in[0]) == 1 and ran_in == [ran_in[0]] * 3  # one worker, still there, ran all three
+    for app in apps:
+        for table in ("counters", "diagnostics"):
+            pd.testing.assert_frame_equal(pd.read_parquet(served / "data" / table / f"{app}.parquet"),
+                                          pd.read_parquet(alone / "data" / table / f"{app}.parquet"))
+        log = (served / f"logs/parse/{app}.log").read_text()
+        assert log == (alone / f"logs/parse/{app}.log").read_text() == f"ERROR roofline.parse: {app}: refused\n"
+    deadline = time.monotonic() + 30
+    while _workers(server):  # a worker waits a moment for a next job, not as long as its server
+        assert time.monotonic() < deadline, "an idle worker never ends"
+        time.sleep(0.1)
+    assert _servers(base) == [server]
+
+
+def test_a_worker_runs_no_job_after_one_that_failed_or_that_left_it_large(runtime, tmp_path):
+    base, env = runtime
+    assert _job(tmp_path, env, *_parse_argv("warm_up")).returncode == 0
+    _wait_for_server(tmp_path, env)
+    [server] = _servers(base)
+    assert _job(tmp_path, env, *_parse_argv("a")).returncode == 0
+    [worker] = _workers(server)
+    assert _job(tmp_path, env, "parse", "logs/parse/bad.log", "--no-such-option").returncode == 2
+    assert _workers(server) == []  # the worker that ran the failed job ended with it
+    assert _job(tmp_path, env, *_parse_argv("b")).returncode == 0
+    [fresh] = _workers(server)
+    assert fresh != worker
+    small = {**env, "ROOFLINE_JOB_WORKER_RESIDENT_MAX": "1"}  # every worker is over it after a job
+    assert _job(tmp_path, small, *_parse_argv("warm_up_small")).returncode == 0
+    _wait_for_server(tmp_path, small)
+    [other] = [pid for pid in _servers(base) if pid not in (server, fresh)]
+    for app in ("c", "d"):
+        assert _job(tmp_path, small, *_parse_argv(app)).returncode == 0
+        deadline = time.monotonic() + 30
+        while _workers(other):
+            assert time.monotonic() < deadline, "a worker over its memory limit waits for another job"
+            time.sleep(0.05)
+
+
+def test_between_two_jobs_a_worker_puts_back_what_a_job_changed(tmp_path):
+    """What a job may change in its worker, changed by hand in a forked process (the check writes
+    what it found to a pipe): put back by the worker before it waits for the next job."""
+    import json
+    import logging
+    import socket
+    import warnings
+
+    from roofline import job_worker
+
+    reading, writing = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        found = {}
+        try:
+            channel, _ = socket.socketpair()
+            between = job_worker._Between(channel.fileno(), set())
+            before = (list(logging.getLogger().handlers), logging.getLogger().level, list(warnings.filters),
+                      sys.stdout, sys.stderr)
+            logging.basicConfig(level=logging.DEBUG, stream=open(tmp_path / "job.log", "w"))  # noqa: SIM115
+            logging.getLogger("roofline.parse").setLevel(logging.ERROR)
+            warnings.simplefilter("error")
+            sys.stderr = open(tmp_path / "stderr.txt", "w")  # noqa: SIM115
+            left_open = os.open(tmp_path / "left-open.txt", os.O_WRONLY | os.O_CREAT)
+            os.chdir(tmp_path)
+            between.restore()
+            after = (list(logging.getLogger().handlers), logging.getLogger().level, list(warnings.filters),
+                     sys.stdout, sys.stderr)
+            found = {"same": [a == b for a, b in zip(before, after, strict=True)],
+                     "parse level": logging.getLogger("roofline.parse").level,
+                     "left open": os.path.exists(f"/proc/self/fd/{left_open}"),
+                     "channel open": os.path.exists(f"/proc/self/fd/{channel.fileno()}"),
+                     "cwd": os.getcwd(), "streams": [os.readlink(f"/proc/self/fd/{n}") for n in (0, 1, 2)]}
+        finally:
+            os.write(writing, json.dumps(found).encode())
+            os._exit(0)
+    os.close(writing)
+    with os.fdopen(reading) as pipe:
+        found = json.loads(pipe.read())
+    os.waitpid(pid, 0)
+    assert found == {"same": [True] * 5, "parse level": logging.NOTSET, "left open": False, "channel open": True,
+                     "cwd": "/", "streams": [os.devnull] * 3}
+
+
 def _shell_job(cwd: Path, env: dict, before: str, *argv: str) -> subprocess.CompletedProcess:
     """The job as a bash command line (bash sets variables of its own: the same for every job)."""
     options = [a for a in argv if a in ("-X", "importtime")]
