@@ -8,8 +8,8 @@ streams to it over a Unix socket, and a worker forked from it runs the job exact
 :func:`roofline.jobs.main` would in the job's own process; the job exits with the status the server
 sends it when the worker says the job ended, or as the worker ends (the server watches each
 worker's pidfd: :func:`watch_ending`). A worker then waits for the next job
-(:mod:`roofline.job_worker`: a fork's page faults cost a job ~60-90 ms of CPU; what a worker puts
-back between two jobs, and when it exits instead, is described there).
+(:mod:`roofline.job_worker`: a fresh fork's page faults cost every job CPU time; what a worker
+puts back between two jobs, and when it exits instead, is described there).
 
 What makes that safe:
 
@@ -89,7 +89,7 @@ def _accept(listener: socket.socket) -> tuple[socket.socket, dict, list[int]] | 
 
 
 def serve(path: str) -> None:
-    """Listen at ``path`` until idle for :data:`IDLE_SECONDS`; one forked child per job."""
+    """Listen at ``path`` until idle for :data:`IDLE_SECONDS`; each job to an idle worker, or to a new one."""
     import fcntl
     import selectors
     import signal

@@ -1,10 +1,10 @@
 """A worker of the warm server (:mod:`roofline.job_server`): a forked child that runs jobs, one
 after another, each exactly as :func:`roofline.jobs.main` would in the job's own process.
 
-A child forked for each job paid for the fork in every job: its first writes to the server's
-pages and its first use of fresh memory cost ~10k page faults, ~60-90 ms of CPU per job on a
-virtual machine (a 2,000-launch parse job: ~220 ms of CPU forked, ~130 ms in a process that ran
-one before). A worker pays that once and then runs the next job the server hands it.
+A child forked for each job pays for the fork in every job: its first writes to the server's
+pages and its first use of fresh memory are thousands of page faults, a large part of a small
+job's CPU time on a virtual machine (benchmarks/README.md, round 14). A worker pays that once and
+then runs the next job the server hands it.
 
 What makes a next job safe to run in the same process: between two jobs the worker puts back
 what a job may change (the standard streams and descriptors 0-2, every descriptor the job left
