@@ -1,16 +1,16 @@
 """How a job finds and uses the warm server of :mod:`roofline.job_server` (the design, and what
 makes it safe, are described there).
 
-This is all a job handed to the server imports (~30 ms with the interpreter): whether a server
+This is all a job handed to the server imports (a few stdlib modules, no json or socket.py): whether a server
 may be used here, the key and socket of the server for this job's interpreter, import path,
 environment and code, the hand-over of the job, and the start of a server when none listens.
 """
 
 from __future__ import annotations
 
-import json
+import _socket  # the socket module's own core: socket.py imports selectors and enum on top (~10 ms a job)
+import marshal
 import os
-import socket
 import struct
 import sys
 
@@ -68,7 +68,7 @@ def server_key(environ: os._Environ | dict = os.environ) -> str:
     # an install or removal changes its site-packages directory; a working directory changes all along
     installed = [_stamp(entry) for entry in sys.path if os.path.basename(entry) in ("site-packages", "dist-packages")]
     material = [sys.executable, sys.version, sys.path, environment, _package_stamps(), installed]
-    return blake2b(json.dumps(material, default=str).encode(), digest_size=12).hexdigest()
+    return blake2b(repr(material).encode(), digest_size=12).hexdigest()
 
 
 def _private_dir() -> str | None:
@@ -102,11 +102,33 @@ def socket_path(key: str) -> str | None:
     return path if path is not None and len(os.fsencode(path)) <= _SOCKET_PATH_MAX else None
 
 
-def _send(connection: socket.socket, payload: bytes) -> None:
-    socket.send_fds(connection, [LENGTH.pack(len(payload)) + payload], [0, 1, 2])
+def send_request(connection: _socket.socket, request: dict, descriptors: list[int]) -> None:
+    """Send a job's request (:func:`read_request` reads it) with its descriptors."""
+    payload = marshal.dumps(request)
+    connection.sendmsg([LENGTH.pack(len(payload)) + payload],
+                       [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, struct.pack(f"{len(descriptors)}i", *descriptors))])
 
 
-def receive_exactly(connection: socket.socket, count: int) -> bytes:
+def read_request(data: bytes, connection: _socket.socket) -> dict:
+    """The request that :func:`send_request` sent, from the first bytes received (``data``) and
+    the rest read from ``connection``. Raises ValueError when it is not a job's request (the peer
+    is this user's process: marshal's data is trusted no further than that)."""
+    if len(data) < LENGTH.size:
+        raise ValueError("no request")
+    length = LENGTH.unpack(data[:LENGTH.size])[0]
+    payload = data[LENGTH.size:]
+    if length > len(payload):
+        payload += receive_exactly(connection, length - len(payload))
+    try:
+        request = marshal.loads(payload)
+    except (EOFError, TypeError) as exc:
+        raise ValueError("not a request") from exc
+    if not isinstance(request, dict) or set(request) != {"argv", "cwd", "env", "umask"}:
+        raise ValueError("not a request")
+    return request
+
+
+def receive_exactly(connection: _socket.socket, count: int) -> bytes:
     data = b""
     while len(data) < count:
         chunk = connection.recv(count - len(data))
@@ -119,11 +141,11 @@ def receive_exactly(connection: socket.socket, count: int) -> bytes:
 def submit(argv: list[str], path: str) -> int | None:
     """Run the job ``argv`` through the server at ``path``: its exit status, or None when no
     server took it (none listening, or it closed before accepting)."""
-    client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    client = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         client.connect(path)
         request = {"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ), "umask": _umask()}
-        _send(client, json.dumps(request).encode())
+        send_request(client, request, [0, 1, 2])
         if client.recv(1) != ACCEPTED:
             return None
     except OSError:

@@ -34,14 +34,13 @@ What makes that safe:
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import socket
 import struct
 import sys
 from typing import TYPE_CHECKING
 
-from roofline.job_client import LENGTH, STATUS, receive_exactly, server_key, socket_path, usable
+from roofline.job_client import STATUS, read_request, receive_exactly, server_key, socket_path, usable
 
 if TYPE_CHECKING:
     import selectors
@@ -72,13 +71,9 @@ def _accept(listener: socket.socket) -> tuple[socket.socket, dict, list[int]] | 
     try:
         uid = struct.unpack("3i", connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[1]
         data, descriptors, _, _ = socket.recv_fds(connection, 1 << 16, 3)
-        if uid != os.getuid() or len(descriptors) != 3 or len(data) < LENGTH.size:
+        if uid != os.getuid() or len(descriptors) != 3:
             raise ConnectionError("not a job of this user")
-        length = LENGTH.unpack(data[:LENGTH.size])[0]
-        payload = data[LENGTH.size:]
-        if length > len(payload):
-            payload += receive_exactly(connection, length - len(payload))
-        request = json.loads(payload)
+        request = read_request(data, connection)
     except (OSError, ValueError):
         connection.close()
         for descriptor in descriptors:

@@ -17,7 +17,6 @@ most :data:`JOBS_MAX` jobs; otherwise it exits, and the next job gets a fresh on
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import socket
@@ -25,7 +24,7 @@ import sys
 import warnings
 from typing import NoReturn
 
-from roofline.job_client import ACCEPTED, LENGTH, PACKAGE, STATUS, receive_exactly
+from roofline.job_client import ACCEPTED, PACKAGE, STATUS, read_request, send_request
 
 JOBS_MAX = 200  # jobs per worker: a bound on anything a job could leave behind that goes unnoticed
 # A worker that holds more after a job (a report, the judging) exits rather than keep it idle.
@@ -137,13 +136,9 @@ def next_job(channel: socket.socket) -> tuple[dict, list[int], socket.socket] | 
         data, received, _, _ = socket.recv_fds(channel, 1 << 16, 4)
         if not data:
             return None
-        length = LENGTH.unpack(data[:LENGTH.size])[0]
-        payload = data[LENGTH.size:]
-        if length > len(payload):
-            payload += receive_exactly(channel, length - len(payload))
         if len(received) != 4:
             raise ConnectionError("a job comes with four descriptors")
-        return json.loads(payload), received[:3], socket.socket(fileno=received[3])
+        return read_request(data, channel), received[:3], socket.socket(fileno=received[3])
     except (OSError, ValueError):
         return None
 
@@ -151,9 +146,8 @@ def next_job(channel: socket.socket) -> tuple[dict, list[int], socket.socket] | 
 def hand_over(channel: socket.socket, request: dict, descriptors: list[int], connection: socket.socket) -> bool:
     """The server's side of :func:`next_job`: send the job to an idle worker; False when the
     worker is gone."""
-    payload = json.dumps(request).encode()
     try:
-        socket.send_fds(channel, [LENGTH.pack(len(payload)) + payload], [*descriptors, connection.fileno()])
+        send_request(channel, request, [*descriptors, connection.fileno()])
     except OSError:
         return False
     return True

@@ -470,3 +470,19 @@ def test_a_child_that_ends_wakes_the_server_and_its_job_hears_at_once():
     with pytest.raises(OSError):
         os.fstat(ending)  # closed once reaped
     assert selector.get_map() == {}
+
+
+def test_a_request_goes_over_with_its_descriptors_and_nothing_else_is_taken_for_one():
+    import marshal
+    import socket
+
+    job_end, server_end = socket.socketpair()
+    request = {"argv": ["parse", "logs/a.log"], "cwd": "/tmp", "env": {"A": "1"}, "umask": 0o22}
+    job_client.send_request(job_end, request, [0, 1, 2])
+    data, descriptors, _, _ = socket.recv_fds(server_end, 1 << 16, 3)
+    assert job_client.read_request(data, server_end) == request and len(descriptors) == 3
+    for descriptor in descriptors:
+        os.close(descriptor)
+    for payload in (marshal.dumps(["parse"]), marshal.dumps({"argv": []}), b"\x00garbage"):
+        with pytest.raises(ValueError):
+            job_client.read_request(job_client.LENGTH.pack(len(payload)) + payload, server_end)
