@@ -8,7 +8,7 @@ environment and code, the hand-over of the job, and the start of a server when n
 
 from __future__ import annotations
 
-import _socket  # the socket module's own core: socket.py imports selectors and enum on top (~10 ms a job)
+import _socket  # the socket module's own core: socket.py imports selectors and enum on top of it
 import marshal
 import os
 import struct
@@ -105,8 +105,10 @@ def socket_path(key: str) -> str | None:
 def send_request(connection: _socket.socket, request: dict, descriptors: list[int]) -> None:
     """Send a job's request (:func:`read_request` reads it) with its descriptors."""
     payload = marshal.dumps(request)
-    connection.sendmsg([LENGTH.pack(len(payload)) + payload],
-                       [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, struct.pack(f"{len(descriptors)}i", *descriptors))])
+    data = LENGTH.pack(len(payload)) + payload
+    sent = connection.sendmsg([data], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS,
+                                        struct.pack(f"{len(descriptors)}i", *descriptors))])
+    connection.sendall(data[sent:])  # what a send cut short (by a signal) left
 
 
 def read_request(data: bytes, connection: _socket.socket) -> dict:

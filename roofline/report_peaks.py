@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from roofline.metrics import COMPUTE_CLASSES
-from roofline.schemas import conform
+from roofline.schemas import ABSENT_VALUES, TABLES, conform
 
 # Launches shorter than this report clocks 20-50 % low (../shared/guides/roofline.md §5).
 SHORT_LAUNCH_S = 20e-6
@@ -250,8 +250,7 @@ def app_peaks(counters: pd.DataFrame) -> pd.DataFrame:
 
 
 # What a peaks row holds where its part gives no value: what conform makes of a missing one.
-_PEAKS_ABSENT = {"app": None, "part": "", "device": "", "ceiling": -1, "long": False, "value": np.nan,
-                 "clock": np.nan, "count": -1, "position": -1, "launch": -1, "recipe": ""}
+_PEAKS_ABSENT = {column.name: ABSENT_VALUES[column.dtype] for column in TABLES["peaks"]}
 
 
 def _stacked(parts: list[dict], app: str) -> dict[str, np.ndarray]:
@@ -319,7 +318,6 @@ def _what_if_rows(parts: list[pd.DataFrame]) -> pd.DataFrame:
 def read_peak_inputs(paths: Sequence[str], batch: int = FILES_PER_BATCH) -> PeakInputs:
     """:class:`PeakInputs` of the counters tables at ``paths``, read :data:`FILES_PER_BATCH` at a
     time, so that memory holds one batch of launches and the samples, however many apps."""
-    from roofline.schemas import TABLES
     from roofline.table_reads import read_columns
 
     declared = {c.name for c in TABLES["counters"]}

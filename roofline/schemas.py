@@ -269,7 +269,7 @@ def _absent(dtype: str, n: int):
     """The values of a column the frame lacks, once conformed: what typed_column makes of missing values."""
     if dtype == "str":
         return pd.array(np.full(n, "", dtype=object), dtype=_TEXT)
-    return np.full(n, _ABSENT[dtype], dtype=_DTYPES[dtype])
+    return np.full(n, ABSENT_VALUES[dtype], dtype=_DTYPES[dtype])
 
 
 def typed_column(values: pd.Series, dtype: str) -> pd.Series:
@@ -287,7 +287,7 @@ def typed_column(values: pd.Series, dtype: str) -> pd.Series:
 
 _DTYPES = {"float": np.dtype("float64"), "int": np.dtype("int64"), "bool": np.dtype("bool")}
 # What a column the frame lacks holds once conformed: what typed_column makes of a missing value.
-_ABSENT = {"float": np.nan, "int": -1, "bool": False, "str": ""}
+ABSENT_VALUES = {"float": np.nan, "int": -1, "bool": False, "str": ""}
 _TEXT = pd.StringDtype()  # na_value=pd.NA: not pandas 3's default "str" dtype, which compares equal to "string"
 _DECLARED = {name: frozenset(column.name for column in columns) for name, columns in TABLES.items()}
 

@@ -483,6 +483,16 @@ def test_a_request_goes_over_with_its_descriptors_and_nothing_else_is_taken_for_
     assert job_client.read_request(data, server_end) == request and len(descriptors) == 3
     for descriptor in descriptors:
         os.close(descriptor)
+    import threading
+
+    large = {**request, "env": {"BIG": "x" * 4_000_000}}  # more than a socket buffer takes at once
+    sender = threading.Thread(target=job_client.send_request, args=(job_end, large, [0, 1, 2]))
+    sender.start()
+    data, descriptors, _, _ = socket.recv_fds(server_end, 1 << 16, 3)
+    assert job_client.read_request(data, server_end) == large
+    sender.join()
+    for descriptor in descriptors:
+        os.close(descriptor)
     for payload in (marshal.dumps(["parse"]), marshal.dumps({"argv": []}), b"\x00garbage"):
         with pytest.raises(ValueError):
             job_client.read_request(job_client.LENGTH.pack(len(payload)) + payload, server_end)
