@@ -100,6 +100,9 @@ def serve(path: str) -> None:
             __import__(module)
         except ImportError:  # an optional reader (ncu_report): the job that needs it says so itself
             pass
+    from roofline.schemas import arrow_schemas
+
+    arrow_schemas()  # built once here, not again in each worker that writes a table
     import gc
 
     gc.collect()

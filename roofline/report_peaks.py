@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from roofline.metrics import COMPUTE_CLASSES
-from roofline.schemas import ABSENT_VALUES, TABLES, conform
+from roofline.schemas import ABSENT_VALUES, TABLES, arrow_table, conform
 
 # Launches shorter than this report clocks 20-50 % low (../shared/guides/roofline.md §5).
 SHORT_LAUNCH_S = 20e-6
@@ -336,7 +336,7 @@ def peaks_metadata(counters: pd.DataFrame) -> dict[str, bytes]:
     :func:`app_peaks`, which the ceilings job then reads instead of the file's launches."""
     import pyarrow as pa
 
-    table = pa.Table.from_pandas(app_peaks(counters), preserve_index=False)
+    table = arrow_table(app_peaks(counters), "peaks")
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table)

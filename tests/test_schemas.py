@@ -110,3 +110,38 @@ def test_text_is_dictionary_encoded_and_floats_are_written_plain(tmp_path):
     dictionary = {name for name, used in encodings.items() if any("DICTIONARY" in e for e in used)}
     assert dictionary == {name for name, kind in kinds.items() if kind == "str"}
     assert_frame_equal(read_table(tmp_path / "k.parquet", "kernels"), conform(frame, "kernels"), check_exact=True)
+
+
+def test_a_conformed_frame_becomes_the_arrow_table_pandas_makes_of_it(tmp_path):
+    """arrow_table converts column by column against the table's one schema; the reference is
+    pyarrow's own from_pandas (types, NaN as null, pandas metadata): every table of the workflow on
+    real reports and generated kernels, a frame that is not conformed, and text held as 32-bit
+    Arrow strings (cast to the schema's type, not stored under it)."""
+    import numpy as np
+    import pyarrow as pa
+    from conftest import real_reports
+
+    from roofline.parse import parse_input
+    from roofline.report_peaks import app_peaks
+    from roofline.schemas import arrow_table, conform, empty
+
+    reports = real_reports()[:4]
+    if not reports:
+        pytest.skip("real fixtures not found (../shared/fixtures/real is absent)")
+    frames = [(parse_input(report, "app", "ncu-rep"), "counters") for report in reports]
+    frames += [(app_peaks(counters), "peaks") for counters, _ in frames]
+    kernels = conform(make_kernels(6), "kernels")
+    kernels.loc[2, "duration_s"] = np.nan
+    frames += [(kernels, "kernels"), (kernels.iloc[3:], "kernels"), (empty("classified"), "classified")]
+    for frame, table in frames:
+        expected = pa.Table.from_pandas(frame, preserve_index=False)
+        got = arrow_table(frame, table)
+        assert got.schema.equals(expected.schema, check_metadata=True), table
+        assert got.equals(expected), table  # NaN as null: equal tables (NaN would not equal NaN)
+    assert arrow_table(kernels, "kernels").column("duration_s").null_count == kernels["duration_s"].isna().sum() >= 1
+    narrow = kernels.assign(kernel=pd.arrays.ArrowStringArray(pa.array(kernels["kernel"].tolist(), pa.string())))
+    got = arrow_table(narrow, "kernels")
+    got.validate(full=True)
+    assert got.equals(arrow_table(kernels, "kernels"))
+    untyped = kernels.astype({"launches": "float64"})  # not conformed: pyarrow's conversion, as it is
+    assert arrow_table(untyped, "kernels").equals(pa.Table.from_pandas(untyped, preserve_index=False))
