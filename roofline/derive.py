@@ -171,9 +171,16 @@ def derive_counters(raw: pd.DataFrame) -> pd.DataFrame:
 
     Columns already present under a quantity's name (what-if rows) win over recipes. Absurd values
     (see the plausibility notes above) are refused per launch and quantity, never silently used.
+    """
+    return pd.DataFrame(derive_columns(raw), index=raw.index)
 
-    The columns are numpy arrays until the one frame is built at the end: a report has a few
-    launches, where pandas' fixed cost per operation (~100 columns) would be most of the time.
+
+def derive_columns(raw: pd.DataFrame) -> dict[str, object]:
+    """:func:`derive_counters` as its columns (name -> array or Series on ``raw``'s index), which
+    the parse stage completes and conforms into one frame (:func:`roofline.schemas.conform_columns`).
+
+    The columns are arrays, never a frame: a report has a few launches, where pandas' fixed cost
+    per operation (~200 columns) would be most of the time.
     """
     cc = _compute_capability(raw)
     values: dict[str, np.ndarray] = {}
@@ -219,16 +226,22 @@ def derive_counters(raw: pd.DataFrame) -> pd.DataFrame:
         refusals[quantity.name] = refused
     _refuse_rates(values, recipes, refusals)
     out: dict[str, object] = {}
+    # StringDtype (pd.NA) text without missing values is what conform() keeps as it is; its Arrow
+    # type (64-bit offsets) from the start, so that no column is cast. Most quantities have no
+    # refusal: their column is one Arrow array of empty texts (immutable, so shared).
+    no_refusal = pa.repeat(pa.scalar("", pa.large_string()), len(raw))
     for name, value in values.items():
         texts, text_code = recipes[name]
         out[name] = value
-        # StringDtype (pd.NA) text without missing values is what conform() keeps as it is
-        text = pa.array(texts, pa.string(), from_pandas=True).take(pa.array(text_code))
+        text = pa.array(texts, pa.large_string(), from_pandas=True).take(pa.array(text_code))
         out[f"{name}_recipe"] = pd.arrays.ArrowStringArray(text)
+        if not refusals[name]:
+            out[f"{name}_refused"] = pd.arrays.ArrowStringArray(no_refusal)
+            continue
         reasons = ["", *refusals[name].values()]  # codes into the texts, as for the recipe names
         why = np.zeros(len(raw), dtype=np.int64)
         why[list(refusals[name])] = np.arange(1, len(reasons))
-        out[f"{name}_refused"] = pd.arrays.ArrowStringArray(pa.array(reasons, pa.string()).take(pa.array(why)))
+        out[f"{name}_refused"] = pd.arrays.ArrowStringArray(pa.array(reasons, pa.large_string()).take(pa.array(why)))
     # NaN when every tensor class is NaN, else their sum (NaN counted 0), as pandas' sum(min_count=1)
     tensor = np.stack([values[f"flop_{c}"] for c in metrics.TENSOR_CLASSES])
     none = np.isnan(tensor).all(axis=0)
@@ -260,7 +273,7 @@ def derive_counters(raw: pd.DataFrame) -> pd.DataFrame:
         refused[name] = np.zeros(len(raw), dtype=bool)
         refused[name][list(rows)] = True
     out["missing"], out["missing_hint"] = _missing(values, refused)
-    return pd.DataFrame(out, index=raw.index)
+    return out
 
 
 def _missing_text(

@@ -23,13 +23,14 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from roofline import metrics
 from roofline.compressed import plain_name
-from roofline.derive import derive_counters
+from roofline.derive import derive_columns
 from roofline.inputs import is_what_if_csv, write_refusal
 from roofline.ncu_rep import InputError, read_ncu_rep, report_provenance
-from roofline.schemas import conform, write_table
+from roofline.schemas import conform, conform_columns, write_table
 from roofline.units import UnitError, UnitWarning
 
 log = logging.getLogger("roofline.parse")
@@ -146,21 +147,23 @@ def parse_input(path: str | Path, app: str, kind: str, device: str | None = None
         # stays at nice 19 and ends with the pool)
         digest = pool.submit(_sha256_idle, path)
         raw = read_input(path, kind)
-        counters = derive_counters(raw)
-        recorded = counters.get("device", pd.Series("", index=counters.index)).fillna("").astype(str)
+        counters = derive_columns(raw)  # completed here, then made one frame
+        rows = len(raw)
+        recorded = pd.Series(counters.get("device", [""] * rows), dtype=object).fillna("").astype(str)
         if device:
-            counters["device"] = recorded.where(recorded != "", device)
+            named = recorded.where(recorded != "", device)
         else:
-            cc = counters["compute_capability"]
+            cc = pd.Series(counters["compute_capability"], dtype=object)
             unnamed = {c: f"unnamed GPU (sm_{c.replace('.', '')})" if c else "unnamed GPU" for c in cc.unique()}
-            counters["device"] = recorded.where(recorded != "", cc.map(unnamed))
-        counters["app"] = app
-        counters["source_file"] = str(path)
-        counters["source_sha256"] = digest.result()
-        counters["convention"] = metrics.CONVENTION
+            named = recorded.where(recorded != "", cc.map(unnamed))
+        counters["device"] = named.to_numpy(dtype=object)
+        provenance = {"app": app, "source_file": str(path), "source_sha256": digest.result(),
+                      "convention": metrics.CONVENTION}
     if kind == "ncu-rep":
-        counters["ncu_version"], counters["command_line"] = report_provenance(path)
-    return conform(counters, "counters")
+        provenance["ncu_version"], provenance["command_line"] = report_provenance(path)
+    for column, text in provenance.items():  # one value for every launch
+        counters[column] = pd.arrays.ArrowStringArray(pa.repeat(pa.scalar(text, pa.large_string()), rows))
+    return conform_columns(counters, "counters", rows)
 
 
 def _launch_problems(row, refusal_columns: list[str]) -> list[str]:

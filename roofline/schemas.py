@@ -251,18 +251,59 @@ def conform(frame: pd.DataFrame, table: str, arrow=None) -> pd.DataFrame:
     columns = TABLES[table]
     if _conforms(frame, columns, arrow):  # a table read back or filtered: nothing to convert
         return frame.reset_index(drop=True)
+    return conform_columns(dict(zip(frame.columns, _column_arrays(frame), strict=True)), table, len(frame))
+
+
+def conform_columns(values: dict, table: str, rows: int) -> pd.DataFrame:
+    """:func:`conform` of a frame given as its columns (name -> array, Series or list of ``rows``
+    values): what a stage builds column by column becomes one frame once, typed.
+
+    Each column of the result is a copy (an array already typed is copied, which costs little):
+    editing the result never reaches ``values``. A stage's frame is often a few launches long and
+    ~200 columns wide, so the work is per column, without a Series for each.
+
+    Raises
+    ------
+    ValueError
+        If ``values`` has a column the table does not declare.
+    """
     declared = _DECLARED[table]
-    extra = [c for c in frame.columns if c not in declared]
+    extra = [name for name in values if name not in declared]
     if extra:
         raise ValueError(f"table {table!r} does not declare columns {extra}; add them to roofline/schemas.py")
-    present, n = set(frame.columns), len(frame)
-    frame = frame.reset_index(drop=True)
-    # The frame's own columns as Series (copy-on-write keeps an edit of the result from reaching
-    # ``frame``, without copying them), the missing ones as new arrays (not ~100 Series to align:
-    # a stage's frame is often a few launches long and ~200 columns wide).
-    out = {column.name: typed_column(frame[column.name], column.dtype) if column.name in present
-           else _absent(column.dtype, n) for column in columns}
-    return pd.DataFrame(out, index=frame.index, copy=False)
+    out = {column.name: _typed_array(values[column.name], column.dtype) if column.name in values
+           else _absent(column.dtype, rows) for column in TABLES[table]}
+    return pd.DataFrame(out, copy=False)
+
+
+def _column_arrays(frame: pd.DataFrame):
+    """The frame's columns as arrays, in order: pandas' own iterator where it has it (no Series
+    made per column), else through a Series each."""
+    column_arrays = getattr(frame, "_iter_column_arrays", None)
+    if column_arrays is not None:
+        return column_arrays()
+    return (frame.iloc[:, position].array for position in range(frame.shape[1]))
+
+
+def _typed_array(values, dtype: str):
+    """``values`` (array, Series or list) as a new array of the declared ``dtype``, as :func:`typed_column`."""
+    if isinstance(values, pd.Series):  # its numpy array, or its extension array (text)
+        values = values.to_numpy() if values.dtype.kind in "fiub" else values.array
+    elif not hasattr(values, "dtype"):  # a list
+        values = pd.array(values) if dtype == "str" else np.asarray(values)
+    if values.dtype == _DTYPES.get(dtype) or (dtype == "str" and values.dtype == _TEXT and not values.isna().any()):
+        return values.copy()  # typed already (most columns of a stage's frame): no conversion pass
+    if dtype == "str" and (values.dtype == object or isinstance(values.dtype, pd.StringDtype)):
+        # Python strings or pandas' other text dtype (names, grids): Arrow's text from them
+        import pyarrow as pa
+
+        try:
+            text = pa.array(values, pa.large_string(), from_pandas=True).fill_null("")
+            return pd.arrays.ArrowStringArray(text)
+        except (pa.ArrowInvalid, pa.ArrowTypeError):  # not all text (numbers): pandas' conversion below
+            pass
+    typed = typed_column(pd.Series(values, copy=False), dtype)
+    return typed.array if dtype == "str" else typed.to_numpy(copy=True)
 
 
 def _absent(dtype: str, n: int):

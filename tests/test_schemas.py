@@ -145,3 +145,37 @@ def test_a_conformed_frame_becomes_the_arrow_table_pandas_makes_of_it(tmp_path):
     assert got.equals(arrow_table(kernels, "kernels"))
     untyped = kernels.astype({"launches": "float64"})  # not conformed: pyarrow's conversion, as it is
     assert arrow_table(untyped, "kernels").equals(pa.Table.from_pandas(untyped, preserve_index=False))
+
+
+def test_conform_types_every_kind_of_column_and_its_result_is_a_copy():
+    """conform works column by column on arrays: text given as Python objects (None, numbers),
+    pandas' NaN-text dtype or Arrow text, numbers as text, and a Series whose index is not the
+    rows' positions (taken by position, not aligned). Editing the result leaves what was given."""
+    import numpy as np
+
+    from roofline.schemas import conform, conform_columns
+
+    frame = pd.DataFrame({
+        "app": np.array(["a", None, 3], dtype=object),  # hand-made: a None and a number among text
+        "kernel": pd.array(["k", np.nan, "m"], dtype=pd.StringDtype(na_value=np.nan)),
+        "device": pd.array(["d0", "d1", "d2"], dtype="string"),
+        "launches": ["4", "x", None],  # text that is a number, text that is not, nothing
+        "duration_s": [1.0, np.nan, 3.0],
+    })
+    out = conform(frame, "kernels")
+    assert out["app"].tolist() == ["a", "", "3"] and str(out["app"].dtype) == "string"
+    assert out["kernel"].tolist() == ["k", "", "m"] and out["device"].tolist() == ["d0", "d1", "d2"]
+    assert out["launches"].tolist() == [4, -1, -1] and out["launches"].dtype == "int64"
+    assert np.isnan(out["duration_s"][1]) and out["kernel_short"].tolist() == ["", "", ""]
+    out.loc[0, "duration_s"] = 9.0
+    out.loc[0, "device"] = "edited"
+    assert frame["duration_s"].tolist()[0] == 1.0 and frame["device"].tolist()[0] == "d0"
+
+    durations = np.array([5.0, 6.0])
+    columns = {"duration_s": durations, "app": pd.Series(["x", "y"], index=[7, 3])}
+    made = conform_columns(columns, "kernels", 2)
+    assert made["app"].tolist() == ["x", "y"] and list(made.index) == [0, 1]
+    made.loc[1, "duration_s"] = 0.0
+    assert durations.tolist() == [5.0, 6.0]
+    with pytest.raises(ValueError, match=r"does not declare columns \['bogus'\]"):
+        conform_columns({"bogus": durations}, "kernels", 2)
