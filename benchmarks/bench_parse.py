@@ -354,8 +354,8 @@ def main(argv: list[str] | None = None) -> int:
         f"floor). Best of {args.repeat}, in one process for CSV, each ncu-rep candidate and report in a forked "
         "child of its own (ncu_report keeps what it decoded of every launch); *floor* = bare pyarrow read + minimal "
         "pivot (CSV), ncu_report load + the values of the metrics our reader reads (ncu-rep, sum over the "
-        f"reports), measured in the same run. Verdict: {said}. Overall: {'met' if ok else '**not met**'} for the reader on "
-        f"{', '.join(KIND_TITLES[k] for k in figures) or 'nothing measured'}."
+        f"reports), measured in the same run. Verdict: {said}. Overall: {'met' if ok else '**not met**'} for the "
+        f"reader on {', '.join(KIND_TITLES[k] for k in figures) or 'nothing measured'}."
     ))
     print(notes[0])
     if not args.no_record and set(args.only) != set(KINDS):  # a partial table would replace the full one
