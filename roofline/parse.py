@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from roofline import metrics
 from roofline.compressed import plain_name
@@ -193,11 +194,12 @@ def diagnostics_for(counters: pd.DataFrame, app: str) -> pd.DataFrame:
     """One warning row per launch that lacks or had refused a roofline quantity, and one per file
     whose launches ran on several devices."""
     refusal_columns = [c for c in counters.columns if c.endswith("_refused")]
-    missing = counters["missing"].astype(str)
-    what_if = counters.get("source_format", pd.Series("", index=counters.index)) == "what-if"
-    flagged = ((missing != "") & ~(what_if & (missing == "duration_s"))).to_numpy(dtype=bool)
-    for column in refusal_columns:  # ~60 columns: a comparison each, no copy (a missing text is empty)
-        flagged |= (counters[column] != "").fillna(False).to_numpy(dtype=bool)
+    missing = _texts(counters["missing"])
+    what_if = (_texts(counters["source_format"]) == "what-if" if "source_format" in counters.columns
+               else np.zeros(len(counters), dtype=bool))
+    flagged = (missing != "") & ~(what_if & (missing == "duration_s"))
+    for column in refusal_columns:  # ~60 columns, mostly one shared array of empty texts each
+        flagged |= _non_empty(counters[column])
     rows = []
     read = [c for c in (*refusal_columns, "missing", "source_format", "source_file", "launch", "kernel_short")
             if c in counters.columns]
@@ -212,7 +214,7 @@ def diagnostics_for(counters: pd.DataFrame, app: str) -> pd.DataFrame:
                 }
             )
     # only the columns the message reads: a copy of every counters column would cost more than the rest
-    measured = counters.loc[~what_if.to_numpy(dtype=bool),
+    measured = counters.loc[~what_if,
                             [c for c in ("device", "launch", "source_file") if c in counters.columns]]
     devices = sorted(d for d in measured.get("device", pd.Series(dtype=str)).dropna().unique() if d)
     if len(devices) > 1:
@@ -235,6 +237,30 @@ def diagnostics_for(counters: pd.DataFrame, app: str) -> pd.DataFrame:
     frame.insert(1, "stage", "parse")
     frame.insert(2, "severity", "warning")
     return frame
+
+
+def _arrow_texts(column: pd.Series) -> pa.Array | pa.ChunkedArray:
+    """A text column as Arrow (a copy only where it is not Arrow-backed already); missing = empty."""
+    values = column.array
+    arrow = pa.array(values) if hasattr(values, "__arrow_array__") else pa.array(
+        column.to_numpy(dtype=object), pa.large_string(), from_pandas=True)
+    if not (pa.types.is_large_string(arrow.type) or pa.types.is_string(arrow.type)):
+        arrow = arrow.cast(pa.large_string())
+    return arrow.fill_null("") if arrow.null_count else arrow
+
+
+def _texts(column: pd.Series) -> np.ndarray:
+    """A text column's values as a NumPy object array, a missing text as empty."""
+    return np.asarray(_arrow_texts(column).to_numpy(zero_copy_only=False), dtype=object)
+
+
+def _non_empty(column: pd.Series) -> np.ndarray:
+    """Which values of a text column say something (a missing text says nothing)."""
+    arrow = _arrow_texts(column)
+    chunks = arrow.chunks if isinstance(arrow, pa.ChunkedArray) else [arrow]
+    if all(len(chunk.buffers()[2] or b"") == 0 for chunk in chunks):  # no character at all: every text empty
+        return np.zeros(len(column), dtype=bool)
+    return np.asarray(pc.not_equal(arrow, "").to_numpy(zero_copy_only=False), dtype=bool)
 
 
 def _launch_span(launches: pd.Series) -> str:

@@ -24,7 +24,7 @@ from conftest import (
 )
 
 from roofline.ncu_rep import InputError
-from roofline.parse import _sha256_idle, parse_input, read_input
+from roofline.parse import _sha256_idle, diagnostics_for, parse_input, read_input
 
 REPORTS = real_reports()
 TEXTBOOK = REPO / "data" / "examples" / "textbook.yaml"
@@ -270,3 +270,26 @@ def test_ncu_log_saved_as_a_report_points_to_the_fix(tmp_path):
     with pytest.raises(InputError, match=r"capture\.ncu-rep: a text file, not an Nsight Compute report: ncu "
                        r"profiled no kernel.*--kernel-name/-k.*--launch-skip/-s"):
         read_input(path, "ncu-rep")
+
+
+def test_a_launch_is_flagged_by_any_refusal_text_however_its_column_is_stored():
+    # hand-made: three launches; the refusal texts come as an Arrow slice whose buffer holds a
+    # text outside the slice, as plain Python objects with a missing value, and as nothing at all
+    sliced = pa.array(["outside the slice", "", "gives 1e30 FLOP: above any GPU"], pa.large_string()).slice(1)
+    counters = pd.DataFrame({
+        "launch": [0, 1, 2],
+        "kernel_short": ["a", "b", "c"],
+        "source_file": ["hand-made.csv"] * 3,
+        "source_format": ["ncu-csv"] * 3,
+        "missing": pd.array(["", "", ""], dtype="string[pyarrow]"),
+        "flop_fp32_refused": pd.arrays.ArrowStringArray(pa.concat_arrays([sliced, pa.array([""], pa.large_string())])),
+        "dram_bytes_refused": pd.Series([None, "", "gives -5 B: negative"], dtype=object),
+        "duration_s_refused": pd.arrays.ArrowStringArray(pa.repeat(pa.scalar("", pa.large_string()), 3)),
+    })
+    messages = diagnostics_for(counters, "hand-made")["message"].tolist()
+    assert messages == [
+        "launch 1 (b): flop_fp32 refused (gives 1e30 FLOP: above any GPU); the launch is kept with these "
+        "quantities empty: check the export (units, values)",
+        "launch 2 (c): dram_bytes refused (gives -5 B: negative); the launch is kept with these quantities "
+        "empty: check the export (units, values)",
+    ]
