@@ -348,34 +348,42 @@ def aggregate_kernels(counters: pd.DataFrame, ceilings: pd.DataFrame, **options)
     quantities = [f"flop_{c}" for c in COMPUTE_CLASSES] + [f"{lv}_bytes" for lv in MEMORY_LEVELS]
     quantities += ["duration_s", "tensor_pipe_active_pct"]
     sums = [*quantities, "flop_tensor", "algorithmic_flop", "algorithmic_bytes", "warp_instructions"]
-    frame = counters.copy()
+    # only the columns the sums and verdicts read: a copy of every counters column costs more than the rest
+    wanted = [*KERNEL_KEYS, *sums, "kernel_short", "missing", "convention", "ncu_rules", "compute_capability",
+              "sm_count", "sm_clock_hz", "issue_peak_ips"]
+    frame = counters[list(dict.fromkeys(c for c in wanted if c in counters.columns))].copy()
     for key in KERNEL_KEYS:
         frame[key] = frame[key].astype("string").fillna("")
+    # the kernels, numbered in order of first launch; every sum below groups by that number
     group = frame.groupby(KERNEL_KEYS, sort=False, dropna=False).ngroup().to_numpy()
+    n_kernels = int(group.max()) + 1
+    first_launch = np.unique(group, return_index=True)[1]
     present = frame[quantities].notna().to_numpy()
-    somewhere = np.zeros((group.max() + 1, len(quantities)), dtype=bool)
+    somewhere = np.zeros((n_kernels, len(quantities)), dtype=bool)
     np.logical_or.at(somewhere, group, present)
     lacking = somewhere[group] & ~present
     group_lacks = np.zeros_like(somewhere)  # per kernel (ngroup order = the totals' row order)
     np.logical_or.at(group_lacks, group, lacking)
-    frame["_complete"] = ~lacking.any(axis=1)
-    frame["_time_all"] = frame["duration_s"]
-    used = frame[sums].where(frame["_complete"], other=np.nan)
-    used[KERNEL_KEYS] = frame[KERNEL_KEYS]
-    grouped = used.groupby(KERNEL_KEYS, sort=False, dropna=False)
-    totals = grouped[sums].sum(min_count=1).reset_index()
-    totals["tensor_pipe_active_pct"] = grouped["tensor_pipe_active_pct"].max().to_numpy()
-    everything = frame.groupby(KERNEL_KEYS, sort=False, dropna=False)
-    totals["launches"] = everything.size().to_numpy()
-    totals["launches_used"] = everything["_complete"].sum().to_numpy()
-    totals["kernel_short"] = everything["kernel_short"].first().to_numpy()
-    totals["missing"] = everything["missing"].first().to_numpy()
-    if "convention" in frame.columns:
-        totals["convention"] = everything["convention"].first().to_numpy()
-    time_all = everything["_time_all"].sum(min_count=1).to_numpy()
+    complete = ~lacking.any(axis=1)
+    used = frame[sums].to_numpy(dtype="float64", copy=True)
+    used[~complete] = np.nan
+    totals_of_used = pd.DataFrame(used, columns=sums).groupby(group, sort=False)
+    summed = totals_of_used.sum(min_count=1).to_numpy()
+    first = frame[KERNEL_KEYS].iloc[first_launch]
+    totals = pd.DataFrame({
+        **{key: first[key].array for key in KERNEL_KEYS},
+        **{name: summed[:, i] for i, name in enumerate(sums)},
+        "tensor_pipe_active_pct": totals_of_used["tensor_pipe_active_pct"].max().to_numpy(),
+        "launches": np.bincount(group, minlength=n_kernels),
+        "launches_used": np.bincount(group, weights=complete, minlength=n_kernels).astype(np.int64),
+    })
+    for column in ("kernel_short", "missing", "convention"):  # the first launch's that has one
+        if column in frame.columns:
+            totals[column] = frame[column].groupby(group, sort=False).first().to_numpy()
+    time_all = frame["duration_s"].groupby(group, sort=False).sum(min_count=1).to_numpy()
     # One issue roof per device (the median over its launches), as the other roofs are one per device.
-    frame["_issue_peak"] = issue_peak_ips(frame)
-    totals["issue_peak_ips"] = frame.groupby("device")["_issue_peak"].transform("median").groupby(group).first()
+    issue_peak = pd.Series(issue_peak_ips(frame), index=frame.index)
+    totals["issue_peak_ips"] = issue_peak.groupby(frame["device"]).transform("median").to_numpy()[first_launch]
     if "ncu_rules" in frame.columns:
         totals["ncu_rules"], totals["ncu_speedup_pct"] = kernel_rules(
             frame["ncu_rules"].fillna("").astype(str).tolist(), frame["duration_s"], group, len(totals))
