@@ -406,3 +406,28 @@ def test_the_summary_folds_the_app_links_of_a_fleet_into_its_header():
     assert header.startswith(f'<nav><details><summary>Apps: {count} (the <a href="#apps">Apps</a> table')
     assert 'href="apps/app%3C0%3E.html">app&lt;0&gt;</a>' in header  # every app still linked, escaped
     assert '<section id="apps">' in page
+
+
+def test_the_apps_table_sums_each_app_and_names_its_top_kernel():
+    from roofline.pages.overview import apps_html
+
+    # hand-made: "b" has 6 s of GPU time (kernels at 50 % and 80 % of roof, 2 s and 4 s: 70 %
+    # time-weighted, and one unjudged), "a" 2 s on two devices, "c" is an app without kernels
+    kernels = pd.DataFrame({
+        "app": ["a", "b", "b", "a", "b"],
+        "device": ["GPU X", "GPU X", "GPU X", "GPU Y", "GPU X"],
+        "kernel": ["ka1(int)", "kb1(float)", "kb2(float)", "ka2(int)", "kb3<3>"],
+        "kernel_short": ["ka1", "kb1", "kb2", "ka2", "kb3"],
+        "duration_s": [1.5, 2.0, 4.0, 0.5, np.nan],
+        "roof_pct": [np.nan, 50.0, 80.0, 10.0, 30.0],
+        "priority": [np.nan, 0.1, 0.3, np.nan, np.nan],
+    })
+    page = apps_html(kernels, ["a", "b", "c"], {"a": "/in/a.csv"})
+    rows = re.findall(r"<tr><td><a [^>]*>(\w)</a></td>(.*?)</tr>", page)
+    assert [app for app, _ in rows] == ["b", "a", "c"]  # longest GPU time first
+    cells = {app: re.findall(r"<td[^>]*>(.*?)</td>", rest) for app, rest in rows}
+    assert cells["b"][:6] == ["", "GPU X", "3", "6 s", "75.0 %", "70.0 %"]
+    assert 'title="kb2(float)">kb2<' in cells["b"][6]
+    assert cells["a"][:6] == ["a.csv", "GPU X, GPU Y", "2", "2 s", "25.0 %", "10.0 %"]
+    assert 'title="ka1(int)">ka1<' in cells["a"][6]  # no priority: the first of its kernels
+    assert cells["c"] == ["", "", "0", "0 s", "0.0 %", "–", ""]
