@@ -183,7 +183,8 @@ def roofline_layers(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str) 
     ]
     crowded = f"min(top_n, {len(points)}) > {CROWDED}"  # smaller points when many are drawn
     sizes = [{"expr": f"{crowded} ? {LEVEL_SIZE[lv] / 2:g} : {LEVEL_SIZE[lv]:g}"} for lv in ("dram", "shared")]
-    used_shapes = [c for c in COMPUTE_CLASSES if c in set(points["compute_class"])] or ["fp32"]
+    drawn_classes = set(points["compute_class"].unique())
+    used_shapes = [c for c in COMPUTE_CLASSES if c in drawn_classes] or ["fp32"]
     layers.append(base.mark_point(filled=False, strokeWidth=1.5, clip=True).encode(
         **xy("ai", "y"),
         color=alt.Color("colour:N", scale=colour_scale, legend=legend.copy(), title="colour"),

@@ -119,7 +119,7 @@ def _selected(ceilings: pd.DataFrame, device: str) -> dict[tuple[str, str], tupl
 def _used_classes(kernels: pd.DataFrame) -> list[str]:
     """The classes a kernel was judged on: its compute class, or any with a time bound (FP16 work
     taken for HFMA2.MMA register moves has none and draws no roof)."""
-    used = set(kernels["compute_class"]) & set(COMPUTE_CLASSES)
+    used = set(kernels["compute_class"].unique()) & set(COMPUTE_CLASSES)
     used |= {c for c in COMPUTE_CLASSES if (pd.to_numeric(kernels.get(f"time_bound_{c}"), errors="coerce") > 0).any()}
     return [c for c in COMPUTE_CLASSES if c in used]
 

@@ -111,7 +111,7 @@ def chart_controls(n: int, apps: list[str]) -> dict:
 
 def chart_devices(kernels: pd.DataFrame, ceilings: pd.DataFrame) -> list[str]:
     """The devices that get a roofline: a selected ceiling and a kernel the chart can place."""
-    placeable = set(kernels.loc[chart_ranks(kernels).notna(), "device"]) if len(kernels) else set()
+    placeable = set(kernels.loc[chart_ranks(kernels).notna(), "device"].unique()) if len(kernels) else set()
     selected = set(ceilings.loc[ceilings["selected"], "device"])
     return sorted(placeable & selected)
 
@@ -211,7 +211,7 @@ def summary_html(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.
     default: the tables' ``source_file``). The page carries at most :data:`SUMMARY_KERNELS`
     kernels and one row per app (each app's page has all its kernels); ``vega`` is the URL of the
     shared Vega bundle (:func:`roofline.pages.page.asset_src`; default: inlined)."""
-    apps = sorted((set(kernels["app"]) | set(diagnostics["app"]) | set(apps)) - {""})
+    apps = sorted((set(kernels["app"].unique()) | set(diagnostics["app"].unique()) | set(apps)) - {""})
     sources = app_sources(kernels, diagnostics) if sources is None else sources
     links = " · ".join(f'<a href="{_e(_app_href(a, "apps/"))}">{_e(a)}</a>{source_html(sources.get(a))}' for a in apps)
     header = (f"Apps: {links or 'none'}" if len(apps) <= NAV_APPS_OPEN else
@@ -286,7 +286,7 @@ def write_pages(
     ValueError
         If an app name could not be a file name (letters, digits, ``.``, ``_``, ``-`` only).
     """
-    apps = sorted((set(kernels["app"]) | set(diagnostics["app"]) | set(apps)) - {""})
+    apps = sorted((set(kernels["app"].unique()) | set(diagnostics["app"].unique()) | set(apps)) - {""})
     bad = [a for a in apps if not is_app_name(a)]
     if bad:
         raise ValueError(f"app names {bad} cannot be file names; use letters, digits, '.', '_', '-'")

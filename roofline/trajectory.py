@@ -84,10 +84,11 @@ def step_points(kernels: pd.DataFrame, steps: Sequence[str], rename: Mapping[str
     steps = list(steps)
     if len(set(steps)) != len(steps):
         raise SeriesError(f"steps {steps}: a step is given twice; list each app once, in order")
-    missing = [s for s in steps if s not in set(kernels["app"])]
+    present = set(kernels["app"].unique())
+    missing = [s for s in steps if s not in present]
     if missing:
         raise SeriesError(f"steps {missing} have no kernel (not analysed, or not an app name); the apps are "
-                          f"{sorted(set(kernels['app']))}")
+                          f"{sorted(present)}")
     patterns = check_rename(rename or {})
     k = kernels[kernels["app"].isin(steps)].reset_index(drop=True)
     k = k.assign(step=k["app"].map({a: i + 1 for i, a in enumerate(steps)}).astype(int))
