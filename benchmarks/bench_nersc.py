@@ -95,9 +95,10 @@ sys.path.insert(0, sys.argv[4])
 t0 = time.perf_counter()
 from roofline.parse import parse_input
 from roofline.ceilings import build_ceilings
-from roofline.classify import classify_launches, aggregate_kernels
+from roofline.classify import classify_launches
+from roofline.kernels import aggregate_kernels
 from roofline.ncu_csv import read_ncu_csv
-from roofline.schemas import write_table
+from roofline.table_files import write_table
 from roofline.catalog import CATALOG_PATH  # imported lazily by the ceilings stage: count it as an import, not as work
 import contextlib
 context = contextlib.nullcontext()

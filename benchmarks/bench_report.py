@@ -33,9 +33,9 @@ from _common import BENCH_TMP, PY, REPO, fresh_dir, gb, job_env, record, run_tra
 from generate import NERSC_DEVICE, generate_big  # noqa: E402
 
 from roofline.ceilings import build_ceilings  # noqa: E402
-from roofline.classify import aggregate_kernels  # noqa: E402
+from roofline.kernels import aggregate_kernels  # noqa: E402
 from roofline.parse import diagnostics_for, parse_input  # noqa: E402
-from roofline.schemas import write_table  # noqa: E402
+from roofline.table_files import write_table  # noqa: E402
 
 CHROMIUM_FLAGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",

@@ -26,7 +26,7 @@ import sys
 
 import pandas as pd
 
-from roofline.schemas import read_table, write_table
+from roofline.table_files import read_table, write_table
 
 # The ceilings job imports only the ceilings' modules and an app's job only the classification's
 # (imported in the functions below): each rule's code param lists its own (roofline/stage_code.py),
@@ -122,7 +122,8 @@ def classify_app(paths: tuple[str, str, str], ceilings: pd.DataFrame, annotation
                  options: dict) -> pd.DataFrame:
     """One app: its counters table -> its classified launches and kernels tables; returns the
     kernels table it wrote."""
-    from roofline.classify import aggregate_kernels, apply_annotations, classify_launches
+    from roofline.classify import apply_annotations, classify_launches
+    from roofline.kernels import aggregate_kernels
 
     counters_path, classified_path, kernels_path = paths
     counters = apply_annotations(read_table(counters_path, "counters"), annotations)

@@ -209,7 +209,7 @@ def analyse(
     """
     from roofline.catalog import CATALOG_PATH
     from roofline.ceilings import build_ceilings, cross_check
-    from roofline.classify import aggregate_kernels
+    from roofline.kernels import aggregate_kernels
 
     unknown = [s for s in policy if s not in SOURCES]
     if isinstance(policy, str) or unknown:

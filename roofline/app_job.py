@@ -28,7 +28,8 @@ from roofline.classify import wide_ceilings
 from roofline.inputs import is_app_name
 from roofline.pages.page import CHARTS_ASSET, VEGA_ASSET, asset_src
 from roofline.report import app_html
-from roofline.schemas import conform, read_table
+from roofline.schemas import conform
+from roofline.table_files import read_table
 from roofline.table_reads import read_tables
 
 

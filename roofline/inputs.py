@@ -296,7 +296,8 @@ def write_refusal(app: str, source: str, message: str, counters: str | os.PathLi
     (None: the caller logs it)."""
     import pandas as pd  # here, not at the top: config.py imports this module before any job
 
-    from roofline.schemas import conform, write_table
+    from roofline.schemas import conform
+    from roofline.table_files import write_table
 
     if log is not None:
         Path(log).parent.mkdir(parents=True, exist_ok=True)

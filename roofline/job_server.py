@@ -49,8 +49,9 @@ IDLE_SECONDS = float(os.environ.get("ROOFLINE_JOB_SERVER_IDLE", "30"))
 # What the stage jobs import, at the top or on first use: imported once here, so every child has them.
 PRELOAD = ("pandas", "pyarrow.parquet", "pyarrow.compute", "pyarrow.csv", "ncu_report", "roofline.parse",
            "roofline.ncu_csv", "roofline.ncu_rep", "roofline.what_if", "roofline.ncu_log", "roofline.analysis",
-           "roofline.catalog", "roofline.app_job", "roofline.status", "roofline.track", "roofline.report",
-           "roofline.pages.trends", "roofline.pages.tonight", "roofline.pages.compare", "roofline.job_worker")
+           "roofline.catalog", "roofline.app_job", "roofline.kernels", "roofline.status", "roofline.track",
+           "roofline.report", "roofline.pages.trends", "roofline.pages.tonight", "roofline.pages.compare",
+           "roofline.job_worker")
 IDLE_WORKERS_MAX = max(2, os.cpu_count() or 2)  # idle workers kept: as many as jobs run at once, as a rule
 WORKER_IDLE_SECONDS = 2.0  # how long a worker waits for a next job: Snakemake starts one within ~0.1 s
 # How often the server looks for ended children and its idle time where nothing wakes it sooner.
@@ -100,7 +101,7 @@ def serve(path: str) -> None:
             __import__(module)
         except ImportError:  # an optional reader (ncu_report): the job that needs it says so itself
             pass
-    from roofline.schemas import arrow_schemas
+    from roofline.table_files import arrow_schemas
 
     arrow_schemas()  # built once here, not again in each worker that writes a table
     import gc

@@ -18,7 +18,8 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from roofline.schemas import conform, write_table
+from roofline.schemas import conform
+from roofline.table_files import write_table
 
 log = logging.getLogger("roofline.measure")
 

@@ -31,7 +31,8 @@ from roofline.compressed import plain_name
 from roofline.derive import derive_columns
 from roofline.inputs import is_what_if_csv, write_refusal
 from roofline.ncu_rep import InputError, read_ncu_rep, report_provenance
-from roofline.schemas import conform, conform_columns, write_table
+from roofline.schemas import conform, conform_columns
+from roofline.table_files import write_table
 from roofline.units import UnitError, UnitWarning
 
 log = logging.getLogger("roofline.parse")

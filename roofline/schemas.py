@@ -2,19 +2,18 @@
 
 Every Parquet file the stages write goes through :func:`conform`, which orders the columns, adds
 declared columns that are missing (NaN / empty), coerces dtypes and refuses undeclared columns, so
-a table's shape is defined here and nowhere else. Units are decimal SI base units.
+a table's shape is defined here and nowhere else. Units are decimal SI base units. Writing and
+reading a table's file: :mod:`roofline.table_files`.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from roofline.atomic_files import atomic_output
 from roofline.metrics import COMPUTE_CLASSES, MEMORY_LEVELS, QUANTITIES
 
 
@@ -359,93 +358,20 @@ def _text_complete(frame: pd.DataFrame, columns, arrow=None) -> bool:
     return True
 
 
+def is_typed(frame: pd.DataFrame, table: str) -> bool:
+    """Whether ``frame`` has exactly ``table``'s columns, in order, with their declared dtypes."""
+    return _typed(frame, TABLES[table])
+
+
+def text_complete(frame: pd.DataFrame, table: str, arrow=None) -> bool:
+    """Whether no text column of ``frame`` (typed as ``table``'s) has a missing value; ``arrow``,
+    the frame as an Arrow table, answers from its null counts."""
+    return _text_complete(frame, TABLES[table], arrow)
+
+
 def empty(table: str) -> pd.DataFrame:
     """A zero-row frame of ``table``."""
     return conform(pd.DataFrame(), table)
-
-
-def write_table(frame: pd.DataFrame, table: str, path: str | os.PathLike,
-                metadata: dict[str, bytes] | None = None) -> None:
-    """Conform ``frame`` and write it to Parquet atomically (temp file + rename); ``metadata``
-    goes in the file's key-value metadata beside pandas' own."""
-    import pyarrow.parquet as pq
-
-    arrow = _conformed_arrow(frame, table)
-    if arrow is None:
-        arrow = arrow_table(conform(frame, table), table)
-    if metadata:
-        extra = {key.encode(): value for key, value in metadata.items()}
-        arrow = arrow.replace_schema_metadata({**(arrow.schema.metadata or {}), **extra})
-    with atomic_output(path) as tmp:
-        pq.write_table(arrow, tmp, use_dictionary=_repetitive(arrow))
-
-
-def _repetitive(arrow) -> list[str]:
-    """The columns worth dictionary-encoding: the text (recipes, names, notes repeat from launch
-    to launch). Float columns are written plain: Parquet's default builds a dictionary for every
-    column and gives it up for most measured values, which made the write of a large table about
-    twice as slow (and its file no smaller)."""
-    import pyarrow as pa
-
-    return [field.name for field in arrow.schema
-            if pa.types.is_string(field.type) or pa.types.is_large_string(field.type)
-            or pa.types.is_dictionary(field.type)]
-
-
-def _conformed_arrow(frame: pd.DataFrame, table: str):
-    """``frame`` as the Arrow table that is written, when it already is what :func:`conform` returns
-    (most frames a stage writes were conformed when made): its missing text then comes from the
-    Arrow table's null counts, which the write needs anyway. None when it needs conforming."""
-    columns = TABLES[table]
-    if not _typed(frame, columns):
-        return None
-    arrow = arrow_table(frame, table)
-    return arrow if _text_complete(frame, columns, arrow) else None
-
-
-def arrow_table(frame: pd.DataFrame, table: str):
-    """A frame with the columns and dtypes of ``table`` (:func:`conform`'s) as an Arrow table: what
-    ``pa.Table.from_pandas(frame, preserve_index=False)`` returns, pandas metadata included.
-
-    Column by column against the table's one schema: ``from_pandas`` works out every column's type
-    and the pandas metadata again for each frame, most of its time on a ~200-column table."""
-    import pyarrow as pa
-
-    schema = _arrow_schema(table)
-    column_arrays = getattr(frame, "_iter_column_arrays", None)  # pandas' own iterator: no Series per column
-    if column_arrays is None or not _typed(frame, TABLES[table]):
-        return pa.Table.from_pandas(frame, preserve_index=False)
-    # NaN -> null as from_pandas; from_arrays casts an array to its field's type (32-bit text offsets)
-    arrays = [pa.array(values, from_pandas=True) for values in column_arrays()]
-    return pa.Table.from_arrays(arrays, schema=schema)
-
-
-_ARROW_SCHEMAS: dict = {}
-
-
-def arrow_schemas() -> dict:
-    """Every table's Arrow schema (:func:`arrow_table`), built now: the job server builds them before
-    its workers fork, so that no job builds one (a wide table's takes about as long as a conversion)."""
-    return {table: _arrow_schema(table) for table in TABLES}
-
-
-def _arrow_schema(table: str):
-    """The Arrow schema of a conformed ``table``: the same for every frame of it, pandas metadata
-    included (its columns' dtypes are the declared ones whatever the rows)."""
-    import pyarrow as pa
-
-    schema = _ARROW_SCHEMAS.get(table)
-    if schema is None:
-        schema = _ARROW_SCHEMAS[table] = pa.Table.from_pandas(empty(table), preserve_index=False).schema
-    return schema
-
-
-def read_table(path: str | os.PathLike, table: str) -> pd.DataFrame:
-    """Read a Parquet file written by :func:`write_table` and check it against ``table``."""
-    import pyarrow.parquet as pq
-
-    arrow = pq.ParquetFile(path).read()  # ParquetFile: no dataset to set up, as table_reads does
-    return conform(arrow.to_pandas(), table, arrow)
 
 
 def units(table: str) -> dict[str, str]:

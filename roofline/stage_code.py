@@ -14,8 +14,8 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent
 
 # what every stage's job imports: the job runner, the tables, the recipe table
-BASE = ("__init__.py", "jobs.py", "errors.py", "atomic_files.py", "schemas.py", "table_reads.py", "metrics.py",
-        "compute_paths.py", "recipe.py", "sass_recipes.py")
+BASE = ("__init__.py", "jobs.py", "errors.py", "atomic_files.py", "schemas.py", "table_files.py", "table_reads.py",
+        "metrics.py", "compute_paths.py", "recipe.py", "sass_recipes.py")
 # how a job starts and reaches the warm server: not what it computes, so in no digest
 RUNNER = ("job_client.py", "job_server.py")
 # what writes the pages: the report's, the app jobs' and (with its own modules) the tracking's; stage_code.py
@@ -29,7 +29,7 @@ STAGE_CODE: dict[str, tuple[str, ...]] = {
               "compressed.py", "ncu_log.py", "ncu_rules.py", "report_peaks.py", "ncu_csv/*.py"),
     "ceilings": ("analysis.py", "ceilings.py", "report_peaks.py", "catalog.py", "catalog_entries.py", "strict_yaml.py",
                  "ncu_rules.py"),
-    "app": ("analysis.py", "classify.py", "instruction.py", "ncu_rules.py", "app_job.py", *PAGES),
+    "app": ("analysis.py", "classify.py", "kernels.py", "instruction.py", "ncu_rules.py", "app_job.py", *PAGES),
     "report": PAGES,
     "status": ("status.py",),
     # the tracking hashes the config into each night's context (workflow_config.config_hash)

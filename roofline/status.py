@@ -31,7 +31,8 @@ import pandas as pd
 
 from roofline import jobs
 from roofline.atomic_files import atomic_output
-from roofline.schemas import conform, read_table
+from roofline.schemas import conform
+from roofline.table_files import read_table
 
 STATUS_VERSION = 1
 

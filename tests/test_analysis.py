@@ -8,7 +8,7 @@ from pandas.testing import assert_frame_equal
 from test_parse import TEXTBOOK
 
 from roofline import analysis, app_job, parse
-from roofline.schemas import read_table
+from roofline.table_files import read_table
 
 CATALOG = str(parse.__file__).replace("parse.py", "data/gpus.yaml")
 APPS = {

@@ -43,7 +43,8 @@ from conftest import REPO, snakemake_command
 from roofline import parse, status
 from roofline.config import ConfigError, load_config
 from roofline.inputs import App, is_app_name, write_refusal
-from roofline.schemas import conform, read_table
+from roofline.schemas import conform
+from roofline.table_files import read_table
 from roofline.workflow_config import input_kind, load_workflow_config, resolve_apps
 
 
@@ -135,7 +136,8 @@ def test_kernel_names_with_shell_metacharacters_never_reach_a_shell(tmp_path, mo
     capture commands come from config alone (apps given as reports are never captured)."""
     from roofline.capture import capture_plan
     from roofline.ceilings import build_ceilings
-    from roofline.classify import aggregate_kernels, classify_launches
+    from roofline.classify import classify_launches
+    from roofline.kernels import aggregate_kernels
 
     bad = case("csv_markup_and_shell_kernel_names")
     path = bad.build(tmp_path / "in")
@@ -205,7 +207,8 @@ def _app(path: Path) -> str:
 @pytest.mark.slow
 def test_the_good_input_is_intact_beside_bad_ones(bad_run, monkeypatch):
     from roofline.ceilings import build_ceilings
-    from roofline.classify import aggregate_kernels, classify_launches
+    from roofline.classify import classify_launches
+    from roofline.kernels import aggregate_kernels
 
     work, _, _, _ = bad_run
     monkeypatch.chdir(work)  # the same relative source path as the workflow's

@@ -308,7 +308,8 @@ def trends_rendered(tmp_path_factory) -> dict:
     from roofline import track
     from roofline.history import append_run
     from roofline.pages.trends import applied_ceilings
-    from roofline.schemas import TABLES, write_table
+    from roofline.schemas import TABLES
+    from roofline.table_files import write_table
 
     tmp = tmp_path_factory.mktemp("trends")
     history, _ = SIM.simulate(seed=3, nights=40, kernels=24)

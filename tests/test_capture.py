@@ -370,7 +370,7 @@ def _write_config(workdir: Path, ncu: Path, command: str, run_id: str = "night-1
 
 @pytest.mark.slow
 def test_fake_ncu_capture_flows_through_the_workflow_and_reruns_only_on_capture_changes(tmp_path):
-    from roofline.schemas import read_table
+    from roofline.table_files import read_table
 
     ncu = fake_ncu(tmp_path)
     _write_config(tmp_path, ncu, "echo profiled app")

@@ -106,7 +106,7 @@ def test_a_what_if_machine_defined_twice_with_different_peaks_is_a_diagnostic(tm
     """Two what-if tables (copies of the bundled one, the second with a higher DRAM peak for one
     machine): the first app's definition is the roof, and the ceilings' diagnostics say so."""
     from roofline.ceilings import device_ceilings
-    from roofline.schemas import write_table
+    from roofline.table_files import write_table
 
     text = (REPO / "data" / "examples" / "textbook.yaml").read_text()
     line = "seed-120T-3TB:   {compute: {fp32: 120.0e+12}, memory: {dram: 3.0e+12}}"

@@ -223,7 +223,7 @@ def test_points_at_100_percent_lie_on_the_drawn_roof_of_their_class_and_level():
     """Hand-made launches on one device, each running exactly at its roof (duration = the binding
     time bound), classified by the classify stage: every point at 100 % sits on the drawn roof of the
     class and level its verdict used, compute-bound on the flat roof, memory-bound on the sloped one."""
-    from roofline.classify import aggregate_kernels
+    from roofline.kernels import aggregate_kernels
 
     ceilings = conform(
         pd.DataFrame(

@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from roofline.ceilings import report_ceilings, select_ceilings
-from roofline.classify import aggregate_kernels, classify_launches
+from roofline.classify import classify_launches
+from roofline.kernels import aggregate_kernels
 from roofline.parse import parse_input
 from roofline.schemas import conform
 

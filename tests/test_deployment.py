@@ -12,7 +12,7 @@ import pytest
 import yaml
 from conftest import REPO, SNAKEMAKE
 
-from roofline.schemas import read_table
+from roofline.table_files import read_table
 
 pytestmark = pytest.mark.slow
 ENV_FILE = REPO / "workflow" / "envs" / "roofline.yaml"

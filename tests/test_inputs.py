@@ -8,7 +8,7 @@ import re
 import pytest
 
 from roofline import inputs
-from roofline.schemas import read_table
+from roofline.table_files import read_table
 
 
 @pytest.mark.parametrize("path, name", [

@@ -10,6 +10,7 @@ from conftest import real_fixture
 from test_chart import make_ceilings
 
 from roofline import classify, instruction
+from roofline.kernels import aggregate_kernels
 from roofline.parse import parse_input
 from roofline.schemas import conform
 
@@ -58,7 +59,7 @@ def test_missing_evidence_is_unknown():
 def test_kernel_uses_the_devices_median_issue_roof():
     launches = pd.concat([launch(sm_clock_hz=c, launch=i) for i, c in enumerate((1.0e9, 1.1e9, 0.5e9))],
                          ignore_index=True)
-    kernels = classify.aggregate_kernels(conform(launches, "counters"), make_ceilings())
+    kernels = aggregate_kernels(conform(launches, "counters"), make_ceilings())
     assert kernels["issue_peak_ips"].iat[0] == pytest.approx(100 * 4 * 1.0e9)
     assert kernels["warp_instructions"].iat[0] == pytest.approx(3e8)
     assert kernels["time_bound_issue"].iat[0] == pytest.approx(3e8 / 4e11)

@@ -16,7 +16,8 @@ import pytest
 
 from roofline import jobs
 from roofline.errors import EXIT_STATUS
-from roofline.schemas import conform, write_table
+from roofline.schemas import conform
+from roofline.table_files import write_table
 
 REPO = Path(__file__).resolve().parents[1]
 

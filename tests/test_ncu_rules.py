@@ -10,7 +10,8 @@ import pytest
 from conftest import real_fixture
 from test_chart import make_ceilings
 
-from roofline import classify, ncu_rules
+from roofline import ncu_rules
+from roofline.kernels import aggregate_kernels
 from roofline.parse import parse_input
 
 
@@ -55,7 +56,7 @@ def test_silu_kernel_speedup_is_ncus_estimate():
     ncu_report above); the kernel's largest speedup is the time-weighted mean over its launches."""
     path = next(real_fixture("a100sxm-silu-full-ncu2025.1").glob("*.ncu-rep"))
     counters = counters_of(path)
-    kernels = classify.aggregate_kernels(counters, make_ceilings(counters["device"].iat[0]))
+    kernels = aggregate_kernels(counters, make_ceilings(counters["device"].iat[0]))
     direct = direct_rules(path)
     seconds = counters["duration_s"].to_numpy()
     for _, kernel in kernels.iterrows():

@@ -21,7 +21,7 @@ from conftest import (
     snakemake_command,
 )
 
-from roofline.schemas import read_table
+from roofline.table_files import read_table
 
 pytestmark = pytest.mark.slow
 REPORTS = real_reports()

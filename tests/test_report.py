@@ -10,7 +10,8 @@ import pytest
 from test_chart import make_ceilings, make_kernels
 
 from roofline import app_job, chart, report
-from roofline.schemas import conform, write_table
+from roofline.schemas import conform
+from roofline.table_files import write_table
 
 HOSTILE = "<script>alert(1)</script> & \"q\" </script>"
 IMG = "<img src=x onerror=document.title='pwned'>"

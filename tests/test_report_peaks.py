@@ -9,7 +9,8 @@ from conftest import real_reports
 from roofline import report_peaks
 from roofline.ceilings import device_ceilings
 from roofline.report_peaks import read_peak_inputs, report_ceilings
-from roofline.schemas import TABLES, conform, write_table
+from roofline.schemas import TABLES, conform
+from roofline.table_files import write_table
 
 CATALOG = report_peaks.__file__.replace("report_peaks.py", "data/gpus.yaml")
 
@@ -108,7 +109,7 @@ def test_the_apps_peaks_tables_give_the_frames_ceilings(tmp_path):
     whole = report_ceilings(pd.concat(APPS, ignore_index=True))
     pd.testing.assert_frame_equal(report_peaks.ceilings_from_samples(inputs.samples), whole)
     assert inputs.devices == ["G", "H"] and inputs.what_if.empty
-    from roofline.schemas import read_table
+    from roofline.table_files import read_table
 
     pd.testing.assert_frame_equal(read_table(paths[0], "counters"), APPS[0])  # still the counters table
 
@@ -178,7 +179,7 @@ def test_the_parse_stage_stores_the_peaks_in_the_counters_file(tmp_path):
     assert main(["--input", source, "--app", "textbook", "--kind", "what-if", "--output", str(out),
                  "--diagnostics", str(tmp_path / "d.parquet")]) == 0
     assert report_peaks.PEAKS_KEY.encode() in pq.read_metadata(out).metadata
-    from roofline.schemas import read_table
+    from roofline.table_files import read_table
 
     plain = tmp_path / "plain.parquet"  # the same table without the stored peaks: read from its launches
     write_table(read_table(out, "counters"), "counters", plain)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO, snakemake_command
 
-from roofline.schemas import read_table
+from roofline.table_files import read_table
 
 pytestmark = pytest.mark.slurm
 PROFILE = REPO / "workflow" / "profiles" / "slurm"

@@ -8,7 +8,7 @@ from test_report import make_diagnostics
 
 from roofline import report
 from roofline.pages import tonight
-from roofline.schemas import write_table
+from roofline.table_files import write_table
 
 
 def finding(label: str, kernel: str, impact: float, **extra) -> dict:

@@ -15,7 +15,7 @@ from conftest import REPO
 from roofline import track
 from roofline.history import DecisionParams, append_run, decide, decide_all, history_frame
 from roofline.pages import trends
-from roofline.schemas import write_table
+from roofline.table_files import write_table
 
 
 def _simulator():

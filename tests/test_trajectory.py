@@ -11,9 +11,10 @@ from conftest import real_fixture
 from test_chart import _rows_with
 
 from roofline import chart_trajectory, cli, report, trajectory
-from roofline.classify import aggregate_kernels
 from roofline.config import load_config
-from roofline.schemas import conform, write_table
+from roofline.kernels import aggregate_kernels
+from roofline.schemas import conform
+from roofline.table_files import write_table
 
 PEAKS = {"fp64": 10e12, "fp32": 20e12}
 BW = {"dram": 1e12, "l2": 4e12}

@@ -7,8 +7,8 @@ import pytest
 from test_chart import _rows_with
 
 from roofline import chart
-from roofline.classify import aggregate_kernels
 from roofline.history import SERIES_KEY
+from roofline.kernels import aggregate_kernels
 from roofline.pages import trend_roofs, trends
 from roofline.schemas import conform
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import CONTRACT_COLUMNS, REAL, REPO, snakemake_command
 
-from roofline.schemas import read_table
+from roofline.table_files import read_table
 
 pytestmark = pytest.mark.slow
 

@@ -1,0 +1,90 @@
+"""The kernels table: an app's launches summed per kernel (function x launch configuration) and
+classified by the same rule as single launches (:func:`roofline.classify.classify_frame`).
+
+Aggregates per kernel are total work / total time and total work / total bytes, never means of
+ratios (../shared/guides/roofline.md).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from roofline.classify import classify_frame
+from roofline.instruction import issue_peak_ips
+from roofline.metrics import COMPUTE_CLASSES, MEMORY_LEVELS
+from roofline.ncu_rules import kernel_rules
+from roofline.schemas import KERNELS, conform
+
+KERNEL_KEYS = ["app", "device", "kernel", "grid", "block"]
+
+
+def aggregate_kernels(counters: pd.DataFrame, ceilings: pd.DataFrame, **options) -> pd.DataFrame:
+    """Per kernel (function x launch configuration in one app): sums, shares, verdict, priority.
+
+    Work, bytes and time are summed over the same launches: those that have every quantity some
+    launch of the kernel has (a launch lacking one is left out rather than counted as zero);
+    ``launches_used`` says how many, and the note names what the others lacked.
+    """
+    if counters.empty:
+        return conform(pd.DataFrame(), "kernels")
+    quantities = [f"flop_{c}" for c in COMPUTE_CLASSES] + [f"{lv}_bytes" for lv in MEMORY_LEVELS]
+    quantities += ["duration_s", "tensor_pipe_active_pct"]
+    sums = [*quantities, "flop_tensor", "algorithmic_flop", "algorithmic_bytes", "warp_instructions"]
+    # only the columns the sums and verdicts read: a copy of every counters column costs more than the rest
+    wanted = [*KERNEL_KEYS, *sums, "kernel_short", "missing", "convention", "ncu_rules", "compute_capability",
+              "sm_count", "sm_clock_hz", "issue_peak_ips"]
+    frame = counters[list(dict.fromkeys(c for c in wanted if c in counters.columns))].copy()
+    for key in KERNEL_KEYS:
+        frame[key] = frame[key].astype("string").fillna("")
+    # the kernels, numbered in order of first launch; every sum below groups by that number
+    group = frame.groupby(KERNEL_KEYS, sort=False, dropna=False).ngroup().to_numpy()
+    n_kernels = int(group.max()) + 1
+    first_launch = np.unique(group, return_index=True)[1]
+    present = frame[quantities].notna().to_numpy()
+    somewhere = np.zeros((n_kernels, len(quantities)), dtype=bool)
+    np.logical_or.at(somewhere, group, present)
+    lacking = somewhere[group] & ~present
+    group_lacks = np.zeros_like(somewhere)  # per kernel (ngroup order = the totals' row order)
+    np.logical_or.at(group_lacks, group, lacking)
+    complete = ~lacking.any(axis=1)
+    used = frame[sums].to_numpy(dtype="float64", copy=True)
+    used[~complete] = np.nan
+    totals_of_used = pd.DataFrame(used, columns=sums).groupby(group, sort=False)
+    summed = totals_of_used.sum(min_count=1).to_numpy()
+    first = frame[KERNEL_KEYS].iloc[first_launch]
+    totals = pd.DataFrame({
+        **{key: first[key].array for key in KERNEL_KEYS},
+        **{name: summed[:, i] for i, name in enumerate(sums)},
+        "tensor_pipe_active_pct": totals_of_used["tensor_pipe_active_pct"].max().to_numpy(),
+        "launches": np.bincount(group, minlength=n_kernels),
+        "launches_used": np.bincount(group, weights=complete, minlength=n_kernels).astype(np.int64),
+    })
+    for column in ("kernel_short", "missing", "convention"):  # the first launch's that has one
+        if column in frame.columns:
+            totals[column] = frame[column].groupby(group, sort=False).first().to_numpy()
+    time_all = frame["duration_s"].groupby(group, sort=False).sum(min_count=1).to_numpy()
+    # One issue roof per device (the median over its launches), as the other roofs are one per device.
+    issue_peak = pd.Series(issue_peak_ips(frame), index=frame.index)
+    totals["issue_peak_ips"] = issue_peak.groupby(frame["device"]).transform("median").to_numpy()[first_launch]
+    if "ncu_rules" in frame.columns:
+        totals["ncu_rules"], totals["ncu_speedup_pct"] = kernel_rules(
+            frame["ncu_rules"].fillna("").astype(str).tolist(), frame["duration_s"], group, len(totals))
+    classified = classify_frame(totals, ceilings, **options)
+    app_time = pd.Series(time_all, index=classified.index).groupby(classified["app"]).transform("sum")
+    classified["time_share"] = time_all / app_time
+    partial = (classified["launches_used"] < classified["launches"]).to_numpy()
+    notes = classified["note"].to_numpy(dtype=object)
+    for i in np.flatnonzero(partial):
+        used_n, all_n = int(classified["launches_used"].iat[i]), int(classified["launches"].iat[i])
+        lacks = ", ".join(q for q, miss in zip(quantities, group_lacks[i]) if miss)
+        text = f"totals over {used_n} of {all_n} launches: the others lack {lacks}"
+        notes[i] = f"{text}; {notes[i]}" if notes[i] else text
+    classified["note"] = notes
+    roof = (classified["roof_pct"] / 100).clip(upper=1.0)
+    classified["priority"] = classified["time_share"] * (1 - roof)
+    # kernels without a verdict sort by their time share, first among equals: unjudged time is news
+    classified["_rank"] = classified["priority"].fillna(classified["time_share"])
+    classified = classified.sort_values("_rank", ascending=False, na_position="last")
+    columns = [c.name for c in KERNELS]
+    return conform(classified[[c for c in classified.columns if c in columns]], "kernels")
