@@ -119,11 +119,21 @@ def judge(kernels: pd.DataFrame, store: str | os.PathLike, run_id: str, context:
     nothing: ``roofline.status --check`` says so) is not recorded: the store keeps the nights that
     ran, and the summary counts nothing.
     """
-    if kernels.empty:
+    recorded = not kernels.empty
+    if recorded:
+        append_run(store, run_id, kernels, context)
+    return judge_recorded(store, run_id, context, params, recorded, replay)
+
+
+def judge_recorded(store: str | os.PathLike, run_id: str, context: Mapping, params: DecisionParams,
+                   recorded: bool, replay: bool = False) -> tuple[list[str], dict, pd.DataFrame | None]:
+    """:func:`judge` once tonight's kernels are in the store (``recorded``; False for a night without
+    kernels): the tracking job lets go of its kernels frame first, which at a thousand apps is about
+    a third of its memory when the decision state is built."""
+    if not recorded:
         done = update(store, params, replay=replay)
         nothing = pd.DataFrame(columns=DECISION_COLUMNS)
         return done.order, summarize(nothing, {**dict(context), "run_id": run_id}, params), None
-    append_run(store, run_id, kernels, context)
     done = update(store, params, changed=[run_id], replay=replay)
     tonight = read_decisions(store, [run_id])
     wanted = [c.name for c in CONTEXT if c.name != "context_json"] + ["convention"]
@@ -220,14 +230,12 @@ def main(argv: list[str] | None = None) -> int:
 
             context.setdefault("config_hash", args.config_hash or config_hash(args.config_json))
         if args.counters:
-            needed = ["device", "ncu_version", "sm_clock_hz"]
-            counters = read_columns(args.counters, "counters", needed, categories=["device", "ncu_version"])
-            context = _with_observed(context, observed_context(counters))
+            context = _with_observed(context, _observed_in(args.counters))
         params = DecisionParams.from_mapping(json.loads(args.params) if args.params else None)
-        kernels = read_tables(args.kernels, "kernels")
         if args.trend_nights < 1:
             raise ValueError(f"--trend-nights must be at least 1, got {args.trend_nights}")
-        order, summary, tonight = judge(kernels, args.store, args.run_id, context, params, args.replay)
+        recorded = record_tonight(args.kernels, args.store, args.run_id, context)
+        order, summary, tonight = judge_recorded(args.store, args.run_id, context, params, recorded, args.replay)
     except ValueError as exc:
         log.error("%s", exc)
         return 2
@@ -246,6 +254,29 @@ def main(argv: list[str] | None = None) -> int:
     if args.fail_on_regression and counts["regression"]:
         return EXIT_REGRESSION
     return 0
+
+
+def _observed_in(counters_paths: Sequence[str]) -> dict:
+    """:func:`observed_context` of the counters tables (only the three columns it reads)."""
+    needed = ["device", "ncu_version", "sm_clock_hz"]
+    return observed_context(read_columns(counters_paths, "counters", needed, categories=["device", "ncu_version"]))
+
+
+def record_tonight(kernels_paths: Sequence[str], store: str | os.PathLike, run_id: str, context: Mapping) -> bool:
+    """Append tonight's kernels tables to the store; whether the night had any kernel.
+
+    The frame is gone when this returns, and Arrow's pool gives its memory back: at a thousand apps
+    it is a third of the tracking job's memory, which the decision state then needs
+    (:func:`judge_recorded`)."""
+    import pyarrow as pa
+
+    kernels = read_tables(kernels_paths, "kernels")
+    recorded = not kernels.empty
+    if recorded:
+        append_run(store, run_id, kernels, context)
+    del kernels
+    pa.default_memory_pool().release_unused()
+    return recorded
 
 
 def _write_page(path: str, store: str, summary: Mapping, decisions: pd.DataFrame, charts: str | None) -> None:

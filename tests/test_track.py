@@ -288,6 +288,38 @@ def test_cli_writes_both_outputs_and_exit_zero_without_the_flag(nightly):
     assert (tmp / "reports" / "trends.html").exists() and (tmp / "reports" / "regressions.json").exists()
 
 
+def test_the_cli_lets_go_of_the_kernels_frame_before_it_builds_the_decision_state(tmp_path, monkeypatch):
+    """At a thousand apps the kernels frame is a third of the tracking job's memory: it must be gone
+    (not merely unused) while the decision state, the job's peak, is built."""
+    import weakref
+
+    history, _ = SIM.simulate(seed=3, nights=40, kernels=5)
+    nights = list(SIM.nightly_inputs(history))
+    for run_id, kernels, context in nights[:2]:
+        append_run(tmp_path / "store", run_id, kernels, context)
+    run_id, kernels, _ = nights[2]
+    write_table(kernels, "kernels", tmp_path / "k.parquet")
+    frames, alive_at_update = [], []
+    real_read, real_update = track.read_tables, track.update
+
+    def read_and_watch(*args, **kwargs):
+        frame = real_read(*args, **kwargs)
+        frames.append(weakref.ref(frame))
+        return frame
+
+    def update_and_look(*args, **kwargs):
+        alive_at_update.append([ref() is not None for ref in frames])
+        return real_update(*args, **kwargs)
+
+    monkeypatch.setattr(track, "read_tables", read_and_watch)
+    monkeypatch.setattr(track, "update", update_and_look)
+    status = track.main(["--kernels", str(tmp_path / "k.parquet"), "--store", str(tmp_path / "store"),
+                         "--run-id", run_id, "--trends", str(tmp_path / "trends.html"), "--no-trends-page",
+                         "--regressions", str(tmp_path / "regressions.json")])
+    assert status == 0 and (tmp_path / "regressions.json").exists()
+    assert alive_at_update == [[False]]
+
+
 def test_regressions_json_counts_and_findings_by_impact(nightly):
     tmp, _, _, jumped = nightly
     report = json.loads((tmp / "reports" / "regressions.json").read_text())
