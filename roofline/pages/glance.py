@@ -23,6 +23,10 @@ UNJUDGED_LISTED = 3  # kernels without a verdict listed under them
 LARGE_SPEEDUP_PCT = 10.0  # ncu's estimate from which it is shown at a glance
 FINDINGS_KERNELS = 30  # kernels with ncu findings on an app page
 LEVEL_WORDS = {"dram": "DRAM", "l2": "L2", "l1": "L1", "shared": "shared-memory"}
+# the kernels table's columns "At a glance" reads: its selections and sorts then copy these, not ~100
+GLANCE_FIELDS = ("app", "kernel", "kernel_short", "grid", "block", "duration_s", "predicted_duration_s", "time_share",
+                 "priority", "bound", "roof_pct", "roof_flops", *(f"roof_{lv}_bw" for lv in metrics.MEMORY_LEVELS),
+                 "instruction_bound", "instruction_roof_pct", "issue_peak_ips", "ncu_rules", "note")
 
 
 def class_words(cls: str) -> str:
@@ -111,7 +115,7 @@ def glance_html(kernels: pd.DataFrame, app_page: bool) -> str:
     """The "At a glance" section: the top kernels by priority, then those without a verdict."""
     if kernels.empty:
         return ""
-    k = kernels.reset_index(drop=True)
+    k = kernels[[c for c in GLANCE_FIELDS if c in kernels.columns]].reset_index(drop=True)
     app_time = k.groupby("app")["duration_s"].transform("sum")
     run_time = float(k["duration_s"].sum())
     judged = k[(k["bound"] != "unknown") & k["priority"].notna()].copy()
