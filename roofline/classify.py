@@ -73,6 +73,19 @@ def _text(frame: pd.DataFrame, name: str) -> np.ndarray:
     return np.full(len(frame), "", dtype=object)
 
 
+def _with_ceilings(frame: pd.DataFrame, wide: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with its device's :func:`wide_ceilings` columns (missing where the device has none):
+    ``frame.merge(wide, on="device", how="left")``, without the merge's copy of the frame's ~200
+    columns (the ceilings' rows are picked by device and set beside the frame's own)."""
+    extra = [c for c in wide.columns if c != "device"]
+    if not len(frame):
+        return frame.copy()
+    if any(c in frame.columns for c in extra) or not wide["device"].is_unique:
+        return frame.merge(wide, on="device", how="left")  # names to suffix, or rows to repeat: the merge's own way
+    picked = wide.set_index("device")[extra].reindex(pd.Index(frame["device"].to_numpy(dtype=object)))
+    return pd.concat([frame.reset_index(drop=True), picked.reset_index(drop=True)], axis=1)
+
+
 def classify_frame(
     frame: pd.DataFrame, ceilings: pd.DataFrame, low_roof_fraction: float = 0.1, above_roof_tolerance: float = 0.02
 ) -> pd.DataFrame:
@@ -82,7 +95,7 @@ def classify_frame(
     frames against the same ceilings computes once)."""
     n = len(frame)
     wide = ceilings if "selected" not in ceilings.columns else wide_ceilings(ceilings)
-    merged = frame.merge(wide, on="device", how="left") if n else frame.copy()
+    merged = _with_ceilings(frame, wide)
     out: dict[str, object] = {}  # the new columns, joined to the frame once (inserting each is slow)
     rows = np.arange(n)
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -165,6 +165,28 @@ def test_above_roof_and_far_below_are_flagged():
     assert not row["above_roof"] and row["note"].startswith("latency/parallelism?")
 
 
+def test_each_launch_gets_its_own_devices_roof_in_any_row_order():
+    """Launches of three devices (one without ceilings), interleaved under a shuffled index: each
+    row is classified as it is alone against its own device's machine."""
+    machines = {"a": (100e12, 1e12), "b": (10e12, 2e12)}
+    ceilings = pd.concat([_machine(d, peak, bw) for d, (peak, bw) in machines.items()], ignore_index=True)
+    devices = ["b", "a", "none", "a", "b", "b", "none", "a"]
+    rows = [_launch(d, 1e9 * (i + 1), 1e8 * (8 - i), 1e-3) for i, d in enumerate(devices)]
+    launches = pd.concat(rows, ignore_index=True)
+    launches.index = [7, 3, 5, 0, 6, 1, 4, 2]
+    together = classify_launches(launches, ceilings)
+    for i, device in enumerate(devices):
+        alone = classify_launches(rows[i], ceilings).iloc[0]
+        row = together.iloc[i]
+        assert row["device"] == device and row["bound"] == alone["bound"]
+        for name in ("roof_flops", "roof_dram_bw", "attainable", "roof_pct"):
+            assert row[name] == alone[name] or (math.isnan(row[name]) and math.isnan(alone[name])), (device, name)
+        if device == "none":
+            assert math.isnan(row["roof_dram_bw"]) and row["bound"] == "unknown"
+        else:
+            assert row["roof_dram_bw"] == machines[device][1]
+
+
 def test_kernel_aggregate_is_total_work_over_total_time():
     frame = conform(
         pd.DataFrame(
