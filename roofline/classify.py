@@ -77,7 +77,8 @@ def _text(frame: pd.DataFrame, name: str) -> np.ndarray:
 def _with_ceilings(frame: pd.DataFrame, wide: pd.DataFrame) -> pd.DataFrame:
     """``frame`` with its device's :func:`wide_ceilings` columns (missing where the device has none):
     ``frame.merge(wide, on="device", how="left")``, without the merge's copy of the frame's ~200
-    columns (the ceilings' rows are picked by device and set beside the frame's own)."""
+    columns (the ceilings' rows are picked by device and set beside the frame's own). Unlike the
+    merge, ``device`` keeps the frame's dtype (the stages conform their tables after)."""
     extra = [c for c in wide.columns if c != "device"]
     if not len(frame):
         return frame.copy()
