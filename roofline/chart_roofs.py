@@ -18,6 +18,7 @@ import pandas as pd
 
 from roofline import metrics
 from roofline.metrics import COMPUTE_CLASSES, MEMORY_LEVELS
+from roofline.units import si  # noqa: F401  (the charts' number format; pages import it from here too)
 
 WIDTH, HEIGHT = 760, 460
 FONT = 11
@@ -49,22 +50,6 @@ CLASS_LABEL = {c: _class_label(c) for c in COMPUTE_CLASSES}
 _SHAPES = ["square", "circle", "triangle-up", "diamond", "cross", "triangle-down", "triangle-right",
            "triangle-left", "wedge"]
 CLASS_SHAPE = {c: _SHAPES[i % len(_SHAPES)] for i, c in enumerate(COMPUTE_CLASSES)}
-
-
-# -- formatting ------------------------------------------------------------------------------------
-
-
-def si(value: float, unit: str) -> str:
-    """``value`` with a decimal SI prefix and 3 significant digits, e.g. ``1.56 TB/s``."""
-    if value is None or not np.isfinite(value):
-        return "–"
-    prefixes = ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""),
-                (1e-3, "m"), (1e-6, "µ"), (1e-9, "n"), (1e-12, "p"))
-    for factor, prefix in prefixes:
-        if abs(float(f"{value:.3g}")) >= factor:
-            return f"{value / factor:.3g} {prefix}{unit}"
-    return f"{value:.3g} {unit}"
-
 
 
 # -- chart geometry --------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import pandas as pd
@@ -143,6 +143,20 @@ class Engine:
     def night(self, run_id: str, run_date: str, rows: list[dict]) -> Night:
         """Judge every series on one night (``rows``: that night's history rows, non-empty) and
         advance the state; a series seen before but absent tonight gets ``missing`` for a window."""
+        night = self.judge_series(run_id, run_date, rows)
+        commit = night_commit(row.get("app_commit", "") for row in rows)
+        for j in _night_level(night.records, commit, self.last_commit, self.p):
+            pending = self.series[night.keys[j]].pending
+            if pending is not None and pending["run_id"] == run_id:
+                pending["pinned"] = True  # its record says suspicious whatever the next night says
+        self.runs, self.last_commit = self.runs + 1, commit
+        return night
+
+    def judge_series(self, run_id: str, run_date: str, rows: list[dict]) -> Night:
+        """:meth:`night` without the night-level rule: each series' record from its own state and
+        row alone, and the revisions of the nights waiting for tonight's verdict. Leaves the night
+        count and the app commits to the caller (:mod:`roofline.decide_rerun` judges a night's
+        changed apps with it)."""
         tonight: dict[tuple[str, ...], dict] = {}
         for row in rows:  # a series twice in one night: its last row counts
             tonight[tuple(str(row.get(k, "")) for k in self.keys)] = row
@@ -165,16 +179,15 @@ class Engine:
                     state.pending["row"] = len(records)
             keys.append(key)
             records.append(rec)
-        commit = ",".join(sorted({str(row.get("app_commit", "")) for row in rows}))
-        for j in _night_level(records, commit, self.last_commit, self.p):
-            pending = self.series[keys[j]].pending
-            if pending is not None and pending["run_id"] == run_id:
-                pending["pinned"] = True  # its record says suspicious whatever the next night says
         # Every waiting night's label after tonight, changed or not: a rerun of tonight that
         # changes nothing for a series restores what a first run may have revised.
         revisions = [(n["run_id"], n["row"], n["label"], key) for key, n in waiting]
-        self.runs, self.last_commit = i + 1, commit
         return Night(run_id, keys, records, revisions)
+
+
+def night_commit(commits: Iterable[object]) -> str:
+    """The night's app commits as the night-level rule compares them: each distinct one, sorted."""
+    return ",".join(sorted({str(c) for c in commits}))
 
 
 def _night_level(records: list[dict], commit: str, previous: str | None,

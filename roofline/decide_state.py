@@ -39,8 +39,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from roofline import decide, decide_series, decide_stats
+from roofline import decide, decide_rerun, decide_series, decide_stats
 from roofline.decide import DECISION_COLUMNS, RULE_VERSION, DecisionParams, Engine
+from roofline.decide_rerun import TONIGHT, app_digests, rerun_changed_apps, tonight_meta
 from roofline.decide_series import (
     SERIES_KEY,
     TEMPLATE_NUMBERS,
@@ -100,7 +101,7 @@ def _code_hash() -> str:
     """The rule's code as this process loaded it (read once, at import: a file edited while a run
     goes on is not the code that run executes)."""
     digest = hashlib.sha256()
-    for module in (decide, decide_series, decide_stats, sys.modules[__name__]):
+    for module in (decide, decide_series, decide_stats, decide_rerun, sys.modules[__name__]):
         digest.update(Path(module.__file__).read_bytes())
     return digest.hexdigest()
 
@@ -315,11 +316,14 @@ def _advance(store: Path, engine: Engine, runs: list[list], todo: list, files: d
     late: dict[str, list[tuple[int, str, tuple]]] = {}
     states: list[tuple[int, pa.Table]] = []
     judged = []
+    apps = None  # the last night's apps' digests, for a rerun of it (roofline.decide_rerun)
     for k, (run_id, key) in enumerate(todo):
         if key is None:
             runs.append([run_id, "", "", list(files[run_id]), 0])
         else:
             frame = read_run(store, run_id, engine.columns)
+            if k == len(todo) - 1:
+                apps = app_digests(frame, engine.columns)
             night = engine.night(run_id, str(frame["run_date"].iat[0]), engine.rows(frame))
             held[run_id] = night.records
             for target, place, label, series in night.revisions:
@@ -340,6 +344,10 @@ def _advance(store: Path, engine: Engine, runs: list[list], todo: list, files: d
         _revise(store, target, changes, engine.keys)
     for run_id, records in held.items():
         _write_night(store, run_id, records)
+    if apps is not None:
+        n, table = states[-1]
+        meta = {**json.loads(table.schema.metadata[_META]), TONIGHT: tonight_meta(store, todo[-1][0], apps)}
+        states[-1] = n, table.replace_schema_metadata({_META: json.dumps(meta).encode()})
     for n, table in states:
         write_partition(store / STATE_DIR, f"n={n}", table)
     if states:
@@ -376,6 +384,8 @@ def _update(store: Path, params: DecisionParams, changed: set[str], replay: bool
     files = run_files(store)
     digest = rule_hash(params)
     reason = "asked for (--replay)"
+    if not replay and len(changed) == 1 and (rerun := rerun_changed_apps(store, params, *changed, files, digest)):
+        return rerun
     if not replay:
         path, reason = _base(store, files, digest, changed)
         if path is not None:

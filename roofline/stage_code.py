@@ -21,8 +21,8 @@ RUNNER = ("job_client.py", "job_server.py")
 # what writes the pages: the report's, the app jobs' and (with its own modules) the tracking's; stage_code.py
 # because the chart specs kept between runs are keyed on these files (roofline/pages/cache.py)
 PAGES = ("report.py", "chart.py", "chart_roofs.py", "chart_instruction.py", "chart_trajectory.py", "trajectory.py",
-         "derive.py", "instruction.py", "ncu_rules.py", "inputs.py", "assets/report.css", "assets/report.js",
-         "pages/*.py", "stage_code.py")
+         "derive.py", "instruction.py", "ncu_rules.py", "inputs.py", "units.py", "assets/report.css",
+         "assets/report.js", "pages/*.py", "stage_code.py")
 # stage (roofline.jobs.STAGES) -> its files beyond BASE; a pattern stands for the files it matches
 STAGE_CODE: dict[str, tuple[str, ...]] = {
     "parse": ("parse.py", "derive.py", "what_if.py", "units.py", "ncu_rep.py", "config.py", "inputs.py",

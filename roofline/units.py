@@ -122,3 +122,16 @@ def parse_number(text: str | float | int | None) -> float:
         return float(s)
     except ValueError:
         return math.nan
+
+
+def si(value: float | None, unit: str) -> str:
+    """``value`` with a decimal SI prefix and 3 significant digits, e.g. ``1.56 TB/s``; ``–`` for a
+    missing or non-finite value."""
+    if value is None or not math.isfinite(value):
+        return "–"
+    prefixes = ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""),
+                (1e-3, "m"), (1e-6, "µ"), (1e-9, "n"), (1e-12, "p"))
+    for factor, prefix in prefixes:
+        if abs(float(f"{value:.3g}")) >= factor:
+            return f"{value / factor:.3g} {prefix}{unit}"
+    return f"{value:.3g} {unit}"

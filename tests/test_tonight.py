@@ -89,3 +89,14 @@ def test_pages_written_without_tracking_have_no_slot(tmp_path, tables):
     out = tmp_path / "reports" / "summary.html"
     assert report.main([*tables, "--output", str(out)]) == 0
     assert "tonight" not in out.read_text()
+
+
+def test_writing_tonight_block_does_not_import_altair():
+    """The tracking job writes tonight.js right after judging; Altair (~0.4 s to import) is for
+    the pages that draw charts, not for this block of text and links."""
+    import subprocess
+    import sys
+
+    probe = "import sys, roofline.pages.tonight; print('altair' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

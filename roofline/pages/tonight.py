@@ -16,9 +16,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from roofline.atomic_files import write_text_atomic
-from roofline.chart_roofs import si
 from roofline.pages.markup import esc, script_json
 from roofline.pages.page import asset_src
+from roofline.units import si
 
 TONIGHT_LISTED = 8  # findings listed on the summary; the trends page lists more (MAX_FINDING_ROWS)
 # Reading order: what needs action first, then what is good news, then what to keep an eye on.

@@ -20,7 +20,6 @@ import pandas as pd
 
 from roofline.atomic_files import write_text_atomic
 from roofline.chart import CHART_FIELDS, KERNEL_DATA
-from roofline.chart_roofs import si
 from roofline.decide_series import DECISION_COLUMNS
 from roofline.history import SERIES_KEY
 from roofline.pages.markup import esc, script_json
@@ -35,6 +34,7 @@ from roofline.pages.trend_roofs import (  # noqa: F401 - tests read MOVED and th
     roofline_specs,
     series_names,
 )
+from roofline.units import si
 
 MAX_TREND_CHARTS = 12
 MAX_SELECTOR_SERIES = 150  # the selector chart carries every night of this many series
