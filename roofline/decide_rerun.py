@@ -17,6 +17,7 @@ judging of the whole night (tests/test_decide_rerun.py).
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -33,7 +34,10 @@ except ImportError:  # another Python than CPython
     from hashlib import blake2b
 
 from roofline.decide import DECISION_COLUMNS, DecisionParams, Engine, _night_level, night_commit
+from roofline.decide_state_table import _META, load_engine, state_table
 from roofline.history import DECISIONS_DIR, PART, append_decisions, read_run, write_partition
+
+log = logging.getLogger("roofline.decide_rerun")
 
 TONIGHT = "tonight"  # the state's meta: {"apps": digests, "decisions": [size, mtime_ns]}
 
@@ -73,7 +77,7 @@ def tonight_meta(store: Path, run_id: str, apps: Mapping[str, str]) -> dict:
 def _engine_before(store: Path, runs_prev: list, params: DecisionParams, digest: str, apps: list[str],
                    states: list[tuple[int, Path]]) -> Engine | None:
     """The rule's state before tonight, of the series of ``apps`` only; None when it is not stored."""
-    from roofline.decide_state import _META, _meta, load_engine
+    from roofline.decide_state import _meta
 
     if not runs_prev:
         return Engine(params)
@@ -89,7 +93,7 @@ def _engine_before(store: Path, runs_prev: list, params: DecisionParams, digest:
 def rerun_changed_apps(store: Path, params: DecisionParams, run_id: str, files: dict, digest: str):
     """Judge tonight's changed apps again (see the module's docstring); the
     :class:`roofline.decide_state.Update`, or None when the whole night must be judged."""
-    from roofline.decide_state import _META, Update, _keys, _meta, _revise, _states, state_table
+    from roofline.decide_state import Update, _keys, _meta, _revise, _states
 
     states = _states(store)
     meta = _meta(states[0][1]) if states else None
@@ -164,6 +168,8 @@ def rerun_changed_apps(store: Path, params: DecisionParams, run_id: str, files: 
     table = table.sort_by([(f"key.{name}", "ascending") for name in engine.keys])
     write_partition(store / "_state", f"n={len(runs)}", table.replace_schema_metadata(
         {_META: json.dumps(new_meta).encode()}))
+    log.info("night %s judged again for the %d of %d apps whose rows changed (%d series); the others' "
+             "records kept", run_id, len(changed), len(old.keys() | apps.keys()), len(night.records))
     return Update([r[0] for r in runs if r[4]], [run_id], False)
 
 

@@ -25,30 +25,21 @@ import gc
 import hashlib
 import json
 import logging
-import math
 import os
 import shutil
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
-from operator import itemgetter
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from roofline import decide, decide_rerun, decide_series, decide_stats
+from roofline import decide, decide_rerun, decide_series, decide_state_table, decide_stats
 from roofline.decide import DECISION_COLUMNS, RULE_VERSION, DecisionParams, Engine
 from roofline.decide_rerun import TONIGHT, app_digests, rerun_changed_apps, tonight_meta
-from roofline.decide_series import (
-    SERIES_KEY,
-    TEMPLATE_NUMBERS,
-    TEMPLATE_TEXT,
-    Bound,
-    SeriesState,
-)
+from roofline.decide_state_table import _META, load_engine, state_table
 from roofline.history import (
     DECISIONS_DIR,
     PART,
@@ -64,9 +55,6 @@ STATE_DIR = "_state"  # "_" prefix: dataset readers skip it, like _decisions
 STATE_VERSION = 1
 KEEP = 3  # states kept: reruns of the last KEEP - 1 nights start from a stored state
 HOLD = 8  # nights whose records a replay keeps in memory for revisions before writing them
-_META = b"roofline_state"
-# The numbers of a stored night (decide_series._night's fields), in the order load_engine reads them.
-_NIGHT = ("value", "flop", "bytes", "perf", "roof", "ai", "clock")
 
 
 @dataclass
@@ -101,7 +89,7 @@ def _code_hash() -> str:
     """The rule's code as this process loaded it (read once, at import: a file edited while a run
     goes on is not the code that run executes)."""
     digest = hashlib.sha256()
-    for module in (decide, decide_series, decide_stats, decide_rerun, sys.modules[__name__]):
+    for module in (decide, decide_series, decide_stats, decide_rerun, decide_state_table, sys.modules[__name__]):
         digest.update(Path(module.__file__).read_bytes())
     return digest.hexdigest()
 
@@ -116,100 +104,6 @@ def rule_hash(params: DecisionParams) -> str:
     payload = json.dumps({"params": dataclasses.asdict(params), "rule": RULE_VERSION,
                           "state": STATE_VERSION, "code": _CODE}, sort_keys=True, default=str)
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
-
-
-# ------------------------------------------------------------------------------ state <-> table
-def _lists(values: list, offsets: list[int], kind: pa.DataType) -> pa.ListArray:
-    if pa.types.is_floating(kind):  # through numpy: a third of the time for ~150k numbers
-        flat = pa.array(np.array(values, dtype=np.float64))
-    else:
-        flat = pa.array(values, kind)
-    return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), flat)
-
-
-def state_table(engine: Engine, meta: dict) -> pa.Table:
-    """The engine's state as a table, one row per series, ``meta`` in the schema metadata."""
-    keys = sorted(engine.series)
-    states = [engine.series[k] for k in keys]
-    text, num = pa.string(), pa.float64()
-    cols: dict[str, pa.Array] = {
-        f"key.{name}": pa.array([k[j] for k in keys], text) for j, name in enumerate(engine.keys)}
-    offsets = [0]
-    for s in states:
-        offsets.append(offsets[-1] + len(s.ident))
-    cols["ident"] = _lists([v for s in states for v in s.ident], offsets, text)
-    for name, kind in (("seg", pa.int64()), ("seg_start", text), ("carried", num),
-                       ("last_i", pa.int64()), ("last_run", text), ("streak", pa.int64()),
-                       ("streak_dir", pa.int64())):
-        cols[name] = pa.array([getattr(s, name) for s in states], kind)
-    for name in TEMPLATE_TEXT:
-        cols[f"t.{name}"] = pa.array([str(s.template.get(name) or "") for s in states], text)
-    for name in TEMPLATE_NUMBERS:
-        cols[f"t.{name}"] = pa.array([decide_stats.number(s.template.get(name)) for s in states], num)
-    cols["pending"] = pa.array([s.pending is not None for s in states], pa.bool_())
-    cols["pending_row"] = pa.array([s.pending.get("row", -1) if s.pending else -1 for s in states],
-                                   pa.int64())
-    cols["pinned"] = pa.array([bool(s.pending and s.pending.get("pinned")) for s in states], pa.bool_())
-    cols["bound_side"] = pa.array([s.bound.side for s in states], text)
-    cols["bound_candidate"] = pa.array([s.bound.candidate for s in states], text)
-    cols["bound_count"] = pa.array([s.bound.count for s in states], pa.int64())
-    offsets = [0]
-    for s in states:
-        offsets.append(offsets[-1] + len(s.nights))
-    names = ("run_id", *_NIGHT, "label", "dir", "persistent")
-    fields = itemgetter(*names)
-    # every night's fields, transposed in C: one list per field
-    columns = list(zip(*map(fields, (n for s in states for n in s.nights)), strict=True)) or [()] * len(names)
-    kinds = (text, *[num] * len(_NIGHT), text, pa.int8(), pa.bool_())
-    for name, values, kind in zip(names, columns, kinds, strict=True):
-        cols[f"n.{name}"] = _lists(list(values), offsets, kind)
-    table = pa.table(cols)
-    return table.replace_schema_metadata({_META: json.dumps(meta).encode()})
-
-
-def _flat(table: pa.Table, name: str) -> tuple[list, list[int]]:
-    column = table.column(name).combine_chunks()
-    values = column.flatten()
-    if pa.types.is_floating(values.type):  # numpy's tolist is several times faster
-        return values.to_numpy().tolist(), column.offsets.to_numpy().tolist()
-    return values.to_pylist(), column.offsets.to_numpy().tolist()
-
-
-def load_engine(table: pa.Table, params: DecisionParams) -> Engine:
-    """The engine whose state :func:`state_table` wrote."""
-    meta = json.loads(table.schema.metadata[_META])
-    engine = Engine(params, runs=meta["judged"], last_commit=meta["commit"])
-    cols = {name: table.column(name).to_pylist() for name in table.column_names
-            if not name.startswith(("n.", "ident"))}
-    key_cols = [cols[f"key.{name}"] for name in engine.keys]
-    idents, ident_at = _flat(table, "ident")
-    run_ids, at = _flat(table, "n.run_id")
-    flat = [_flat(table, f"n.{name}")[0] for name in (*_NIGHT, "label", "dir", "persistent")]
-    # one dict literal per night: the fastest way to build ~150k of them
-    every = [{"run_id": r, "value": v, "flop": f, "bytes": b, "perf": pf, "roof": rf, "ai": ai,
-              "clock": c, "label": lab, "dir": d, "persistent": ps}
-             for r, v, f, b, pf, rf, ai, c, lab, d, ps in zip(run_ids, *flat, strict=True)]
-    for j, key in enumerate(zip(*key_cols, strict=True)):
-        p = engine.params_for(key[2])
-        s = SeriesState(p)
-        s.ident = tuple(idents[ident_at[j]:ident_at[j + 1]])
-        for name in ("seg", "seg_start", "carried", "last_i", "last_run", "streak", "streak_dir"):
-            setattr(s, name, cols[name][j])
-        s.template = {**dict(zip(SERIES_KEY, key, strict=False)),
-                      **{name: cols[f"t.{name}"][j] for name in (*TEMPLATE_TEXT, *TEMPLATE_NUMBERS)}}
-        s.nights = every[at[j]:at[j + 1]]
-        if cols["pending"][j]:
-            s.pending = s.nights[-1]
-            s.pending["row"] = cols["pending_row"][j]
-            if cols["pinned"][j]:
-                s.pending["pinned"] = True
-        s.bound = Bound(p.ridge_band, p.flip_nights)
-        s.bound.side, s.bound.candidate = cols["bound_side"][j], cols["bound_candidate"][j]
-        s.bound.count = cols["bound_count"][j]
-        if s.carried is None:
-            s.carried = math.nan
-        engine.series[key] = s
-    return engine
 
 
 # ------------------------------------------------------------------------------------- storage
