@@ -332,15 +332,18 @@ def write_report(
     inputs: Sequence[Mapping] = (),
     series: Mapping[str, Mapping] | None = None,
     compare_dir: str | os.PathLike | None = None,
+    keep_joined: str | os.PathLike | None = None,
 ) -> list[Path]:
     """Read the stage tables (Parquet) and write the pages with :func:`write_pages`, and a compare
     page per ``series`` (the config's ``series:``) in ``compare_dir`` (default: ``compare/`` beside
-    ``output``), sharing the summary's Vega bundle."""
+    ``output``), sharing the summary's Vega bundle. ``keep_joined``: a folder where the joined
+    kernels and diagnostics are kept between runs, so that a rerun reads only the apps' tables that
+    changed (:mod:`roofline.kept_join`)."""
     from roofline.pages.compare import write_series
 
-    kernels = read_tables(kernels_paths, "kernels")
+    kernels = read_tables(kernels_paths, "kernels", keep_joined)
     ceilings = read_tables(ceilings_paths, "ceilings").drop_duplicates()
-    diagnostics = read_tables(diagnostics_paths, "diagnostics")
+    diagnostics = read_tables(diagnostics_paths, "diagnostics", keep_joined)
     series = series or {}
     folder = Path(compare_dir) if compare_dir else Path(output).parent / "compare"
     written = write_pages(kernels, ceilings, diagnostics, output, apps_dir, title, apps, sources, inputs,
@@ -367,11 +370,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compare-dir", help="the series' compare pages (default: compare/ beside --output)")
     parser.add_argument("--tonight-script", help="tonight.js, which the tracking stage writes beside the pages: "
                         "the summary gets a slot that shows tonight against the baseline from it")
+    parser.add_argument("--keep-joined", help="a folder where the joined tables are kept between runs: a rerun "
+                        "reads only the tables that changed (the workflow: .snakemake/roofline-joined)")
     args = parser.parse_args(argv)
     series = {name: ({"steps": s} if isinstance(s, list) else s) for name, s in json.loads(args.series).items()}
     sources, problems = jobs.read_json_argument(args.sources), jobs.read_json_argument(args.input_problems)
     write_report(args.kernels, args.ceilings, args.diagnostics, args.output, args.apps_dir, args.title, args.apps,
-                 sources, problems, series, args.compare_dir)
+                 sources, problems, series, args.compare_dir, args.keep_joined)
     if args.tonight_script:
         add_tonight_slot(args.output, args.tonight_script)
     return 0

@@ -30,10 +30,11 @@ STAGE_CODE: dict[str, tuple[str, ...]] = {
     "ceilings": ("analysis.py", "ceilings.py", "report_peaks.py", "catalog.py", "catalog_entries.py", "strict_yaml.py",
                  "ncu_rules.py"),
     "app": ("analysis.py", "classify.py", "kernels.py", "instruction.py", "ncu_rules.py", "app_job.py", *PAGES),
-    "report": PAGES,
+    "report": (*PAGES, "kept_join.py"),
     "status": ("status.py",),
     # the tracking hashes the config into each night's context (workflow_config.config_hash)
-    "track": ("history.py", "track*.py", "decide*.py", "workflow_config.py", "config.py", "strict_yaml.py", *PAGES),
+    "track": ("history.py", "track*.py", "decide*.py", "workflow_config.py", "config.py", "strict_yaml.py",
+              "kept_join.py", *PAGES),
     # the trends page of the night the tracking judged, from the store (the state's run order)
     "trends": ("history.py", "track*.py", "decide*.py", *PAGES),
 }

@@ -217,6 +217,8 @@ def main(argv: list[str] | None = None) -> int:
                              "(automatic when the parameters or the rule changed)")
     parser.add_argument("--trend-nights", type=int, default=TREND_NIGHTS,
                         help=f"nights on the trends page (default {TREND_NIGHTS})")
+    parser.add_argument("--keep-joined", help="a folder where the joined kernels tables are kept between runs: a "
+                        "rerun reads only the tables that changed (the workflow: .snakemake/roofline-joined)")
     parser.add_argument("--no-trends-page", action="store_true",
                         help="judge and write the findings only; --trends is then where the page will be "
                              "(tonight's links point there), written by a later job (the workflow's "
@@ -234,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
         params = DecisionParams.from_mapping(json.loads(args.params) if args.params else None)
         if args.trend_nights < 1:
             raise ValueError(f"--trend-nights must be at least 1, got {args.trend_nights}")
-        recorded = record_tonight(args.kernels, args.store, args.run_id, context)
+        recorded = record_tonight(args.kernels, args.store, args.run_id, context, args.keep_joined)
         order, summary, tonight = judge_recorded(args.store, args.run_id, context, params, recorded, args.replay)
     except ValueError as exc:
         log.error("%s", exc)
@@ -262,15 +264,17 @@ def _observed_in(counters_paths: Sequence[str]) -> dict:
     return observed_context(read_columns(counters_paths, "counters", needed, categories=["device", "ncu_version"]))
 
 
-def record_tonight(kernels_paths: Sequence[str], store: str | os.PathLike, run_id: str, context: Mapping) -> bool:
+def record_tonight(kernels_paths: Sequence[str], store: str | os.PathLike, run_id: str, context: Mapping,
+                   keep_joined: str | os.PathLike | None = None) -> bool:
     """Append tonight's kernels tables to the store; whether the night had any kernel.
+    ``keep_joined``: as for :func:`roofline.table_reads.read_tables` (a rerun reads the changed apps' tables).
 
     The frame is gone when this returns, and Arrow's pool gives its memory back: at a thousand apps
     it is a third of the tracking job's memory, which the decision state then needs
     (:func:`judge_recorded`)."""
     import pyarrow as pa
 
-    kernels = read_tables(kernels_paths, "kernels")
+    kernels = read_tables(kernels_paths, "kernels", keep_joined)
     recorded = not kernels.empty
     if recorded:
         append_run(store, run_id, kernels, context)

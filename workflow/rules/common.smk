@@ -84,6 +84,9 @@ def stage(name):
     return python_m("roofline.jobs") + f" {name} {{log:q}}"
 
 
+# The aggregate jobs' joined tables, kept between runs: a rerun reads only the apps' tables that
+# changed (roofline/kept_join.py); Snakemake's own folder, so that it goes where the workflow's state goes.
+KEPT_JOINS = ".snakemake/roofline-joined"
 ENV = "../envs/roofline.yaml"  # every rule's conda environment (--software-deployment-method conda)
 
 

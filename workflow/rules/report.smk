@@ -18,6 +18,7 @@ rule report:
         charts="reports/assets/charts.js",
     params:
         code=pkg_code("report"),
+        kept_joins=KEPT_JOINS,
         title=CONFIG.report.title,
         apps=sorted(APPS),
         sources=app_sources(),
@@ -32,4 +33,5 @@ rule report:
         " --output={output.summary} --title={params.title:q} --apps {params.apps}"
         " --sources={params.sources:q} --input-problems={params.inputs:q}"
         " --series={params.series:q} --compare-dir=reports/compare --tonight-script=reports/tonight.js"
+        " --keep-joined={params.kept_joins}"
 

@@ -21,6 +21,7 @@ rule track_history:
         tonight="reports/tonight.js",
     params:
         code=pkg_code("track"),
+        kept_joins=KEPT_JOINS,
         run_id=run_id(),
         store=HISTORY_STORE,
         trends=TRENDS_PAGE,
@@ -37,7 +38,7 @@ rule track_history:
         stage("track") + " --kernels {input.kernels} --counters {input.counters} --store={params.store}"
         " --run-id={params.run_id:q} --config-hash={params.config_hash} --params={params.decision_params:q}"
         " --context-json={params.context:q} --trends={params.trends} --no-trends-page"
-        " --regressions={output.regressions} --tonight-script={output.tonight}"
+        " --regressions={output.regressions} --tonight-script={output.tonight} --keep-joined={params.kept_joins}"
 
 
 # The trends page of the night track_history judged: its own job, so that the judging runs beside
