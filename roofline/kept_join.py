@@ -31,10 +31,12 @@ def _identity(path: str | os.PathLike) -> list[int] | None:
     return [status.st_ino, status.st_size, status.st_mtime_ns]
 
 
-def _kept_path(paths: Sequence[str | os.PathLike], table: str, folder: str | os.PathLike) -> Path:
-    """One kept file per table and list of sources (as given: the workflow's are relative to its folder)."""
-    digest = hashlib.blake2b("\n".join(map(str, paths)).encode(), digest_size=12).hexdigest()
-    return Path(folder) / f"{table}-{digest}.arrow"
+def _kept_path(paths: Sequence[str | os.PathLike], table: str, folder: str | os.PathLike,
+               columns: Sequence[str] | None) -> Path:
+    """One kept file per table, columns and list of sources (as given: the workflow's are relative to
+    its folder)."""
+    what = "\n".join([*map(str, paths), "\0", *(columns or ["*"])])
+    return Path(folder) / f"{table}-{hashlib.blake2b(what.encode(), digest_size=12).hexdigest()}.arrow"
 
 
 def _load(path: Path) -> tuple[pa.Table, dict[str, tuple[list[int], int, int]]] | None:
@@ -71,17 +73,13 @@ def _store(path: Path, joined: pa.Table, sources: dict) -> None:
             pass
 
 
-def _read(path: str | os.PathLike) -> pa.Table:
-    import pyarrow.parquet as pq
-
-    return pq.ParquetFile(path).read()
-
-
 def joined(paths: Sequence[str | os.PathLike], table: str, folder: str | os.PathLike,
-           each_file: Callable) -> pa.Table:
-    """The files' tables concatenated in order (``each_file(paths, read)`` reads them), the rows of
-    the files unchanged since the last call taken from the table kept in ``folder``."""
-    path = _kept_path(paths, table, folder)
+           each_file: Callable, read: Callable[[str | os.PathLike], pa.Table],
+           columns: Sequence[str] | None = None) -> pa.Table:
+    """The files' tables concatenated in order (``each_file(paths, read)`` reads them; ``columns``:
+    the columns ``read`` reads, None for all), the rows of the files unchanged since the last call
+    taken from the table kept in ``folder``."""
+    path = _kept_path(paths, table, folder, columns)
     identities = [_identity(p) for p in paths]
     kept = _load(path)
     spans = kept[1] if kept is not None else {}
@@ -89,10 +87,10 @@ def joined(paths: Sequence[str | os.PathLike], table: str, folder: str | os.Path
                  if i is not None and str(p) in spans and spans[str(p)][0] == i]
     reused = set(map(str, unchanged))
     changed = [p for p in paths if str(p) not in reused]
-    fresh = dict(zip(map(str, changed), each_file(changed, _read), strict=True))
+    fresh = dict(zip(map(str, changed), each_file(changed, read), strict=True))
     if unchanged and any(t.num_rows and t.schema.remove_metadata() != kept[0].schema.remove_metadata()
                          for t in fresh.values()):
-        fresh.update(zip(map(str, unchanged), each_file(unchanged, _read), strict=True))  # other columns now
+        fresh.update(zip(map(str, unchanged), each_file(unchanged, read), strict=True))  # other columns now
     pieces = [fresh[str(p)] if str(p) in fresh else kept[0].slice(*spans[str(p)][1:]) for p in paths]
     nonempty = [piece for piece in pieces if piece.num_rows]
     if not nonempty:

@@ -37,7 +37,7 @@ def read_tables(paths: Sequence[str | os.PathLike], table: str, keep: str | os.P
     if keep is not None:
         from roofline.kept_join import joined as kept_joined
 
-        parts = [kept_joined(paths, table, keep, _each_file)]
+        parts = [kept_joined(paths, table, keep, _each_file, _read_file)]
     else:
         parts = _each_file(paths, _read_file)
     parts = [part for part in parts if part.num_rows]
@@ -55,7 +55,7 @@ def _read_file(path: str | os.PathLike):
 
 def read_columns(
     paths: str | os.PathLike | Sequence[str | os.PathLike], table: str, names: list[str],
-    categories: Sequence[str] = (),
+    categories: Sequence[str] = (), keep: str | os.PathLike | None = None,
 ) -> pd.DataFrame:
     """Only the columns ``names`` of one or several Parquet files written by :func:`write_table`, one
     after the other, typed as declared (a reader that needs three of the counters table's ~100
@@ -65,7 +65,7 @@ def read_columns(
     The text columns named in ``categories`` come back as pandas categoricals ("" for a missing
     value), read from the files' dictionaries: a column that repeats a few long values on every row
     (a recipe) then costs a small integer per row, not a string (millions of rows at a thousand
-    apps)."""
+    apps). ``keep``: as for :func:`read_tables`."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -78,20 +78,35 @@ def read_columns(
         raise ValueError(f"only text columns among those read can be categories, not {not_text}")
     if isinstance(paths, str | os.PathLike):
         paths = [paths]
-    parts = []
-    read = lambda path: pq.ParquetFile(path, read_dictionary=list(categories)).read(columns=names)  # noqa: E731
-    for path, part in zip(paths, _each_file(paths, read), strict=True):  # ParquetFile: no dataset per file
+
+    def read(path, dictionary: Sequence[str] = tuple(categories)) -> pa.Table:  # ParquetFile: no dataset per file
+        part = pq.ParquetFile(path, read_dictionary=list(dictionary)).read(columns=names)
         if part.num_columns < len(names):
             missing = sorted(set(names) - set(part.column_names))
             raise ValueError(f"{path}: no column(s) {missing}; the file was not written as a {table!r} table")
-        if part.num_rows:
-            parts.append(part)
+        return part
+
+    if keep is not None:  # kept as text; each text column a dictionary of the whole, as the files' would be
+        from roofline.kept_join import joined
+
+        parts = [_encoded(joined(paths, table, keep, _each_file, lambda path: read(path, ()), names), categories)]
+    else:
+        parts = _each_file(paths, read)
+    parts = [part for part in parts if part.num_rows]
     if not parts:
         empty = conform(pd.DataFrame(), table)[names]
         return empty.astype({n: "category" for n in categories})
     frame = pa.concat_tables(parts, promote_options="permissive").to_pandas()
     return pd.DataFrame({n: _category(frame[n]) if n in categories else typed_column(frame[n], declared[n])
                          for n in names})
+
+
+def _encoded(table, names: Sequence[str]):
+    """``table`` with its columns ``names`` dictionary-encoded (their values in order of appearance)."""
+    for name in names:
+        at = table.schema.get_field_index(name)
+        table = table.set_column(at, name, table.column(name).combine_chunks().dictionary_encode())
+    return table
 
 
 def _category(values: pd.Series) -> pd.Series:

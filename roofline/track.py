@@ -217,8 +217,8 @@ def main(argv: list[str] | None = None) -> int:
                              "(automatic when the parameters or the rule changed)")
     parser.add_argument("--trend-nights", type=int, default=TREND_NIGHTS,
                         help=f"nights on the trends page (default {TREND_NIGHTS})")
-    parser.add_argument("--keep-joined", help="a folder where the joined kernels tables are kept between runs: a "
-                        "rerun reads only the tables that changed (the workflow: .snakemake/roofline-joined)")
+    parser.add_argument("--keep-joined", help="a folder where the joined kernels and counters are kept between runs: "
+                        "a rerun reads only the tables that changed (the workflow: .snakemake/roofline-joined)")
     parser.add_argument("--no-trends-page", action="store_true",
                         help="judge and write the findings only; --trends is then where the page will be "
                              "(tonight's links point there), written by a later job (the workflow's "
@@ -232,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
 
             context.setdefault("config_hash", args.config_hash or config_hash(args.config_json))
         if args.counters:
-            context = _with_observed(context, _observed_in(args.counters))
+            context = _with_observed(context, _observed_in(args.counters, args.keep_joined))
         params = DecisionParams.from_mapping(json.loads(args.params) if args.params else None)
         if args.trend_nights < 1:
             raise ValueError(f"--trend-nights must be at least 1, got {args.trend_nights}")
@@ -258,10 +258,11 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _observed_in(counters_paths: Sequence[str]) -> dict:
+def _observed_in(counters_paths: Sequence[str], keep_joined: str | os.PathLike | None = None) -> dict:
     """:func:`observed_context` of the counters tables (only the three columns it reads)."""
     needed = ["device", "ncu_version", "sm_clock_hz"]
-    return observed_context(read_columns(counters_paths, "counters", needed, categories=["device", "ncu_version"]))
+    return observed_context(read_columns(counters_paths, "counters", needed, categories=["device", "ncu_version"],
+                                         keep=keep_joined))
 
 
 def record_tonight(kernels_paths: Sequence[str], store: str | os.PathLike, run_id: str, context: Mapping,
