@@ -221,3 +221,22 @@ def test_the_apps_whose_history_starts_tonight_are_listed_up_to_a_limit():
     assert text.count("<li>") == trends.MAX_STARTED_ROWS + 1 and "<li>app&lt;0&gt; on GPU: 2 series</li>" in text
     assert "… and 3 more in the run's <code>regressions.json</code>" in text
     assert trends.started_html([]) == ""
+
+
+def test_the_applied_roof_is_the_one_most_rows_were_judged_with():
+    """Rows of one device judged apart carry two values of a roof: the page draws the one most rows
+    used (the smaller of two used as often), with the source most of its verdicts name (the first in
+    text order of a tie); each device its own, in drawing order (compute classes, then levels)."""
+    rows = pd.DataFrame({
+        "device": ["B", "B", "B", "B", "A", "A", "A"],
+        "compute_class": ["fp32", "fp32", "fp32", "fp32", "fp64", "fp64", "not a class"],
+        "roof_flops": [2e13, 1e13, 1e13, 2e13, 9.7e12, float("nan"), 5e12],
+        "roof_dram_bw": [1.5e12, 1.5e12, 2e12, 0.0, 1.9e12, 1.9e12, 1.9e12],
+        "bound": ["compute:fp32", "compute:fp32", "memory:dram", "memory:dram", "memory:dram", "memory:dram",
+                  "compute:fp64"],
+        "ceiling_source": ["report", "datasheet", "report", "datasheet", "", "", "measured"],
+    })
+    applied = trends.applied_ceilings(conform(rows, "kernels"))
+    got = list(zip(applied["device"], applied["name"], applied["value"], applied["source"], strict=True))
+    assert got == [("A", "fp64", 9.7e12, "measured"), ("A", "dram", 1.9e12, "as judged"),
+                   ("B", "fp32", 1e13, "datasheet"), ("B", "dram", 1.5e12, "datasheet")]

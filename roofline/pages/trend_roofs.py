@@ -61,20 +61,54 @@ def applied_ceilings(kernels: pd.DataFrame) -> pd.DataFrame:
     its verdicts used, whatever the ceilings files say today. Where rows of one device carry two
     values of one roof (judged apart), the one most rows used is drawn.
     """
+    columns = ["device", "kind", "name", "value", "source", "selected"]
+    # one (device, roof, value) per row and roof: the roofs in their drawing order, compute then memory
+    roofs = [*COMPUTE_CLASSES, *(f"memory:{lv}" for lv in MEMORY_LEVELS)]
+    device_codes, devices = pd.factorize(kernels["device"], sort=True)
+    roof_of = {c: i for i, c in enumerate(COMPUTE_CLASSES)}
+    codes = [pd.Series(kernels["compute_class"]).map(roof_of).fillna(-1).to_numpy(dtype=np.int64)]
+    values = [pd.to_numeric(kernels["roof_flops"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)]
+    for i, lv in enumerate(MEMORY_LEVELS):
+        if f"roof_{lv}_bw" in kernels:
+            codes.append(np.full(len(kernels), len(COMPUTE_CLASSES) + i))
+            level = pd.to_numeric(kernels[f"roof_{lv}_bw"], errors="coerce")
+            values.append(level.to_numpy(dtype=float, na_value=np.nan))
+    device_code, roof, value = np.tile(device_codes, len(codes)), np.concatenate(codes), np.concatenate(values)
+    keep = (device_code >= 0) & (roof >= 0) & np.isfinite(value) & (value > 0)
+    group = (device_code * len(roofs) + roof)[keep]
+    picked_group, picked_value = _most_frequent(group, value[keep])
+    # the source of the verdicts that used each roof: the most frequent, the first in text order of a tie
+    verdicts = {**{f"compute:{c}": i for i, c in enumerate(COMPUTE_CLASSES)}, **{r: i for i, r in enumerate(roofs)}}
+    verdict = pd.Series(kernels["bound"]).map(verdicts).fillna(-1).to_numpy(dtype=np.int64)
+    source_codes, source_texts = pd.factorize(kernels["ceiling_source"], sort=True)
+    with_source = (device_codes >= 0) & (verdict >= 0) & (source_codes >= 0) & (
+        np.asarray(source_texts, dtype=object)[np.maximum(source_codes, 0)] != "")
+    source_group, source_code = _most_frequent((device_codes * len(roofs) + verdict)[with_source],
+                                               source_codes[with_source])
+    source_of = dict(zip(source_group.tolist(), source_code.tolist(), strict=True))
     rows = []
-    for device, k in kernels.groupby("device"):
-        roofs = [("compute", c, k.loc[k["compute_class"] == c, "roof_flops"], f"compute:{c}")
-                 for c in COMPUTE_CLASSES]
-        roofs += [("memory", lv, k[f"roof_{lv}_bw"], f"memory:{lv}") for lv in MEMORY_LEVELS if f"roof_{lv}_bw" in k]
-        for kind, name, values, verdict in roofs:
-            values = pd.to_numeric(values, errors="coerce")
-            values = values[np.isfinite(values) & (values > 0)]
-            if values.empty:
-                continue
-            sources = k.loc[(k["bound"] == verdict) & (k["ceiling_source"] != ""), "ceiling_source"]
-            rows.append({"device": device, "kind": kind, "name": name, "value": float(values.mode().iat[0]),
-                         "source": str(sources.mode().iat[0]) if len(sources) else "as judged", "selected": True})
-    return conform(pd.DataFrame(rows, columns=["device", "kind", "name", "value", "source", "selected"]), "ceilings")
+    for g, v in zip(picked_group.tolist(), picked_value.tolist(), strict=True):  # device, then drawing order
+        name = roofs[g % len(roofs)]
+        rows.append({"device": devices[g // len(roofs)], "kind": "memory" if name.startswith("memory:") else "compute",
+                     "name": name.removeprefix("memory:"), "value": v,
+                     "source": str(source_texts[source_of[g]]) if g in source_of else "as judged", "selected": True})
+    return conform(pd.DataFrame(rows, columns=columns), "ceilings")
+
+
+def _most_frequent(groups: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per group (ascending), its most frequent value, the smallest of equally frequent ones (as
+    ``Series.mode().iat[0]``)."""
+    if not len(groups):
+        return groups, values
+    order = np.lexsort((values, groups))
+    g, v = groups[order], values[order]
+    starts = np.flatnonzero(np.concatenate(([True], (g[1:] != g[:-1]) | (v[1:] != v[:-1]))))
+    run_group, run_value = g[starts], v[starts]
+    run_length = np.diff(np.append(starts, len(g)))
+    # the longest run of each group, the first (smallest value) of equally long ones
+    best = np.lexsort((run_value, -run_length, run_group))
+    first = np.concatenate(([True], run_group[best][1:] != run_group[best][:-1]))
+    return run_group[best][first], run_value[best][first]
 
 
 def _at_level(rows: pd.DataFrame) -> pd.DataFrame:
