@@ -31,12 +31,15 @@ def _identity(path: str | os.PathLike) -> list[int] | None:
     return [status.st_ino, status.st_size, status.st_mtime_ns]
 
 
+def _digest(texts: Sequence[str]) -> str:
+    return hashlib.blake2b("\n".join(texts).encode(), digest_size=8).hexdigest()
+
+
 def _kept_path(paths: Sequence[str | os.PathLike], table: str, folder: str | os.PathLike,
                columns: Sequence[str] | None) -> Path:
-    """One kept file per table, columns and list of sources (as given: the workflow's are relative to
-    its folder)."""
-    what = "\n".join([*map(str, paths), "\0", *(columns or ["*"])])
-    return Path(folder) / f"{table}-{hashlib.blake2b(what.encode(), digest_size=12).hexdigest()}.arrow"
+    """The kept file of a table and columns for a list of sources (as given: the workflow's are
+    relative to its folder); one per table and columns is kept (:func:`_store`)."""
+    return Path(folder) / f"{table}-{_digest(columns or ['*'])}-{_digest([str(p) for p in paths])}.arrow"
 
 
 def _load(path: Path) -> tuple[pa.Table, dict[str, tuple[list[int], int, int]]] | None:
@@ -66,6 +69,10 @@ def _store(path: Path, joined: pa.Table, sources: dict) -> None:
         with pa.OSFile(str(partial), "wb") as sink, pa.ipc.new_file(sink, table.schema) as out:
             out.write_table(table)
         os.replace(partial, path)
+        # another list of sources (apps added or gone) replaces the table's kept file: one per table
+        for other in path.parent.glob(path.name.rsplit("-", 1)[0] + "-*.arrow"):
+            if other != path:
+                other.unlink(missing_ok=True)
     except OSError:
         try:
             partial.unlink(missing_ok=True)

@@ -81,8 +81,9 @@ def test_other_sources_a_damaged_or_unwritable_folder_still_give_a_fresh_join(tm
     keep = tmp_path / "kept"
     each_file, read = _counting()
     kept_join.joined(files, "kernels", keep, each_file, _read_file)
-    fewer = files[:-3]  # another list of sources: a table of its own
+    fewer = files[:-3]  # another list of sources (apps gone): its kept table replaces the other one
     assert kept_join.joined(fewer, "kernels", keep, each_file, _read_file).equals(_fresh(fewer))
+    assert len(list(keep.iterdir())) == 1
     for kept in keep.iterdir():
         kept.write_bytes(b"not an Arrow file")
     read.clear()
