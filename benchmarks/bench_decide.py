@@ -169,6 +169,7 @@ def measure(series: int, nights: int, params: DecisionParams) -> dict:
         reruns.append(tonight(store, fleet, run_id, kernels, context, params))
     best = min([first, *(r[0] for r in reruns)])
     one_app, partial = rerun_one_app(store, fleet, run_id, kernels, context, params)
+    forget_tonight(store, run_id)  # track(): tonight judged as a first run, as the nightly decision
     start = time.perf_counter()
     page_decisions, page_summary = track.track(kernels, store, run_id, context, params)
     whole = time.perf_counter() - start

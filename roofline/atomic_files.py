@@ -50,3 +50,13 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> None:
     """Write UTF-8 ``text`` to ``path`` atomically (temp file beside it + rename)."""
     with atomic_output(path) as tmp:
         tmp.write_text(text, encoding="utf-8")
+
+
+def file_identity(path: str | os.PathLike) -> list[int] | None:
+    """``[inode, size, mtime in ns]`` of a file, None where it cannot be read: a file rewritten
+    since, the way the stages write (a new file renamed over the old), has another identity."""
+    try:
+        status = os.stat(path)
+    except OSError:
+        return None
+    return [status.st_ino, status.st_size, status.st_mtime_ns]

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -33,13 +32,14 @@ try:
 except ImportError:  # another Python than CPython
     from hashlib import blake2b
 
+from roofline.atomic_files import file_identity
 from roofline.decide import DECISION_COLUMNS, DecisionParams, Engine, _night_level, night_commit
 from roofline.decide_state_table import _META, load_engine, state_table
 from roofline.history import DECISIONS_DIR, PART, append_decisions, read_run, write_partition
 
 log = logging.getLogger("roofline.decide_rerun")
 
-TONIGHT = "tonight"  # the state's meta: {"apps": digests, "decisions": [size, mtime_ns]}
+TONIGHT = "tonight"  # the state's meta: {"run_id", "apps": digests, "decisions": the records file's identity}
 
 
 def app_digests(frame: pd.DataFrame, columns: list[str]) -> dict[str, str]:
@@ -59,19 +59,11 @@ def _decisions_path(store: Path, run_id: str) -> Path:
     return store / DECISIONS_DIR / f"run={run_id}" / PART
 
 
-def _file_stamp(path: Path) -> list[int] | None:
-    try:
-        status = os.stat(path)
-    except OSError:
-        return None
-    return [status.st_ino, status.st_size, status.st_mtime_ns]
-
-
 def tonight_meta(store: Path, run_id: str, apps: Mapping[str, str]) -> dict:
     """What the state after night ``run_id`` keeps for a rerun of it: its apps' digests, and the
     stamp of its decisions file as just written (a file written after, by a run killed before its
     state, no longer matches: that rerun judges the whole night)."""
-    return {"run_id": run_id, "apps": dict(apps), "decisions": _file_stamp(_decisions_path(store, run_id))}
+    return {"run_id": run_id, "apps": dict(apps), "decisions": file_identity(_decisions_path(store, run_id))}
 
 
 def _engine_before(store: Path, runs_prev: list, params: DecisionParams, digest: str, apps: list[str],
@@ -102,7 +94,7 @@ def rerun_changed_apps(store: Path, params: DecisionParams, run_id: str, files: 
     first = meta.get(TONIGHT)
     runs_prev = meta["runs"][:-1]
     decisions = _decisions_path(store, run_id)
-    if (not first or first["run_id"] != run_id or first["decisions"] != _file_stamp(decisions)
+    if (not first or first["run_id"] != run_id or first["decisions"] != file_identity(decisions)
             or set(files) != {r[0] for r in meta["runs"]}
             or any(list(files[r[0]]) != r[3] for r in runs_prev)):
         return None
@@ -160,7 +152,7 @@ def rerun_changed_apps(store: Path, params: DecisionParams, run_id: str, files: 
     after = after.filter(pc.invert(pc.is_in(after["key.app"], pa.array(changed, pa.string()))))
     runs = [*runs_prev, [run_id, *key[:2], list(files[run_id]), len(frame)]]
     new_meta = {**meta, "runs": runs, "commit": commit}
-    new_meta[TONIGHT] = {**tonight_meta(store, run_id, apps)}
+    new_meta[TONIGHT] = tonight_meta(store, run_id, apps)
     after = _moved_places(after, run_id, place_of_kept)
     table = pa.concat_tables([after.replace_schema_metadata(None),
                               state_table(engine, {}).replace_schema_metadata(None).cast(

@@ -20,15 +20,9 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from roofline.atomic_files import file_identity
+
 _META = b"roofline_kept_join"
-
-
-def _identity(path: str | os.PathLike) -> list[int] | None:
-    try:
-        status = os.stat(path)
-    except OSError:
-        return None
-    return [status.st_ino, status.st_size, status.st_mtime_ns]
 
 
 def _digest(texts: Sequence[str]) -> str:
@@ -87,7 +81,7 @@ def joined(paths: Sequence[str | os.PathLike], table: str, folder: str | os.Path
     the columns ``read`` reads, None for all), the rows of the files unchanged since the last call
     taken from the table kept in ``folder``."""
     path = _kept_path(paths, table, folder, columns)
-    identities = [_identity(p) for p in paths]
+    identities = [file_identity(p) for p in paths]
     kept = _load(path)
     spans = kept[1] if kept is not None else {}
     unchanged = [p for p, i in zip(paths, identities, strict=True)
