@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -221,13 +222,16 @@ def append_run(store_dir: str | os.PathLike, run_id: str, kernels: pd.DataFrame,
              "pipeline_version": context.get("pipeline_version") or __version__,
              "context_json": json.dumps(context, sort_keys=True, default=str)}
     per_device = context.get("devices") or {}
-    devices = devices.tolist()  # plain strings: iterating an Arrow-backed column is slow
+    # per distinct device, not per row: a night of a thousand apps is ~100k rows
+    codes, names = pd.factorize(devices)
     for name in _CONTEXT_NAMES:
         if name in fixed:
             frame[name] = fixed[name]
         else:
             default = context.get(name)
-            frame[name] = [per_device.get(d, {}).get(name, default) for d in devices]
+            values = np.empty(len(names) + 1, dtype=object)  # the last for a missing device (code -1)
+            values[:] = [*(per_device.get(d, {}).get(name, default) for d in names), default]
+            frame[name] = values[codes]
     return _atomic_put(Path(store_dir), run_id, history_frame(frame))
 
 

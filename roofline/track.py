@@ -163,11 +163,11 @@ def page_decisions(store: str | os.PathLike, order: list[str], summary: Mapping,
 def page_rows(store: str | os.PathLike, summary: Mapping) -> tuple[pd.DataFrame, pd.DataFrame]:
     """What the trends page's rooflines draw: tonight's stored kernel rows, and the rows of the
     baseline nights of each regressed or improved series (only theirs, only those nights)."""
-    from roofline.pages.trend_roofs import MOVED
+    from roofline.pages.trend_roofs import MOVED, TONIGHT_READS
 
     run_id = summary["run_id"]
     try:
-        tonight = read_run(store, run_id)
+        tonight = read_run(store, run_id, list(TONIGHT_READS))
     except FileNotFoundError:  # a night without kernels is not recorded
         return pd.DataFrame(), pd.DataFrame()
     moved = [f for f in summary["findings"] if f["label"] in MOVED and f.get("baseline_runs")]
@@ -227,10 +227,12 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
         context = load_context(args.context_json)
-        if args.config_hash or args.config_json:
-            from roofline.workflow_config import config_hash
+        if args.config_hash:
+            context.setdefault("config_hash", args.config_hash)
+        elif args.config_json:
+            from roofline.workflow_config import config_hash  # pydantic's model of the config: ~0.15 s
 
-            context.setdefault("config_hash", args.config_hash or config_hash(args.config_json))
+            context.setdefault("config_hash", config_hash(args.config_json))
         if args.counters:
             context = _with_observed(context, _observed_in(args.counters, args.keep_joined))
         params = DecisionParams.from_mapping(json.loads(args.params) if args.params else None)

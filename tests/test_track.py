@@ -409,6 +409,40 @@ def test_the_workflows_two_jobs_write_what_one_process_writes(tmp_path):
     assert written["two jobs", "later"]["trends.html"] != written["two jobs", inputs[-1][0]]["trends.html"]
 
 
+def test_the_rooflines_drawn_from_the_columns_they_read_equal_those_from_every_column(tmp_path):
+    """page_rows reads only TONIGHT_READS of tonight's stored rows: the page, with the summary's
+    charts shared or built here, is byte-identical to one drawn from every stored column."""
+    from roofline.decide_state import judged_order
+    from roofline.history import read_run
+    from roofline.pages.trend_roofs import TONIGHT_READS
+
+    history, _ = SIM.simulate(seed=2, nights=40, kernels=6)
+    inputs = list(SIM.nightly_inputs(history))
+    store, reports = tmp_path / "store", tmp_path / "reports"
+    for run_id, kernels, context in inputs[:-1]:
+        append_run(store, run_id, kernels, context)
+    run_id, kernels, context = inputs[-1]
+    kernels = kernels.copy()
+    kernels.loc[0, "duration_s"] *= 1.6  # a regression: the page draws its baseline rows too
+    write_table(kernels, "kernels", tmp_path / "k.parquet")
+    assert track.main(["--kernels", str(tmp_path / "k.parquet"), "--store", str(store), "--run-id", run_id,
+                       "--context-json", json.dumps(context), "--trends", str(reports / "trends.html"),
+                       "--regressions", str(reports / "regressions.json"), "--no-trends-page"]) == 0
+    summary = json.loads((reports / "regressions.json").read_text())
+    decisions = track.page_decisions(store, judged_order(store), summary)
+    read, baseline = track.page_rows(store, summary)
+    every = read_run(store, run_id)
+    assert len(baseline) and len(read) == len(every) == 6
+    assert set(read.columns) == set(TONIGHT_READS) and len(every.columns) > len(read.columns) + 40
+    for charts in (None, "assets/charts.js"):
+        page = trends.trends_html(decisions, summary, read, baseline, charts=charts)
+        assert page == trends.trends_html(decisions, summary, every, baseline, charts=charts)
+    # the comparison sees the columns: a roof left out of the read moves the page
+    fewer = read.drop(columns="roof_flops")
+    assert trends.trends_html(decisions, summary, fewer, baseline) != trends.trends_html(decisions, summary, read,
+                                                                                        baseline)
+
+
 def test_the_page_job_names_a_night_the_store_has_not_judged(tmp_path, caplog):
     history, _ = SIM.simulate(seed=3, nights=40, kernels=2)
     run_id, kernels, context = list(SIM.nightly_inputs(history))[0]
