@@ -43,6 +43,8 @@ def _ceiling_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--margin", type=float, default=0.25, help="cross-check margin between sources")
     parser.add_argument("--ceilings", required=True, help="the devices' ceilings table to write")
     parser.add_argument("--ceilings-diagnostics", required=True, help="its diagnostics table to write")
+    parser.add_argument("--keep-joined", help="a folder where the counters files' peaks are kept between runs: a "
+                        "rerun reads the footers of the files that changed only")
 
 
 def classify_options(parser: argparse.ArgumentParser) -> None:
@@ -63,7 +65,7 @@ def _write_ceilings(args: argparse.Namespace) -> pd.DataFrame:
 
     ceilings, diagnostics = device_ceilings(
         args.counters, args.catalog, args.policy.split(","), json.loads(args.device_policy), args.measured,
-        json.loads(args.overrides), args.margin)
+        json.loads(args.overrides), args.margin, args.keep_joined)
     write_table(ceilings, "ceilings", args.ceilings)
     write_table(diagnostics, "diagnostics", args.ceilings_diagnostics)
     return ceilings

@@ -229,11 +229,14 @@ def device_ceilings(
     measured: str | Path | None = None,
     overrides: dict | None = None,
     margin: float = 0.25,
+    keep_joined: str | Path | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """One ceilings table for every device of the apps whose counters tables are given, and the
-    diagnostics it raises (sources that disagree, devices with no ceiling from any source)."""
+    diagnostics it raises (sources that disagree, devices with no ceiling from any source).
+    ``keep_joined``: a folder where the files' peaks are kept between calls (a rerun reads those
+    of the files that changed only)."""
     # each file's peaks table from its metadata (a file without: its launches, a batch of files at a time)
-    inputs = read_peaks(counter_paths)
+    inputs = read_peaks(counter_paths, keep_joined)
     ceilings = _selected([ceilings_from_samples(inputs.samples), what_if_ceilings(inputs.what_if)],
                          [d for d in inputs.devices if d], catalog, policy, device_policy, measured or None, overrides)
     messages = cross_check(ceilings, margin) + what_if_conflicts(inputs.what_if)

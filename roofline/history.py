@@ -222,16 +222,15 @@ def append_run(store_dir: str | os.PathLike, run_id: str, kernels: pd.DataFrame,
              "pipeline_version": context.get("pipeline_version") or __version__,
              "context_json": json.dumps(context, sort_keys=True, default=str)}
     per_device = context.get("devices") or {}
-    # per distinct device, not per row: a night of a thousand apps is ~100k rows
+    # the context of each distinct device (a last row for none), typed once and then taken per row:
+    # a night of a thousand apps is ~100k rows
     codes, names = pd.factorize(devices)
-    for name in _CONTEXT_NAMES:
-        if name in fixed:
-            frame[name] = fixed[name]
-        else:
-            default = context.get(name)
-            values = np.empty(len(names) + 1, dtype=object)  # the last for a missing device (code -1)
-            values[:] = [*(per_device.get(d, {}).get(name, default) for d in names), default]
-            frame[name] = values[codes]
+    distinct = pd.DataFrame({name: [fixed[name] if name in fixed
+                                    else per_device.get(d, {}).get(name, context.get(name))
+                                    for d in [*names, None]] for name in _CONTEXT_NAMES})
+    rows = np.where(codes < 0, len(names), codes)
+    for name, values in _coerce(distinct, CONTEXT).items():
+        frame[name] = values.array.take(rows)
     return _atomic_put(Path(store_dir), run_id, history_frame(frame))
 
 

@@ -236,3 +236,43 @@ def test_the_samples_of_every_ceiling_counted_by_hand():
     assert first["recipe"].tolist() == ["recipe-of-a"] * 3 + ["recipe-of-b"] * 4 + ["recipe-of-c"]
     later = report_peaks.peak_samples(frame, first_position=100).heads
     assert (later["position"] - heads["position"]).eq(100).all()
+
+
+def _same_inputs(left: report_peaks.PeakInputs, right: report_peaks.PeakInputs) -> None:
+    pd.testing.assert_frame_equal(report_peaks.ceilings_from_samples(left.samples),
+                                  report_peaks.ceilings_from_samples(right.samples))
+    pd.testing.assert_frame_equal(left.what_if, right.what_if)
+    assert left.devices == right.devices
+
+
+def test_kept_peaks_read_the_footers_of_changed_files_only_and_equal_a_fresh_read(tmp_path, monkeypatch):
+    """The ceilings job of a rerun (--keep-joined) reads the footers of the counters files that
+    changed since it last ran; its inputs equal a fresh read's, through a file replaced, emptied,
+    refused or written without stored peaks (then every file is read from its launches)."""
+    from roofline.inputs import write_refusal
+
+    frames = [*APPS, _machine("m1", "M", 10e12), conform(pd.DataFrame(), "counters")]
+    paths = _peaks_files(tmp_path, frames)
+    refused = str(tmp_path / "refused.parquet")
+    write_refusal("x", "in/x.csv", "unreadable", refused, tmp_path / "d.parquet")
+    paths.append(refused)
+    keep = tmp_path / "kept"
+    read = []
+    stored_peaks = report_peaks._stored_peaks
+    monkeypatch.setattr(report_peaks, "_stored_peaks", lambda path: read.append(path) or stored_peaks(path))
+    _same_inputs(report_peaks.read_peaks(paths, keep), report_peaks.read_peaks(paths))
+    read.clear()
+    _same_inputs(report_peaks.read_peaks(paths, keep), report_peaks.read_peaks(paths))
+    assert read == paths  # the fresh read only: the kept call read no footer
+    before = report_peaks.ceilings_from_samples(report_peaks.read_peaks(paths).samples)
+    read.clear()
+    faster = _launches("a", "G", [20e12] * 3, [1.5e9] * 3, [LONG] * 3)  # app a now on a faster clock
+    write_table(faster, "counters", paths[0], metadata=report_peaks.peaks_metadata(faster))
+    kept = report_peaks.read_peaks(paths, keep)
+    assert read == [paths[0]]
+    _same_inputs(kept, report_peaks.read_peaks(paths))
+    assert not report_peaks.ceilings_from_samples(kept.samples).equals(before)  # the change reached the ceilings
+    write_table(APPS[1], "counters", paths[1])  # written by other means: no stored peaks
+    _same_inputs(report_peaks.read_peaks(paths, keep), report_peaks.read_peaks(paths))
+    write_table(conform(pd.DataFrame(), "counters"), "counters", paths[1])  # emptied
+    _same_inputs(report_peaks.read_peaks(paths, keep), report_peaks.read_peaks(paths))

@@ -15,6 +15,7 @@ checkpoint ceilings:
         diagnostics="data/diagnostics/devices.ceilings.parquet",
     params:
         code=pkg_code("ceilings"),
+        kept_joins=KEPT_JOINS,
         options=ceilings_options(),
         measured=lambda wildcards, input: one_path(input.measured),
     log:
@@ -26,6 +27,7 @@ checkpoint ceilings:
         " --measured={params.measured:q} --policy={params.options[policy]:q}"
         " --device-policy={params.options[device_policy]:q} --overrides={params.options[overrides]:q}"
         " --margin={params.options[margin]} --ceilings={output.ceilings} --ceilings-diagnostics={output.diagnostics}"
+        " --keep-joined={params.kept_joins}"
 
 
 # One job per app: classified against the ceilings, its kernels aggregated, its page written (the
