@@ -193,6 +193,20 @@ def main(argv: list[str] | None = None) -> int:
         want_b.remove("status")  # its only changed input came out byte-identical (see tests/test_incremental.py)
     print(f"(b) one input replaced: {replaced.wall_s:.1f} s, roofs {'moved' if roofs_moved else 'unchanged'}, "
           f"jobs {got_b}; the same DAG with jobs that do nothing: {noop_dag:.2f} s")
+    # (b) again, the input swapped between two donors of the same kind (each run a change): one run
+    # is at the mercy of this shared machine's minute; the verdict takes the median
+    alike = [r for r in data["apps"][1:] if Path(r["path"]).suffix == suffix and r["app"] not in (
+        target["app"], donor["app"]) and (r.get("template"), r.get("device")) == (donor.get("template"),
+                                                                                 donor.get("device"))]
+    repeats = [] if roofs_moved else [replaced.wall_s]
+    for source in ([alike[0], donor] * 2 if alike else []):
+        shutil.copyfile(source["path"], target["path"])
+        before = ceilings.read_bytes()
+        again = run()
+        if ceilings.read_bytes() == before:  # one app's chain, as in (b); a moved roof reruns them all
+            repeats.append(again.wall_s)
+    b_median = statistics.median(repeats) if repeats else replaced.wall_s
+    print(f"(b) repeated: {', '.join(f'{t:.1f}' for t in repeats)} s, median {b_median:.1f} s")
 
     # (c) one stage module edited (in the tmp copy): the analysis (which classifies) and what depends on it
     with open(work / "roofline" / "classify.py", "a", encoding="utf-8") as handle:
@@ -211,6 +225,8 @@ def main(argv: list[str] | None = None) -> int:
         ["(a) same, `-n`", f"{dry.wall_s:.2f} s", f"{dry.wall_s / empty:.2f}x", "", "", ""],
         ["(b) one input replaced", f"{replaced.wall_s:.1f} s", f"{replaced.wall_s / empty:.1f}x", ", ".join(got_b),
          ", ".join(want_b), "met" if got_b == want_b else "**not met**"],
+        ["(b) again, median of the runs that moved no roof", f"{b_median:.1f} s", f"{b_median / empty:.1f}x",
+         f"{len(repeats)} runs: " + ", ".join(f"{t:.1f}" for t in repeats) + " s", "", ""],
         ["(b) the same DAG, jobs that do nothing", f"{noop_dag:.2f} s", f"{noop_dag / empty:.2f}x",
          "the same chain", "", ""],
         ["(c) classify.py edited", f"{edited.wall_s:.1f} s", f"{edited.wall_s / empty:.1f}x",
@@ -221,8 +237,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{n} apps x {launches} launches, `--cores 2`, bytecode cache {'off' if args.no_bytecode else 'on'}; "
         f"baseline: Snakemake on an empty workflow, {empty:.2f} s (median of 3) in the same run. "
         f"(b) against the same DAG with jobs that do nothing (one input changed there too, median of 3): "
-        f"{replaced.wall_s / noop_dag:.1f}x; the goal of the issue \"Fleet scale\", one changed app of 200 "
-        f"<= 5 s: {'met' if replaced.wall_s <= 5 else 'not met'} ({replaced.wall_s:.1f} s). "
+        f"{b_median / noop_dag:.1f}x (median); the goal of the issue \"Fleet scale\", one changed app of 200 "
+        f"<= 5 s: {'met' if b_median <= 5 else 'not met'} (median {b_median:.1f} s, first {replaced.wall_s:.1f} s). "
         "Expected jobs come from `snakemake --rulegraph`: the changed stage's per-app dependents for the"
         f" changed app(s) and every aggregate rule downstream (aggregate rules here: {', '.join(aggregates)}).",
     ]

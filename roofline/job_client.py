@@ -169,17 +169,65 @@ def _umask() -> int:
     return mask
 
 
+# How long a job waits for a server another job started a moment ago, which imports its modules
+# for ~1-1.5 s before it listens: a job that runs itself meanwhile pays the same imports, on a core
+# the server's imports need.
+STARTING_WAIT_SECONDS = 2.0
+
+
+def starting_marker(path: str) -> str:
+    """The file naming a server for ``path`` that is importing its modules and does not listen yet
+    (its process id; :func:`start` writes it, the server removes it once it listens)."""
+    return f"{path}.starting"
+
+
 def start(path: str) -> None:
     """Start a server for ``path`` in the background, detached from this job (its own session,
     no inherited streams), so the job's end neither waits for it nor stops it."""
     import subprocess
 
     try:
-        subprocess.Popen([sys.executable, "-m", "roofline.job_server", path], stdin=subprocess.DEVNULL,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=True,
-                         start_new_session=True)
+        server = subprocess.Popen([sys.executable, "-m", "roofline.job_server", path], stdin=subprocess.DEVNULL,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=True,
+                                  start_new_session=True)
+        partial = f"{starting_marker(path)}.{os.getpid()}"
+        with open(partial, "w", encoding="ascii") as marker:
+            marker.write(str(server.pid))
+        os.replace(partial, starting_marker(path))
     except OSError:
         pass
+
+
+def _starting_server(path: str) -> bool:
+    """Whether a server for ``path`` is starting: its marker names a live process."""
+    try:
+        with open(starting_marker(path), "rb") as marker:
+            pid = int(marker.read() or b"0")
+    except (OSError, ValueError):
+        return False
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # alive, another user's (the socket directory is private: not expected)
+        return True
+    return True
+
+
+def _through_starting_server(argv: list[str], path: str) -> int | None:
+    """The job's status through a server that is starting (:func:`_starting_server`), once it
+    listens; None when none is starting, or it does not listen within :data:`STARTING_WAIT_SECONDS`."""
+    import time
+
+    deadline = time.monotonic() + STARTING_WAIT_SECONDS
+    while _starting_server(path) and time.monotonic() < deadline:
+        time.sleep(0.02)
+        status = submit(argv, path)
+        if status is not None:
+            return status
+    return submit(argv, path) if time.monotonic() < deadline else None  # it may listen by now
 
 
 def submit_or_run(argv: list[str]) -> int:
@@ -193,6 +241,8 @@ def submit_or_run(argv: list[str]) -> int:
     if path is None:
         return jobs.main(argv)
     status = submit(argv, path)
+    if status is None:
+        status = _through_starting_server(argv, path)
     if status is not None:
         return status if status >= 0 else 128 - status  # killed by a signal: as a shell reports it
     start(path)

@@ -3,7 +3,9 @@
 Every analysis rule is ``python -m roofline.jobs STAGE LOG ...``, an ordinary process. Starting one
 costs ~0.45 s of imports (pandas, pyarrow, Altair) before any work, which is most of a parse job:
 50 apps pay it 50 times. So the first job of a run starts this server in the background (and runs
-itself as usual); later jobs hand their command line, working directory, environment and standard
+itself as usual); a job arriving while the server still imports its modules waits for it, up to
+:data:`roofline.job_client.STARTING_WAIT_SECONDS` (the server's marker file names its process until
+it listens), rather than pay the same imports on the core the server needs; later jobs hand their command line, working directory, environment and standard
 streams to it over a Unix socket, and a worker forked from it runs the job exactly as
 :func:`roofline.jobs.main` would in the job's own process; the job exits with the status the server
 sends it when the worker says the job ended, or as the worker ends (the server watches each
@@ -40,7 +42,7 @@ import struct
 import sys
 from typing import TYPE_CHECKING
 
-from roofline.job_client import STATUS, read_request, receive_exactly, server_key, socket_path, usable
+from roofline.job_client import STATUS, read_request, receive_exactly, server_key, socket_path, starting_marker, usable
 
 if TYPE_CHECKING:
     import selectors
@@ -115,6 +117,8 @@ def serve(path: str) -> None:
     listener.bind(path)
     listener.listen(64)
     bound = os.stat(path).st_ino
+    with contextlib.suppress(*_IGNORED):
+        os.unlink(starting_marker(path))  # listening: the jobs waiting for it get in
     selector = selectors.DefaultSelector()
     selector.register(listener, selectors.EVENT_READ)
     children: dict[int, socket.socket] = {}  # a worker running a job -> that job's connection

@@ -496,3 +496,42 @@ def test_a_request_goes_over_with_its_descriptors_and_nothing_else_is_taken_for_
     for payload in (marshal.dumps(["parse"]), marshal.dumps({"argv": []}), b"\x00garbage"):
         with pytest.raises(ValueError):
             job_client.read_request(job_client.LENGTH.pack(len(payload)) + payload, server_end)
+
+
+def test_a_job_waits_for_a_server_that_is_still_starting_instead_of_running_itself(runtime, tmp_path):
+    """The first job starts a server and runs itself; a job arriving while that server imports its
+    modules waits for it (not paying the imports too), and a marker naming a dead process or none
+    makes a job run itself at once."""
+    base, env = runtime
+    first = _job(tmp_path, env, *_parse_argv("first"))  # no server: runs itself, starts one
+    assert first.returncode == 0, first.stderr
+    socket = _where(tmp_path, env)
+    marker = Path(job_client.starting_marker(str(socket)))
+    started = time.monotonic()
+    while not socket.exists() and time.monotonic() - started < 60:
+        assert marker.exists() or socket.exists()  # the marker stays until the server listens
+        time.sleep(0.01)
+    assert socket.exists() and not marker.exists()
+    for pid in _servers(base):  # a fresh start: the next job arrives while the server imports
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 30
+    while _servers(base) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    starter = _job(tmp_path, env, *_parse_argv("starter"))
+    assert starter.returncode == 0, starter.stderr
+    assert marker.exists() or socket.exists()
+    waiting = _job(tmp_path, env, *_parse_argv("waiting"), importtime=True)
+    assert waiting.returncode == 0, waiting.stderr
+    assert not _imported_pandas(waiting, tmp_path / "logs/parse/waiting.log")  # the server's child ran it
+    assert (tmp_path / "data/counters/waiting.parquet").exists()
+
+    for pid in _servers(base):
+        os.kill(pid, signal.SIGTERM)
+    while _servers(base) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    marker.write_text("999999999")  # no such process
+    begun = time.monotonic()
+    alone = _job(tmp_path, env, *_parse_argv("alone"), importtime=True)
+    assert alone.returncode == 0, alone.stderr
+    assert _imported_pandas(alone, tmp_path / "logs/parse/alone.log")  # ran itself, without waiting
+    assert time.monotonic() - begun < job_client.STARTING_WAIT_SECONDS + 5
