@@ -36,9 +36,12 @@ log = logging.getLogger("roofline.track")
 
 EXIT_REGRESSION = 3
 TREND_NIGHTS = 90  # nights on the trends page: a fixed window, however long the history
-# What the trends page reads of the nights before tonight (tonight's records are read whole).
+# What the trends page reads of the nights before tonight; of tonight's records, the noise too (its
+# health list). The page drawn in the judging's process, from tonight's records in memory with
+# every column, is the same page (tests/test_track.py).
 TREND_COLUMNS = [*SERIES_KEY, "kernel_short", "run_id", "run_date", "label", "value_s", "baseline_s",
                  "lower_s", "upper_s", "ratio", "z", "note", "time_share"]
+TONIGHT_COLUMNS = [*TREND_COLUMNS, "noise_s"]
 # ---------------------------------------------------------------------------------------- inputs
 def load_context(values: Sequence[str] = ()) -> dict:
     """Merge run contexts: ``$ROOFLINE_RUN_CONTEXT`` (a JSON file), then each value in order.
@@ -145,7 +148,8 @@ def judge_recorded(store: str | os.PathLike, run_id: str, context: Mapping, para
 def page_decisions(store: str | os.PathLike, order: list[str], summary: Mapping,
                    trend_nights: int = TREND_NIGHTS, tonight: pd.DataFrame | None = None) -> pd.DataFrame:
     """The decisions the trends page draws: those of the last ``trend_nights`` judged nights up to
-    the summary's night (tonight's with every column; ``tonight``: them, when already read), or of
+    the summary's night (tonight's with :data:`TONIGHT_COLUMNS`; ``tonight``: them, when already in
+    memory), or of
     the last ones when that night had no kernel. ``order``: the judged nights in run order
     (:func:`judge`, or :func:`roofline.decide_state.judged_order` in a later job)."""
     run_id = summary["run_id"]
@@ -156,7 +160,7 @@ def page_decisions(store: str | os.PathLike, order: list[str], summary: Mapping,
                          "stage (python -m roofline.track) for it first")
     upto = order[: order.index(run_id) + 1]  # a rerun of an old night: the page up to it
     if tonight is None:
-        tonight = read_decisions(store, [run_id])
+        tonight = read_decisions(store, [run_id], TONIGHT_COLUMNS)
     return _page_decisions(store, upto[-trend_nights:-1], tonight)
 
 
