@@ -5,13 +5,13 @@ costs ~0.45 s of imports (pandas, pyarrow, Altair) before any work, which is mos
 50 apps pay it 50 times. So the first job of a run starts this server in the background (and runs
 itself as usual); a job arriving while the server still imports its modules waits for it, up to
 :data:`roofline.job_client.STARTING_WAIT_SECONDS` (the server's marker file names its process until
-it listens), rather than pay the same imports on the core the server needs; later jobs hand their command line, working directory, environment and standard
-streams to it over a Unix socket, and a worker forked from it runs the job exactly as
-:func:`roofline.jobs.main` would in the job's own process; the job exits with the status the server
-sends it when the worker says the job ended, or as the worker ends (the server watches each
-worker's pidfd: :func:`watch_ending`). A worker then waits for the next job
-(:mod:`roofline.job_worker`: a fresh fork's page faults cost every job CPU time; what a worker
-puts back between two jobs, and when it exits instead, is described there).
+it listens), rather than pay the same imports on the core the server needs; later jobs hand their
+command line, working directory, environment and standard streams to it over a Unix socket, and a
+worker forked from it runs the job exactly as :func:`roofline.jobs.main` would in the job's own
+process; the job exits with the status the server sends it when the worker says the job ended, or
+as the worker ends (the server watches each worker's pidfd: :func:`watch_ending`). A worker then
+waits for the next job (:mod:`roofline.job_worker`: a fresh fork's page faults cost every job CPU
+time; what a worker puts back between two jobs, and when it exits instead, is described there).
 
 What makes that safe:
 

@@ -375,15 +375,15 @@ def read_peaks(paths: Sequence[str], keep: str | None = None) -> PeakInputs:
     only (a thousand footers of ~150 columns each cost ~1 ms apiece)."""
     import pyarrow as pa
 
-    from roofline.table_reads import _each_file
+    from roofline.table_reads import each_file
 
     try:
         if keep is not None:
             from roofline.kept_join import joined
 
-            tables = [joined(paths, "peaks", keep, _each_file, _stored_peaks)]
+            tables = [joined(paths, "peaks", keep, each_file, _stored_peaks)]
         else:
-            tables = _each_file(paths, _stored_peaks)
+            tables = each_file(paths, _stored_peaks)
     except _NoStoredPeaks:
         return read_peak_inputs(paths)
     stored = [table for table in tables if table.num_rows]

@@ -12,7 +12,7 @@ import pandas as pd
 from roofline.schemas import TABLES, conform, typed_column
 
 
-def _each_file(paths: Sequence[str | os.PathLike], read) -> list:
+def each_file(paths: Sequence[str | os.PathLike], read) -> list:
     """``read`` of every path, in order, two files at a time: Arrow reads a file without the GIL, so
     a thousand apps' small tables take ~half the time on two cores (the aggregate jobs that read
     them run when the apps' jobs are done)."""
@@ -37,9 +37,9 @@ def read_tables(paths: Sequence[str | os.PathLike], table: str, keep: str | os.P
     if keep is not None:
         from roofline.kept_join import joined as kept_joined
 
-        parts = [kept_joined(paths, table, keep, _each_file, _read_file)]
+        parts = [kept_joined(paths, table, keep, each_file, _read_file)]
     else:
-        parts = _each_file(paths, _read_file)
+        parts = each_file(paths, _read_file)
     parts = [part for part in parts if part.num_rows]
     if not parts:
         return conform(pd.DataFrame(), table)
@@ -89,9 +89,9 @@ def read_columns(
     if keep is not None:  # kept as text; each text column a dictionary of the whole, as the files' would be
         from roofline.kept_join import joined
 
-        parts = [_encoded(joined(paths, table, keep, _each_file, lambda path: read(path, ()), names), categories)]
+        parts = [_encoded(joined(paths, table, keep, each_file, lambda path: read(path, ()), names), categories)]
     else:
-        parts = _each_file(paths, read)
+        parts = each_file(paths, read)
     parts = [part for part in parts if part.num_rows]
     if not parts:
         empty = conform(pd.DataFrame(), table)[names]

@@ -149,8 +149,7 @@ def page_decisions(store: str | os.PathLike, order: list[str], summary: Mapping,
                    trend_nights: int = TREND_NIGHTS, tonight: pd.DataFrame | None = None) -> pd.DataFrame:
     """The decisions the trends page draws: those of the last ``trend_nights`` judged nights up to
     the summary's night (tonight's with :data:`TONIGHT_COLUMNS`; ``tonight``: them, when already in
-    memory), or of
-    the last ones when that night had no kernel. ``order``: the judged nights in run order
+    memory), or of the last ones when that night had no kernel. ``order``: the judged nights in run order
     (:func:`judge`, or :func:`roofline.decide_state.judged_order` in a later job)."""
     run_id = summary["run_id"]
     if not summary["kernels"]:

@@ -10,7 +10,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from roofline import kept_join
-from roofline.table_reads import _each_file, _read_file, read_tables
+from roofline.table_reads import _read_file, read_tables
+from roofline.table_reads import each_file as read_each_file
 
 
 def _write(path, app: str, n: int, scale: float = 1.0, extra: bool = False) -> None:
@@ -42,7 +43,7 @@ def _counting():
 
     def each_file(paths, reader):
         read.extend(map(str, paths))
-        return _each_file(paths, reader)
+        return read_each_file(paths, reader)
 
     return each_file, read
 

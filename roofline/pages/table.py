@@ -32,9 +32,9 @@ INT_FIELDS = {"launches", "rank"}
 
 # the kernels table's columns page_table reads (its sort then moves these, not ~100)
 TABLE_READS = ("kernel", "kernel_short", "app", "device", "grid", "block", "compute_class", "bound", "launches",
-                "time_share", "duration_s", "predicted_duration_s", "performance", "attainable", "binding_level",
-                *(f"ai_{lv}" for lv in MEMORY_LEVELS), "roof_pct", "ceiling_source", "instruction_bound",
-                "instruction_roof_pct", "ncu_speedup_pct", "priority", "note")
+               "time_share", "duration_s", "predicted_duration_s", "performance", "attainable", "binding_level",
+               *(f"ai_{lv}" for lv in MEMORY_LEVELS), "roof_pct", "ceiling_source", "instruction_bound",
+               "instruction_roof_pct", "ncu_speedup_pct", "priority", "note")
 
 COLUMN_HELP = {
     "time share": "share of the app's GPU time",
@@ -58,7 +58,7 @@ def page_table(kernels: pd.DataFrame) -> pd.DataFrame:
     on a chart; ``achieved`` is the measured performance, missing for what-if rows.
     """
     k = kernels[list(TABLE_READS)].sort_values(["priority", "duration_s"], ascending=False,
-                                                na_position="last").reset_index(drop=True)
+                                               na_position="last").reset_index(drop=True)
     rank = pd.Series(np.nan, index=k.index)
     for _, group in k.groupby("device", sort=False):
         rank[group.index] = chart_ranks(group).to_numpy(dtype=float, na_value=np.nan)
