@@ -25,9 +25,10 @@ from roofline.schemas import TABLES, conform
 from roofline.trajectory import STEP_COLUMNS, _level
 
 MOVED = ("regression", "improvement")  # the findings drawn from their baseline to tonight
-# What the rooflines read of tonight's stored kernel rows (a stored night has every kernels column and the run context): the
-# page's table, the points, the roofs each verdict used and the classes judged by a time bound.
-# tests/test_track.py checks the page drawn from these alone against one drawn from every column.
+# What the rooflines read of tonight's stored kernel rows (a stored night has every kernels column
+# and the run context): the page's table, the points, the roofs each verdict used and the classes
+# judged by a time bound. tests/test_track.py checks the page drawn from these alone against one
+# drawn from every column.
 TONIGHT_READS = tuple(dict.fromkeys([*SERIES_KEY, *TABLE_READS, "roof_flops",
                                      *(f"roof_{lv}_bw" for lv in MEMORY_LEVELS),
                                      *(f"time_bound_{c}" for c in COMPUTE_CLASSES)]))
