@@ -18,7 +18,7 @@ import pandas as pd
 
 from roofline import metrics
 from roofline.metrics import COMPUTE_CLASSES, MEMORY_LEVELS
-from roofline.units import si  # noqa: F401  (the charts' number format; pages import it from here too)
+from roofline.units import si
 
 WIDTH, HEIGHT = 760, 460
 FONT = 11

@@ -14,8 +14,9 @@ import math
 import altair as alt
 import pandas as pd
 
-from roofline.chart_roofs import FONT, LEVEL_LABEL, PALETTE, _used_classes, layered, roof_base, si
+from roofline.chart_roofs import FONT, LEVEL_LABEL, PALETTE, _used_classes, layered, roof_base
 from roofline.metrics import MEMORY_LEVELS
+from roofline.units import si
 
 TRAJECTORY_KERNELS = 12  # kernels drawn per chart (longest first); the table lists them all
 STEP_DATA = "steps"

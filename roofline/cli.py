@@ -110,8 +110,8 @@ def select_kernels(kernels: pd.DataFrame, sort: str = "priority", pattern: re.Pa
 
 def _kernel_cells(kernels: pd.DataFrame) -> list[list[str]]:
     """The readable cells of :data:`SHOW_COLUMNS`, one list per kernel."""
-    from roofline.chart import si
     from roofline.metrics import MEMORY_LEVELS
+    from roofline.units import si
 
     def finite(value: object) -> bool:
         return isinstance(value, int | float) and math.isfinite(value)
@@ -133,7 +133,7 @@ def _kernel_cells(kernels: pd.DataFrame) -> list[list[str]]:
 
 def _ceiling_cells(ceilings: pd.DataFrame) -> list[list[str]]:
     """The readable cells of :data:`CEILING_COLUMNS`, one list per ceiling."""
-    from roofline.chart import si
+    from roofline.units import si
 
     rows = []
     for r in ceilings.to_dict("records"):

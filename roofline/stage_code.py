@@ -28,7 +28,7 @@ STAGE_CODE: dict[str, tuple[str, ...]] = {
     "parse": ("parse.py", "derive.py", "what_if.py", "units.py", "ncu_rep.py", "config.py", "inputs.py",
               "compressed.py", "ncu_log.py", "ncu_rules.py", "report_peaks.py", "ncu_csv/*.py"),
     "ceilings": ("analysis.py", "ceilings.py", "report_peaks.py", "catalog.py", "catalog_entries.py", "strict_yaml.py",
-                 "ncu_rules.py", "kept_join.py", "table_reads.py"),
+                 "ncu_rules.py", "kept_join.py"),
     "app": ("analysis.py", "classify.py", "kernels.py", "instruction.py", "ncu_rules.py", "app_job.py", *PAGES),
     "report": (*PAGES, "kept_join.py"),
     "status": ("status.py",),

@@ -166,7 +166,8 @@ def _times(ratio: float) -> str:
 
 def move_cells(frame: pd.DataFrame) -> list[list[str]]:
     """Each move in words: ``before → after`` and ``×ratio``, one list of :data:`MOVE_HEADERS` cells per row."""
-    from roofline.chart_roofs import LEVEL_LABEL, si
+    from roofline.chart_roofs import LEVEL_LABEL
+    from roofline.units import si
 
     def num(value: float, unit: str) -> str:
         return si(value, unit) if np.isfinite(value) else ""

@@ -13,13 +13,13 @@ import altair as alt
 import pandas as pd
 
 from roofline.atomic_files import write_text_atomic
-from roofline.chart_roofs import si
 from roofline.chart_trajectory import trajectory_chart
 from roofline.pages.markup import esc, script_json
 from roofline.pages.page import asset_src, page_html, write_vega_asset
 from roofline.pages.sections import ceilings_html
 from roofline.schemas import conform
 from roofline.trajectory import MOVE_HEADERS, moves, step_points
+from roofline.units import si
 
 HELP = {
     "steps": "the steps compared: before → after (consecutive steps the kernel is in)",

@@ -14,9 +14,9 @@ import numpy as np
 import pandas as pd
 
 from roofline import metrics
-from roofline.chart import si
 from roofline.ncu_rules import parse_rules
 from roofline.pages.markup import esc
+from roofline.units import si
 
 GLANCE_KERNELS = 5  # kernels listed at a glance
 UNJUDGED_LISTED = 3  # kernels without a verdict listed under them

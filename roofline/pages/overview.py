@@ -11,8 +11,8 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from roofline.chart import si
 from roofline.pages.markup import esc
+from roofline.units import si
 
 SUMMARY_KERNELS = 2000  # kernels the summary's table and charts carry: half by priority, half by GPU time
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from roofline.chart import si
 from roofline.pages.markup import esc
+from roofline.units import si
 
 UNPLOTTED_LISTED = 100  # kernels not on a chart listed by name under Diagnostics
 
