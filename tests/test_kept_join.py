@@ -62,7 +62,10 @@ def test_a_second_join_reads_only_what_changed_and_equals_a_fresh_one(tmp_path, 
     assert read == [str(files[5]), str(files[8])]
     assert changed.equals(_fresh(files))
     read.clear()
-    assert kept_join.joined(files, "kernels", keep, each_file, _read_file).equals(changed) and read == []
+    unchanged = kept_join.joined(files, "kernels", keep, each_file, _read_file)
+    assert unchanged.equals(changed) and read == []
+    # the unchanged files' rows come as one slice of the kept table, not a piece per file
+    assert {unchanged.column(i).num_chunks for i in range(unchanged.num_columns)} == {1}
 
 
 def test_a_changed_file_with_other_columns_reads_everything_again(tmp_path, files):
