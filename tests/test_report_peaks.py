@@ -276,3 +276,29 @@ def test_kept_peaks_read_the_footers_of_changed_files_only_and_equal_a_fresh_rea
     _same_inputs(report_peaks.read_peaks(paths, keep), report_peaks.read_peaks(paths))
     write_table(conform(pd.DataFrame(), "counters"), "counters", paths[1])  # emptied
     _same_inputs(report_peaks.read_peaks(paths, keep), report_peaks.read_peaks(paths))
+
+
+def test_kept_peaks_of_the_real_reports_give_the_ceilings_of_all_their_launches(tmp_path):
+    """On the real reports (every precision and tensor path they carry): the ceilings job's kept
+    peaks, before and after one report's counters are replaced by another's, give the report
+    ceilings computed from the whole frame of launches (not through the stored peaks)."""
+    from roofline.parse import parse_input
+
+    reports = real_reports()
+    if not reports:
+        pytest.skip("../shared/fixtures/real is absent")
+    frames = [parse_input(report, f"app{i}", "ncu-rep") for i, report in enumerate(reports)]
+    paths = _peaks_files(tmp_path, frames)
+    keep = tmp_path / "kept"
+
+    def from_kept() -> pd.DataFrame:
+        ceilings, _ = device_ceilings(paths, CATALOG, ["report", "datasheet"], keep_joined=keep)
+        return ceilings[ceilings["source"] == "report"].drop(columns="selected").reset_index(drop=True)
+
+    whole = report_ceilings(pd.concat(frames, ignore_index=True)).drop(columns="selected")
+    assert {"fp16", "fp64"} <= set(whole["name"]) and whole["name"].str.startswith("tensor").any()
+    pd.testing.assert_frame_equal(from_kept(), whole)
+    frames[0] = frames[-1].assign(app="app0")  # the first app now holds the last report's launches
+    write_table(frames[0], "counters", paths[0], metadata=report_peaks.peaks_metadata(frames[0]))
+    whole = report_ceilings(pd.concat(frames, ignore_index=True)).drop(columns="selected")
+    pd.testing.assert_frame_equal(from_kept(), whole)
