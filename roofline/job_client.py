@@ -190,12 +190,18 @@ def start(path: str) -> None:
         server = subprocess.Popen([sys.executable, "-m", "roofline.job_server", path], stdin=subprocess.DEVNULL,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=True,
                                   start_new_session=True)
-        partial = f"{starting_marker(path)}.{os.getpid()}"
+    except OSError:
+        return
+    partial = f"{starting_marker(path)}.{os.getpid()}"
+    try:
         with open(partial, "w", encoding="ascii") as marker:
             marker.write(str(server.pid))
         os.replace(partial, starting_marker(path))
-    except OSError:
-        pass
+    except OSError:  # no marker: the jobs meanwhile run themselves, as without one
+        try:
+            os.unlink(partial)
+        except OSError:
+            pass
 
 
 def _starting_server(path: str) -> bool:
