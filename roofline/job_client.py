@@ -236,20 +236,48 @@ def _through_starting_server(argv: list[str], path: str) -> int | None:
     return submit(argv, path) if time.monotonic() < deadline else None  # it may listen by now
 
 
+# prctl(2)'s option; Linux 3.15 and later.
+_PR_SET_THP_DISABLE = 41
+
+
+def without_huge_pages(environ: os._Environ | dict = os.environ) -> bool:
+    """Turn transparent huge pages off for this process and the processes it starts (a fork and an
+    exec keep the setting), unless ``ROOFLINE_HUGE_PAGES=on``; whether they are off.
+
+    A job allocates its tables once and exits. Under Linux's default THP policy ("madvise") NumPy
+    and Arrow's allocator ask for huge pages, and a huge page costs its whole 2 MB at first touch:
+    zeroed, compacted out of fragmented memory, and in a virtual machine that returns free memory
+    to its host, backed by the host page by page. Where that is slow (this project's 2-core VM: an
+    80 MB Arrow copy took 0.05 s with 4 KiB pages and up to 0.8 s with huge pages), a short
+    process gains nothing from huge pages to make up for it (benchmarks/README.md, round 19).
+    """
+    if sys.platform != "linux" or environ.get("ROOFLINE_HUGE_PAGES", "").lower() in ("on", "1", "yes"):
+        return False
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_THP_DISABLE, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):  # no prctl in this libc
+        return False
+
+
 def submit_or_run(argv: list[str]) -> int:
     """A job's entry point: through a warm server when there is one, else in this process
     (starting a server for the jobs after it)."""
     from roofline import jobs
 
     if len(argv) < 2 or argv[0] not in jobs.STAGES or not usable():
+        without_huge_pages()
         return jobs.main(argv)
     path = socket_path(server_key())
     if path is None:
+        without_huge_pages()
         return jobs.main(argv)
     status = submit(argv, path)
     if status is None:
         status = _through_starting_server(argv, path)
     if status is not None:
         return status if status >= 0 else 128 - status  # killed by a signal: as a shell reports it
+    without_huge_pages()  # this job and the server it starts (its workers inherit the setting)
     start(path)
     return jobs.main(argv)

@@ -42,7 +42,16 @@ import struct
 import sys
 from typing import TYPE_CHECKING
 
-from roofline.job_client import STATUS, read_request, receive_exactly, server_key, socket_path, starting_marker, usable
+from roofline.job_client import (
+    STATUS,
+    read_request,
+    receive_exactly,
+    server_key,
+    socket_path,
+    starting_marker,
+    usable,
+    without_huge_pages,
+)
 
 if TYPE_CHECKING:
     import selectors
@@ -319,6 +328,7 @@ def main(argv: list[str] | None = None) -> int:
     import signal
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    without_huge_pages()  # started by hand: as a job's start would have set it (its workers inherit it)
     serve(args.socket)
     return 0
 

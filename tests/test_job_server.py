@@ -535,3 +535,41 @@ def test_a_job_waits_for_a_server_that_is_still_starting_instead_of_running_itse
     assert alone.returncode == 0, alone.stderr
     assert _imported_pandas(alone, tmp_path / "logs/parse/alone.log")  # ran itself, without waiting
     assert time.monotonic() - begun < job_client.STARTING_WAIT_SECONDS + 5
+
+
+def _thp_enabled(pid: int | str) -> str:
+    """The process's THP_enabled line in /proc (Linux 5.0+); '' where the kernel does not show it."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("THP_enabled:"):
+            return line.split(":", 1)[1].strip()
+    return ""
+
+
+def test_jobs_and_their_server_run_without_transparent_huge_pages(runtime, tmp_path):
+    """A job that runs itself turns huge pages off, the server it starts (and so its workers) keep
+    that, and ROOFLINE_HUGE_PAGES=on leaves them on (benchmarks/README.md, round 19: why)."""
+    base, env = runtime
+    if not _thp_enabled("self"):
+        pytest.skip("this kernel does not show THP_enabled in /proc/PID/status")
+    probe = ("from roofline import job_client; off = job_client.without_huge_pages(); "
+             "print(off, [l for l in open('/proc/self/status') if l.startswith('THP_enabled')][0])")
+    off = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=True)
+    assert off.stdout.split() == ["True", "THP_enabled:", "0"]
+    kept = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                          env={**env, "ROOFLINE_HUGE_PAGES": "on"})
+    assert kept.stdout.split() == ["False", "THP_enabled:", "1"]
+
+    fifo = tmp_path / "held.yaml"
+    os.mkfifo(fifo)  # the job blocks reading it: its process can be looked at while it runs
+    argv = [a if not a.startswith("--input=") else f"--input={fifo}" for a in _parse_argv("first")]
+    first = subprocess.Popen([sys.executable, "-m", "roofline.jobs", *argv], cwd=tmp_path, env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # no server: runs itself
+    writer = _opened_for_reading(fifo)
+    _wait_until_held(first.pid, fifo)
+    assert _thp_enabled(first.pid) == "0"
+    first.kill()  # it started the server before it ran the stage
+    first.wait(timeout=30)
+    os.close(writer)
+    _wait_for_server(tmp_path, env)  # the server it started, and so its workers
+    servers = _servers(base)
+    assert servers and all(_thp_enabled(pid) == "0" for pid in servers)
