@@ -19,9 +19,12 @@ try:
 except ImportError:  # another Python than CPython
     from hashlib import blake2b
 
-# Set by Snakemake per rule from its threads; they do not change what the server imported.
-_PER_RULE_ENV = ("OMP_NUM_THREADS", "GOTO_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS",
-                 "OPENBLAS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")
+# Set by Snakemake per rule from its threads, and per job from its tmpdir resource; they do not
+# change what the server imported (a worker takes the job's environment, and tempfile's folder from it).
+THREAD_ENV = ("OMP_NUM_THREADS", "GOTO_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS",
+              "OPENBLAS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")
+TMPDIR_ENV = ("TMPDIR", "TMP", "TEMPDIR", "TEMP")
+_PER_RULE_ENV = (*THREAD_ENV, *TMPDIR_ENV)
 BATCH_JOB_ENV = ("SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "FLUX_JOB_ID")
 # Inside a job's own container (Snakemake's --sdm apptainer) a server would run every later job in
 # the first job's container.
@@ -181,6 +184,21 @@ def starting_marker(path: str) -> str:
     return f"{path}.starting"
 
 
+def mark_starting(path: str, pid: int) -> None:
+    """Write the marker naming process ``pid`` as the server starting for ``path`` (none when it
+    cannot be written: the jobs meanwhile run themselves, as without one)."""
+    partial = f"{starting_marker(path)}.{os.getpid()}"
+    try:
+        with open(partial, "w", encoding="ascii") as marker:
+            marker.write(str(pid))
+        os.replace(partial, starting_marker(path))
+    except OSError:
+        try:
+            os.unlink(partial)
+        except OSError:
+            pass
+
+
 def start(path: str) -> None:
     """Start a server for ``path`` in the background, detached from this job (its own session,
     no inherited streams), so the job's end neither waits for it nor stops it."""
@@ -192,19 +210,10 @@ def start(path: str) -> None:
                                   start_new_session=True)
     except OSError:
         return
-    partial = f"{starting_marker(path)}.{os.getpid()}"
-    try:
-        with open(partial, "w", encoding="ascii") as marker:
-            marker.write(str(server.pid))
-        os.replace(partial, starting_marker(path))
-    except OSError:  # no marker: the jobs meanwhile run themselves, as without one
-        try:
-            os.unlink(partial)
-        except OSError:
-            pass
+    mark_starting(path, server.pid)
 
 
-def _starting_server(path: str) -> bool:
+def starting_server(path: str) -> bool:
     """Whether a server for ``path`` is starting: its marker names a live process."""
     try:
         with open(starting_marker(path), "rb") as marker:
@@ -223,12 +232,12 @@ def _starting_server(path: str) -> bool:
 
 
 def _through_starting_server(argv: list[str], path: str) -> int | None:
-    """The job's status through a server that is starting (:func:`_starting_server`), once it
+    """The job's status through a server that is starting (:func:`starting_server`), once it
     listens; None when none is starting, or it does not listen within :data:`STARTING_WAIT_SECONDS`."""
     import time
 
     deadline = time.monotonic() + STARTING_WAIT_SECONDS
-    while _starting_server(path) and time.monotonic() < deadline:
+    while starting_server(path) and time.monotonic() < deadline:
         time.sleep(0.02)
         status = submit(argv, path)
         if status is not None:

@@ -2,8 +2,9 @@
 
 Every analysis rule is ``python -m roofline.jobs STAGE LOG ...``, an ordinary process. Starting one
 costs ~0.45 s of imports (pandas, pyarrow, Altair) before any work, which is most of a parse job:
-50 apps pay it 50 times. So the first job of a run starts this server in the background (and runs
-itself as usual); a job arriving while the server still imports its modules waits for it, up to
+50 apps pay it 50 times. So the workflow starts this server in the background as Snakemake reads
+it (:mod:`roofline.job_prestart`), or else the first job of a run does (and runs itself as usual);
+a job arriving while the server still imports its modules waits for it, up to
 :data:`roofline.job_client.STARTING_WAIT_SECONDS` (the server's marker file names its process until
 it listens), rather than pay the same imports on the core the server needs; later jobs hand their
 command line, working directory, environment and standard streams to it over a Unix socket, and a
@@ -44,11 +45,13 @@ from typing import TYPE_CHECKING
 
 from roofline.job_client import (
     STATUS,
+    mark_starting,
     read_request,
     receive_exactly,
     server_key,
     socket_path,
     starting_marker,
+    starting_server,
     usable,
     without_huge_pages,
 )
@@ -318,11 +321,18 @@ def main(argv: list[str] | None = None) -> int:
         "--where says where the jobs started in this directory with this environment would find it."))
     parser.add_argument("socket", nargs="?", help="the socket to listen at")
     parser.add_argument("--where", action="store_true", help="print that socket's path ('none' where not used)")
+    parser.add_argument("--start", action="store_true", help="serve the jobs started in this directory with this "
+                        "environment, unless a server for them runs or starts (the workflow does this as it loads)")
     args = parser.parse_args(argv)
-    if args.where:
+    if args.where or args.start:
         path = socket_path(server_key()) if usable() else None
-        print(path or "none")
-        return 0
+        if args.where:
+            print(path or "none")
+            return 0
+        if path is None or os.path.exists(path) or starting_server(path):
+            return 0
+        mark_starting(path, os.getpid())
+        args.socket = path
     if not args.socket:
         parser.error("give the socket to listen at, or --where")
     import signal

@@ -52,9 +52,19 @@ def _servers(base: Path) -> list[int]:
                 command = (entry / "cmdline").read_bytes().split(b"\0")
             except OSError:
                 continue
-            if b"roofline.job_server" in command and any(str(base).encode() in part for part in command):
+            if b"roofline.job_server" in command and (any(str(base).encode() in part for part in command)
+                                                      or _environment_names(entry, base)):
                 pids.append(int(entry.name))
     return pids
+
+
+def _environment_names(process: Path, base: Path) -> bool:
+    """Whether the process's environment has ``base`` as its socket directory (a server started with
+    ``--start`` finds its socket from there)."""
+    try:
+        return f"XDG_RUNTIME_DIR={base}".encode() in (process / "environ").read_bytes().split(b"\0")
+    except OSError:
+        return False
 
 
 def _children(pid: int) -> list[int]:
@@ -573,3 +583,56 @@ def test_jobs_and_their_server_run_without_transparent_huge_pages(runtime, tmp_p
     _wait_for_server(tmp_path, env)  # the server it started, and so its workers
     servers = _servers(base)
     assert servers and all(_thp_enabled(pid) == "0" for pid in servers)
+
+
+def _parent(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _command_line(pid: int) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+    except OSError:
+        return []
+
+
+@pytest.mark.slow
+def test_the_workflow_starts_the_server_as_it_loads_and_its_jobs_use_that_one(runtime, tmp_path):
+    """Snakemake reading the workflow starts the server (``--start``) for a run that executes jobs,
+    with the jobs' key: no job starts another. A dry run starts none."""
+    from conftest import snakemake_command
+
+    base, env = runtime
+    (tmp_path / "inputs").mkdir()
+    shutil.copy(EXAMPLE, tmp_path / "inputs" / "textbook.yaml")
+    (tmp_path / "config.yaml").write_text("# hand-made test config\ninputs: [inputs/*]\napps: {}\n")
+    dry = subprocess.run(snakemake_command(tmp_path, "--cores", "2", "-n"), capture_output=True, text=True,
+                         env=env, timeout=300)
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    time.sleep(1)
+    assert not _servers(base)
+    assert not job_client.starting_server(str(_where(tmp_path, env, shell=True)))
+
+    run = subprocess.run(snakemake_command(tmp_path, "--cores", "2"), capture_output=True, text=True, env=env,
+                         timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert (tmp_path / "reports" / "summary.html").exists()
+    found = _servers(base)
+    servers = [pid for pid in found if _parent(pid) not in found]  # not their workers
+    assert len(servers) == 1, [_command_line(pid) for pid in servers]  # the jobs found the one it started
+    assert "--start" in _command_line(servers[0])
+
+
+def test_snakemake_options_that_run_no_job_start_no_server():
+    from roofline.job_prestart import runs_jobs
+
+    for argv in (["--cores", "2"], ["-c4", "reports/summary.html"], ["-j", "2", "-p"], ["--cores", "2", "-F"],
+                 ["--snakefile", "Snakefile", "--config", "run_id=2026-12-04"]):
+        assert runs_jobs(argv), argv
+    for argv in (["-n"], ["--cores", "2", "-np"], ["-pn"], ["--dry-run"], ["--rulegraph"], ["--summary"],
+                 ["--dag"], ["--touch"], ["-t"], ["--lint"], ["--unlock"], ["--list-rules"], ["--report=r.html"],
+                 ["--delete-all-output"], ["--version"]):
+        assert not runs_jobs(argv), argv

@@ -57,7 +57,6 @@ if not workflow.dryrun and (environment_problem := preflight()) is not None:
     sys.tracebacklimit = 0  # the message alone, as for a config error above
     raise WorkflowError(environment_problem)
 
-
 wildcard_constraints:
     app="[A-Za-z0-9._-]+",
 
@@ -70,18 +69,33 @@ def pkg_code(stage):
     return code_digests(stage, PKG)
 
 
+def python_command():
+    """`python` with this workflow's own package first on the import path: used as a module, or in
+    a conda environment that holds only the dependencies, a job runs the code the rule lists as its
+    inputs."""
+    return f"PYTHONPATH={shlex.quote(str(REPO))}${{PYTHONPATH:+:$PYTHONPATH}} python"
+
+
 def python_m(module):
-    """`python -m MODULE` with this workflow's own package first on the import path: used as a
-    module, or in a conda environment that holds only the dependencies, a job runs the code the
-    rule lists as its inputs."""
-    package_root = shlex.quote(str(REPO)).replace("{", "{{").replace("}", "}}")
-    return f"PYTHONPATH={package_root}${{{{PYTHONPATH:+:$PYTHONPATH}}}} python -m {module}"
+    """:func:`python_command` `-m MODULE`, as a rule's shell command (its braces doubled for Snakemake)."""
+    return python_command().replace("{", "{{").replace("}", "}}") + f" -m {module}"
 
 
 def stage(name):
     """The start of an analysis rule's shell command (roofline/jobs.py: the log, and environment
     failures in one line)."""
     return python_m("roofline.jobs") + f" {name} {{log:q}}"
+
+
+# The jobs' warm server (roofline/job_server.py) imports its modules while Snakemake builds the DAG,
+# so that the first job finds it: started here, for a run that executes jobs with the interpreter
+# on the PATH (not under conda or apptainer, whose jobs run another one; not in a cluster job).
+if workflow.is_main_process and not workflow.deployment_settings.deployment_method:
+    from snakemake.shell import shell as _shell
+
+    from roofline.job_prestart import start_as_workflow_loads
+
+    start_as_workflow_loads(python_command(), _shell.get_executable() or "/bin/sh", sys.argv[1:])
 
 
 # The aggregate jobs' joined tables, kept between runs: a rerun reads only the apps' tables that
