@@ -36,7 +36,7 @@ import pyarrow.parquet as pq
 
 from roofline import __version__
 from roofline.errors import cannot_write, is_environmental
-from roofline.schemas import TABLES, Column, conform
+from roofline.schemas import TABLES, Column, conform, conform_some
 
 PART = "part.parquet"
 DECISIONS_DIR = "_decisions"  # "_" prefix: pyarrow's dataset discovery skips it, like ".tmp-"
@@ -83,11 +83,18 @@ def _coerce(frame: pd.DataFrame, columns: list[Column]) -> pd.DataFrame:
     return pd.DataFrame(out, index=frame.index)
 
 
-def history_frame(frame: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` with the history columns: the run context, then the ``kernels`` table."""
+def history_frame(frame: pd.DataFrame, columns: list[str] | None = None) -> pd.DataFrame:
+    """``frame`` with the history columns: the run context, then the ``kernels`` table; ``columns``:
+    only those of them, in that order (the others are not built)."""
     frame = frame.reset_index(drop=True)
-    kernels = conform(frame[[c for c in frame.columns if c not in _CONTEXT_NAMES]], "kernels")
-    return pd.concat([_coerce(frame, CONTEXT), kernels], axis=1)
+    kernel_part = frame[[c for c in frame.columns if c not in _CONTEXT_NAMES]]
+    if columns is None:
+        return pd.concat([_coerce(frame, CONTEXT), conform(kernel_part, "kernels")], axis=1)
+    wanted = set(columns)
+    parts = [_coerce(frame, [c for c in CONTEXT if c.name in wanted]),
+             conform_some(kernel_part, "kernels", [c for c in columns if c not in _CONTEXT_NAMES])]
+    both = pd.concat(parts, axis=1)
+    return both[[c for c in columns if c in both.columns]]
 
 
 def _check_run_id(run_id: str) -> str:
@@ -275,8 +282,7 @@ def read_run(store_dir: str | os.PathLike, run_id: str, columns: list[str] | Non
         If the store has no night ``run_id``.
     """
     path = Path(store_dir) / f"run={_check_run_id(run_id)}" / PART
-    frame = history_frame(_upgrade(_read_columns(path, columns, rename=True)))
-    return frame if columns is None else frame[[c for c in columns if c in frame.columns]]
+    return history_frame(_upgrade(_read_columns(path, columns, rename=True)), columns)
 
 
 def run_order(history: pd.DataFrame) -> list[str]:

@@ -8,7 +8,7 @@ reading a table's file: :mod:`roofline.table_files`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -273,6 +273,17 @@ def conform_columns(values: dict, table: str, rows: int) -> pd.DataFrame:
     out = {column.name: _typed_array(values[column.name], column.dtype) if column.name in values
            else _absent(column.dtype, rows) for column in TABLES[table]}
     return pd.DataFrame(out, copy=False)
+
+
+def conform_some(frame: pd.DataFrame, table: str, names: Sequence[str]) -> pd.DataFrame:
+    """The columns ``names`` (those of them ``table`` declares, in the order given) of
+    ``conform(frame, table)``, without building the others: a reader that needs ~30 of a wide
+    table's ~120 columns."""
+    declared = {column.name: column.dtype for column in TABLES[table]}
+    values = dict(zip(frame.columns, _column_arrays(frame), strict=True))
+    return pd.DataFrame({name: _typed_array(values[name], declared[name]) if name in values
+                         else _absent(declared[name], len(frame)) for name in names if name in declared},
+                        copy=False)
 
 
 def _column_arrays(frame: pd.DataFrame):

@@ -100,11 +100,15 @@ def trend_charts(decisions: pd.DataFrame, tonight_series: list[str],
     """Small multiples of the findings' series (None without any), and one chart with a kernel selector;
     ``names``: the decisions' :func:`series_names`, when already known."""
     names = series_names(decisions) if names is None else names
-    data = trend_data(decisions, names)
-    labels = set(data["label"].unique())
+    labels = set(decisions["label"].unique())
     domain = [c for c in COLORS if c in labels] or ["unchanged"]
-    known = set(data["series"])  # once: building it per series made this quadratic
+    known = set(names)  # once: building it per series made this quadratic
     top = [s for s in tonight_series if s in known][:MAX_TREND_CHARTS]
+    share = decisions["time_share"].groupby(names.to_numpy()).max()
+    busiest = share.sort_values(ascending=False).index[:MAX_SELECTOR_SERIES]
+    drawn = sorted(set(busiest) | set(top))
+    rows = names.isin(drawn).to_numpy()  # the rows of the series the charts draw, not of every series
+    data = trend_data(decisions[rows], names[rows])
     facet = None
     with alt.data_transformers.disable_max_rows():  # thousands of kernels x nights is expected
         if top:
@@ -113,12 +117,8 @@ def trend_charts(decisions: pd.DataFrame, tonight_series: list[str],
             facet = chart.facet(facet=alt.Facet("series:N", title=None, sort=top,
                                                 header=alt.Header(labelLimit=420, labelFontSize=11)),
                                 columns=2).resolve_scale(y="independent").to_dict(validate=False)
-        share = decisions["time_share"].groupby(names.to_numpy()).max()
-        busiest = share.sort_values(ascending=False).index[:MAX_SELECTOR_SERIES]
-        names = sorted(set(busiest) | set(top))
-        data = data[data["series"].isin(names)]
-        pick = alt.param(name="kernel", value=(top or names or [""])[0],
-                         bind=alt.binding_select(options=names, name="kernel "))
+        pick = alt.param(name="kernel", value=(top or drawn or [""])[0],
+                         bind=alt.binding_select(options=drawn, name="kernel "))
         layers = [layer.transform_filter(alt.datum.series == pick) for layer in _trend_layers(domain)]
         selector = alt.layer(*layers, data=data).add_params(pick).properties(width=760, height=260)
         return facet, selector.to_dict(validate=False)
@@ -191,7 +191,8 @@ def _finding_names(found: Sequence[Mapping], decisions: pd.DataFrame, names: pd.
     """The findings' series, in order, by the names the trend charts give them (``names``: the
     decisions' :func:`series_names`): named apart, a finding would lack the device that other series
     of the night add to every name, or another series' "#2"."""
-    mine = (decisions["run_id"] == run_id).to_numpy()
+    apps = {str(f["app"]) for f in found}  # only their apps' rows tonight, not every series' (thousands)
+    mine = ((decisions["run_id"] == run_id) & decisions["app"].isin(apps)).to_numpy()
     keys = zip(*(decisions.loc[mine, column].astype(str) for column in SERIES_KEY), strict=True)
     by_key = dict(zip(keys, names.to_numpy()[mine], strict=True))
     wanted = (tuple(str(f[column]) for column in SERIES_KEY) for f in found)
