@@ -213,6 +213,17 @@ def start(path: str) -> None:
     mark_starting(path, server.pid)
 
 
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # alive, another user's
+        return True
+    return True
+
+
 def starting_server(path: str) -> bool:
     """Whether a server for ``path`` is starting: its marker names a live process."""
     try:
@@ -220,15 +231,7 @@ def starting_server(path: str) -> bool:
             pid = int(marker.read() or b"0")
     except (OSError, ValueError):
         return False
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # alive, another user's (the socket directory is private: not expected)
-        return True
-    return True
+    return pid > 0 and process_alive(pid)
 
 
 def _through_starting_server(argv: list[str], path: str) -> int | None:

@@ -38,8 +38,9 @@ def runs_jobs(argv: list[str]) -> bool:
 
 def start_as_workflow_loads(command: str, shell: str, argv: list[str]) -> bool:
     """Start the server in the background, detached, by ``shell -c "COMMAND -m roofline.job_server
-    --start"`` (``command``: how the rules' jobs start Python), where Snakemake will run jobs
-    (:func:`runs_jobs` of its arguments ``argv``); whether one was started.
+    --start --owner PID"`` (``command``: how the rules' jobs start Python; PID: this process, which
+    the server outlives only once a job came), where Snakemake will run jobs (:func:`runs_jobs` of
+    its arguments ``argv``); whether one was started.
 
     Its environment is a job's: Snakemake's, with the thread and tmpdir variables Snakemake sets for
     a job of one thread (the server's key leaves them out, but NumPy sizes its thread pools from them
@@ -54,7 +55,7 @@ def start_as_workflow_loads(command: str, shell: str, argv: list[str]) -> bool:
         return False
     environ = {**os.environ, **dict.fromkeys(THREAD_ENV, "1"), **dict.fromkeys(TMPDIR_ENV, tempfile.gettempdir())}
     try:
-        subprocess.Popen([shell, "-c", f"{command} -m roofline.job_server --start"], env=environ,
+        subprocess.Popen([shell, "-c", f"{command} -m roofline.job_server --start --owner {os.getpid()}"], env=environ,
                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                          close_fds=True, start_new_session=True)
     except OSError:

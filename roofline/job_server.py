@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING
 from roofline.job_client import (
     STATUS,
     mark_starting,
+    process_alive,
     read_request,
     receive_exactly,
     server_key,
@@ -70,6 +71,7 @@ PRELOAD_FIRST = ("pandas", "pyarrow.parquet", "pyarrow.compute", "pyarrow.csv", 
 PRELOAD = (*PRELOAD_FIRST, "roofline.what_if", "roofline.analysis", "roofline.catalog", "roofline.app_job",
            "roofline.kernels", "roofline.status", "roofline.track", "roofline.report", "roofline.pages.trends",
            "roofline.pages.tonight", "roofline.pages.compare")
+FIRST_JOB_WAIT_SECONDS = max(IDLE_SECONDS, 120.0)  # a server started before any job (serve's owner)
 IDLE_WORKERS_MAX = max(2, os.cpu_count() or 2)  # idle workers kept: as many as jobs run at once, as a rule
 WORKER_IDLE_SECONDS = 2.0  # how long a worker waits for a next job: Snakemake starts one within ~0.1 s
 # How often the server looks for ended children and its idle time where nothing wakes it sooner.
@@ -109,8 +111,13 @@ def _preload(module: str) -> None:
         pass
 
 
-def serve(path: str) -> None:
-    """Listen at ``path`` until idle for :data:`IDLE_SECONDS`; each job to an idle worker, or to a new one."""
+def serve(path: str, owner: int | None = None) -> None:
+    """Listen at ``path`` until idle for :data:`IDLE_SECONDS`; each job to an idle worker, or to a new one.
+
+    ``owner``: the process that started the server before any job (Snakemake, reading the workflow):
+    until the first job, the server waits while that process runs, up to :data:`FIRST_JOB_WAIT_SECONDS`
+    (building a thousand apps' DAG takes longer than the idle time), and ends with it when it ran none.
+    """
     import fcntl
     import selectors
     import signal
@@ -146,9 +153,11 @@ def serve(path: str) -> None:
     workers: dict[int, socket.socket] = {}  # every worker -> the server's end of its channel
     idle: dict[int, float] = {}  # workers waiting for a job -> since when, the last one used last
     endings: dict[int, int] = {}  # worker -> a descriptor readable once it ended (see watch_ending)
-    idle_since = time.monotonic()
+    idle_since = started = time.monotonic()
+    served = owner is None  # whether the idle time counts: no owner, or a job came
     try:
-        while children or time.monotonic() - idle_since < IDLE_SECONDS:
+        while children or (time.monotonic() - idle_since < IDLE_SECONDS if served else
+                           process_alive(owner) and time.monotonic() - started < FIRST_JOB_WAIT_SECONDS):
             events = selector.select(timeout=0 if pending else POLL_SECONDS)
             if pending and not events:  # no job waits: the next module
                 _preload(pending.pop(0))
@@ -163,6 +172,7 @@ def serve(path: str) -> None:
                     if accepted is None:
                         continue
                     connection, request, descriptors = accepted
+                    served = True
                     pid = _to_idle_worker(idle, workers, selector, request, descriptors, connection)
                     if pid is None:
                         pid = _fork_worker(request, descriptors, connection, workers, selector,
@@ -338,6 +348,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--where", action="store_true", help="print that socket's path ('none' where not used)")
     parser.add_argument("--start", action="store_true", help="serve the jobs started in this directory with this "
                         "environment, unless a server for them runs or starts (the workflow does this as it loads)")
+    parser.add_argument("--owner", type=int, help="with --start: the process that starts it (Snakemake); until "
+                        "the first job, wait while it runs rather than the idle time")
     args = parser.parse_args(argv)
     if args.where or args.start:
         path = socket_path(server_key()) if usable() else None
@@ -354,7 +366,7 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     without_huge_pages()  # started by hand: as a job's start would have set it (its workers inherit it)
-    serve(args.socket)
+    serve(args.socket, args.owner if args.start else None)
     return 0
 
 

@@ -636,3 +636,25 @@ def test_snakemake_options_that_run_no_job_start_no_server():
                  ["--dag"], ["--touch"], ["-t"], ["--lint"], ["--unlock"], ["--list-rules"], ["--report=r.html"],
                  ["--delete-all-output"], ["--version"]):
         assert not runs_jobs(argv), argv
+
+
+def test_a_server_started_before_any_job_waits_for_its_owner_not_the_idle_time(runtime, tmp_path):
+    """Started as the workflow loads (``--start --owner``), the server waits for the first job while
+    Snakemake runs (building a large DAG takes longer than the idle time), and ends with Snakemake
+    when no job came."""
+    base, env = runtime
+    env = {**env, "ROOFLINE_JOB_SERVER_IDLE": "1"}
+    owner = subprocess.Popen(["sleep", "6"])
+    server = subprocess.Popen([sys.executable, "-m", "roofline.job_server", "--start", "--owner", str(owner.pid)],
+                              cwd=tmp_path, env=env)
+    try:
+        socket = _wait_for_server(tmp_path, env)
+        time.sleep(2.5)  # past the idle time: still there, its owner runs
+        assert server.poll() is None and socket.exists()
+        owner.wait()
+        assert server.wait(timeout=10) == 0  # no job came, its owner ended: it ends
+        assert not socket.exists()
+    finally:
+        for process in (owner, server):
+            if process.poll() is None:
+                process.kill()
