@@ -259,9 +259,8 @@ def without_huge_pages(environ: os._Environ | dict = os.environ) -> bool:
     A job allocates its tables once and exits. Under Linux's default THP policy ("madvise") NumPy
     and Arrow's allocator ask for huge pages, and a huge page costs its whole 2 MB at first touch:
     zeroed, compacted out of fragmented memory, and in a virtual machine that returns free memory
-    to its host, backed by the host page by page. Where that is slow (this project's 2-core VM: an
-    80 MB Arrow copy took 0.05 s with 4 KiB pages and up to 0.8 s with huge pages), a short
-    process gains nothing from huge pages to make up for it (benchmarks/README.md, round 19).
+    to its host, backed by the host page by page. A short process gains too little from huge pages
+    to make up for that where it is slow (measured in benchmarks/README.md, round 19).
     """
     if sys.platform != "linux" or environ.get("ROOFLINE_HUGE_PAGES", "").lower() in ("on", "1", "yes"):
         return False

@@ -63,7 +63,7 @@ if TYPE_CHECKING:
 IDLE_SECONDS = float(os.environ.get("ROOFLINE_JOB_SERVER_IDLE", "30"))
 # What the stage jobs import, at the top or on first use: imported once here, so every child has them.
 # The first ones are what a run's first jobs (parse) import: the server listens once it has them
-# (~0.4 s after its start, not ~1 s), and imports the others, in the order the stages come, while
+# (about half of the imports), and imports the others, in the order the stages come, while
 # no job is waiting (a job arriving meanwhile waits for one module at most; a worker forked before
 # a module was imported imports it itself if its job needs it).
 PRELOAD_FIRST = ("pandas", "pyarrow.parquet", "pyarrow.compute", "pyarrow.csv", "ncu_report", "roofline.parse",
