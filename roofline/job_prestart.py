@@ -36,17 +36,17 @@ def runs_jobs(argv: list[str]) -> bool:
     return True
 
 
-def start_as_workflow_loads(command: str, shell: str, argv: list[str]) -> bool:
+def start_as_workflow_loads(command: str, shell: str | None, argv: list[str]) -> bool:
     """Start the server in the background, detached, by ``shell -c "COMMAND -m roofline.job_server
-    --start --owner PID"`` (``command``: how the rules' jobs start Python; PID: this process, which
-    the server outlives only once a job came), where Snakemake will run jobs (:func:`runs_jobs` of
-    its arguments ``argv``); whether one was started.
+    --start --owner PID"`` (``shell``: Snakemake's, /bin/sh where it has none; ``command``: how the
+    rules' jobs start Python; PID: this process, which the server outlives only once a job came),
+    where Snakemake will run jobs (:func:`runs_jobs` of its arguments ``argv``); whether one was started.
 
     Its environment is a job's: Snakemake's, with the thread and tmpdir variables Snakemake sets for
     a job of one thread (the server's key leaves them out, but NumPy sizes its thread pools from them
     at import, as in the server a one-thread job starts). Where the jobs' key differs all the same
     (another interpreter per rule), nothing is lost: the first job starts the server it needs, and
-    this one ends after its idle time.
+    this one ends with Snakemake.
     """
     import subprocess
     import tempfile
@@ -55,9 +55,9 @@ def start_as_workflow_loads(command: str, shell: str, argv: list[str]) -> bool:
         return False
     environ = {**os.environ, **dict.fromkeys(THREAD_ENV, "1"), **dict.fromkeys(TMPDIR_ENV, tempfile.gettempdir())}
     try:
-        subprocess.Popen([shell, "-c", f"{command} -m roofline.job_server --start --owner {os.getpid()}"], env=environ,
-                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                         close_fds=True, start_new_session=True)
+        start = f"{command} -m roofline.job_server --start --owner {os.getpid()}"
+        subprocess.Popen([shell or "/bin/sh", "-c", start], env=environ, stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=True, start_new_session=True)
     except OSError:
         return False
     return True

@@ -95,7 +95,7 @@ if workflow.is_main_process and not workflow.deployment_settings.deployment_meth
 
     from roofline.job_prestart import start_as_workflow_loads
 
-    start_as_workflow_loads(python_command(), _shell.get_executable() or "/bin/sh", sys.argv[1:])
+    start_as_workflow_loads(python_command(), _shell.get_executable(), sys.argv[1:])
 
 
 # The aggregate jobs' joined tables, kept between runs: a rerun reads only the apps' tables that
