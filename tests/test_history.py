@@ -191,6 +191,17 @@ def test_read_run_reads_one_night_as_read_history_does(tmp_path):
     assert narrow["roof_flops"].tolist() == [1e13] * 3 and narrow["convention"].tolist() == [""] * 3
     with pytest.raises(FileNotFoundError):
         read_run(tmp_path, "2026-01-09")
+    # some columns are those columns of the whole night, typed alike, whichever table they come from
+    # (the run context, the kernels table), present in the file or not, in the order asked
+    context = {"driver_version": "550", "app_commit": "abc", "devices": {"GPU-A": {"sm_clock_hz": 1.4e9}}}
+    append_run(tmp_path, "2026-01-03", kernels(scale=3.0), context)
+    for run_id in ("2026-01-01", "2026-01-03"):
+        whole = read_run(tmp_path, run_id)
+        for columns in (["sm_clock_hz", "kernel", "driver_version", "roof_flops", "launches"],
+                        ["no_such_column", "run_id", "ncu_version", "duration_s", "bound", "grid"],
+                        list(reversed(whole.columns))[::4]):
+            pd.testing.assert_frame_equal(read_run(tmp_path, run_id, columns),
+                                          whole[[c for c in columns if c in whole.columns]])
 
 
 def test_read_decisions_of_some_nights_and_columns(tmp_path):
