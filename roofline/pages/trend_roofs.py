@@ -42,20 +42,19 @@ def launch_shape(grid: str, block: str) -> str:
 def series_names(frame: pd.DataFrame) -> pd.Series:
     """A readable, unique name per series: app | kernel | grid x block (| device)."""
     many = frame["device"].nunique() > 1
-    short = frame["kernel_short"].where(frame["kernel_short"] != "", frame["kernel"])
-    shape = (" | " + frame["grid"] + "×" + frame["block"]).where((frame["grid"] != "") | (frame["block"] != ""), "")
-    name = frame["app"] + " | " + short + shape  # launch_shape, for every row at once
+    # each series' rows by its key, in order of first appearance; its name built once, from its first
+    # row (a page's 90 nights are 90 rows per series)
+    codes = frame.groupby(SERIES_KEY, sort=False, dropna=False, observed=True).ngroup().to_numpy()
+    first = frame.iloc[np.unique(codes, return_index=True)[1]][[*SERIES_KEY, "kernel_short"]].fillna("")
+    short = first["kernel_short"].where(first["kernel_short"] != "", first["kernel"])
+    shape = (" | " + first["grid"] + "×" + first["block"]).where((first["grid"] != "") | (first["block"] != ""), "")
+    name = first["app"] + " | " + short + shape  # launch_shape, for every series at once
     if many:
-        name = name + " | " + frame["device"]
-    key = frame[SERIES_KEY[0]].astype(str)
-    for column in SERIES_KEY[1:]:  # vectorised "\x1f".join of the key columns
-        key = key + "\x1f" + frame[column].astype(str)
-    # each series' name where it first appears, "#2", "#3" ... on later series of one name; codes and
-    # positions rather than a dict of ~100k keys mapped row by row
-    codes = pd.factorize(key)[0]
-    first = pd.Series(name.to_numpy()[np.unique(codes, return_index=True)[1]])
-    dup = first.groupby(first.to_numpy()).cumcount().to_numpy()
-    unique = first + np.where(dup > 0, " #" + pd.Series(dup + 1).astype(str), "")
+        name = name + " | " + first["device"]
+    # "#2", "#3" ... on later series of one name
+    name = pd.Series(name.to_numpy())
+    dup = name.groupby(name.to_numpy()).cumcount().to_numpy()
+    unique = name + np.where(dup > 0, " #" + pd.Series(dup + 1).astype(str), "")
     return pd.Series(unique.to_numpy()[codes], index=frame.index, dtype="str")
 
 
