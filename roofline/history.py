@@ -36,6 +36,7 @@ import pyarrow.parquet as pq
 
 from roofline import __version__
 from roofline.errors import cannot_write, is_environmental
+from roofline.job_client import process_alive
 from roofline.schemas import TABLES, Column, conform, conform_some
 
 PART = "part.parquet"
@@ -111,22 +112,12 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _clean_stale(store: Path) -> None:
     """Remove the temp dirs of appends that died (process gone, or a day old)."""
     for entry in store.glob(_TMP_PREFIX + "*"):
         try:
             pid = int(entry.name[len(_TMP_PREFIX):].split("-")[0])
-            stale = not _pid_alive(pid) or time.time() - entry.stat().st_mtime > _STALE_TMP_S
+            stale = not process_alive(pid) or time.time() - entry.stat().st_mtime > _STALE_TMP_S
         except (ValueError, OSError):
             pid, stale = -1, True
         if stale and pid != os.getpid():

@@ -277,18 +277,14 @@ def submit_or_run(argv: list[str]) -> int:
     (starting a server for the jobs after it)."""
     from roofline import jobs
 
-    if len(argv) < 2 or argv[0] not in jobs.STAGES or not usable():
-        without_huge_pages()
-        return jobs.main(argv)
-    path = socket_path(server_key())
-    if path is None:
-        without_huge_pages()
-        return jobs.main(argv)
-    status = submit(argv, path)
-    if status is None:
-        status = _through_starting_server(argv, path)
-    if status is not None:
-        return status if status >= 0 else 128 - status  # killed by a signal: as a shell reports it
-    without_huge_pages()  # this job and the server it starts (its workers inherit the setting)
-    start(path)
+    path = socket_path(server_key()) if len(argv) >= 2 and argv[0] in jobs.STAGES and usable() else None
+    if path is not None:
+        status = submit(argv, path)
+        if status is None:
+            status = _through_starting_server(argv, path)
+        if status is not None:
+            return status if status >= 0 else 128 - status  # killed by a signal: as a shell reports it
+    without_huge_pages()  # this job, and the server it starts (whose workers inherit the setting)
+    if path is not None:
+        start(path)
     return jobs.main(argv)

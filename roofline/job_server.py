@@ -63,9 +63,9 @@ if TYPE_CHECKING:
 IDLE_SECONDS = float(os.environ.get("ROOFLINE_JOB_SERVER_IDLE", "30"))
 # What the stage jobs import, at the top or on first use: imported once here, so every child has them.
 # The first ones are what a run's first jobs (parse) import: the server listens once it has them
-# (about half of the imports), and imports the others, in the order the stages come, while
-# no job is waiting (a job arriving meanwhile waits for one module at most; a worker forked before
-# a module was imported imports it itself if its job needs it).
+# (about half of the imports), and imports the others, in the order the stages come, while no job
+# runs or waits (a job's end is heard at once; a job arriving meanwhile waits for one module at most;
+# a worker forked before a module was imported imports it itself if its job needs it).
 PRELOAD_FIRST = ("pandas", "pyarrow.parquet", "pyarrow.compute", "pyarrow.csv", "ncu_report", "roofline.parse",
                  "roofline.ncu_csv", "roofline.ncu_rep", "roofline.ncu_log", "roofline.job_worker")
 PRELOAD = (*PRELOAD_FIRST, "roofline.what_if", "roofline.analysis", "roofline.catalog", "roofline.app_job",
@@ -158,8 +158,8 @@ def serve(path: str, owner: int | None = None) -> None:
     try:
         while children or (time.monotonic() - idle_since < IDLE_SECONDS if served else
                            process_alive(owner) and time.monotonic() - started < FIRST_JOB_WAIT_SECONDS):
-            events = selector.select(timeout=0 if pending else POLL_SECONDS)
-            if pending and not events:  # no job waits: the next module
+            events = selector.select(timeout=0 if pending and not children else POLL_SECONDS)
+            if pending and not events and not children:  # no job runs or waits: the next module
                 _preload(pending.pop(0))
                 if not pending:
                     gc.collect()
