@@ -10,7 +10,8 @@ NERSC-style long CSV and ``--page raw`` wide CSV (generated, 20k or 100k launche
 - *floor*: bare read + the minimal pivot to one row per launch and one float column per metric
   (separators stripped, cast, scattered into a launches x metrics array) -- no units, no checks;
 - *ours, reader*: ``roofline.ncu_csv.read_ncu_csv`` (units to SI, checks, identity columns);
-- *ours, stage*: ``roofline.parse.parse_input`` (reader + recipes + provenance + schema).
+- *ours, stage*: ``roofline.parse.parse_table`` (reader + recipes + provenance + schema: the table the
+  parse job writes).
 
 ``.ncu-rep`` reports (the real ones in ``../shared/fixtures/real/*/*.ncu-rep``, read in place; the
 part is skipped, saying why, when that folder or the ``ncu_report`` module is absent):
@@ -22,7 +23,7 @@ part is skipped, saying why, when that folder or the ``ncu_report`` module is ab
   launch -- no units, no checks, no frame. After timing, the floor's metric names are checked to be
   exactly the metric columns of our reader's frame, so both read the same set;
 - *ours, reader*: ``roofline.ncu_rep.read_ncu_rep`` (structure check, load, units to SI, frame);
-- *ours, stage*: ``roofline.parse.parse_input(path, "bench", "ncu-rep")``.
+- *ours, stage*: ``roofline.parse.parse_table(path, "bench", "ncu-rep")``.
 
 Each report is timed on its own (both sides load the file each time); the table gives the total
 over all reports (sum of the best times) and the largest report.
@@ -54,7 +55,7 @@ from generate import NERSC_DEVICE, generate_big  # noqa: E402
 from roofline import metrics  # noqa: E402
 from roofline.ncu_csv import is_kept_metric, read_ncu_csv  # noqa: E402
 from roofline.ncu_rep import InputError, read_ncu_rep  # noqa: E402
-from roofline.parse import parse_input  # noqa: E402
+from roofline.parse import parse_table  # noqa: E402
 
 LONG_COLUMNS = ["ID", "Kernel Name", "Metric Name", "Metric Unit", "Metric Value"]
 KINDS = ("long", "wide", "ncu-rep")
@@ -122,7 +123,7 @@ def measure(path: Path, kind: str, repeat: int) -> dict[str, float]:
     times["bare read"], _ = best_time(lambda: bare(path, pivot=False), repeat)
     times[FLOOR], (matrix, _) = best_time(lambda: bare(path), repeat)
     times[READER], raw = best_time(lambda: read_ncu_csv(path), repeat)
-    times[STAGE], counters = best_time(lambda: parse_input(path, "bench", "csv", device), repeat)
+    times[STAGE], counters = best_time(lambda: parse_table(path, "bench", "csv", device), repeat)
     assert len(raw) == len(counters) == matrix.shape[0], (len(raw), len(counters), matrix.shape)
     times["launches"] = len(raw)
     return times
@@ -236,7 +237,7 @@ def measure_ncu_rep(path: Path, repeat: int) -> dict[str, float]:
     times[READER], raw = best_time_in_child(lambda: read_ncu_rep(path), repeat)
     times["bare load"], _ = best_time_in_child(lambda: bare_load(path), repeat)
     times[FLOOR], floor = best_time_in_child(lambda: floor_ncu_rep(path), repeat)
-    times[STAGE], counters = best_time_in_child(lambda: parse_input(path, "bench", "ncu-rep"), repeat)
+    times[STAGE], counters = best_time_in_child(lambda: parse_table(path, "bench", "ncu-rep"), repeat)
     times = {key: times[key] for key in ("bare load", FLOOR, READER, STAGE)}  # the table's order
     check_same_metrics(path, floor, raw)
     assert len(counters) == len(raw), (path, len(counters), len(raw))
@@ -252,9 +253,9 @@ def _duration(seconds: float) -> str:
 
 
 LABELS = {
-    "long": {READER: "ours: read_ncu_csv", STAGE: "ours: parse_input", FLOOR: "floor (read + pivot)"},
-    "wide": {READER: "ours: read_ncu_csv", STAGE: "ours: parse_input", FLOOR: "floor (read + pivot)"},
-    "ncu-rep": {READER: "ours: read_ncu_rep", STAGE: "ours: parse_input", FLOOR: "floor (load + values)",
+    "long": {READER: "ours: read_ncu_csv", STAGE: "ours: parse_table", FLOOR: "floor (read + pivot)"},
+    "wide": {READER: "ours: read_ncu_csv", STAGE: "ours: parse_table", FLOOR: "floor (read + pivot)"},
+    "ncu-rep": {READER: "ours: read_ncu_rep", STAGE: "ours: parse_table", FLOOR: "floor (load + values)",
                 "bare load": "bare load_report"},
 }
 

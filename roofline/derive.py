@@ -11,11 +11,12 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from roofline import metrics
 from roofline.metrics import COMPUTE_CLASSES, MEMORY_LEVELS, QUANTITIES
@@ -24,16 +25,42 @@ from roofline.recipe import Recipe
 # -- recipes ---------------------------------------------------------------------------------------
 
 
-def _column(raw: pd.DataFrame, values: dict[str, np.ndarray], numeric: dict, name: str) -> np.ndarray | None:
+def raw_columns(raw: pd.DataFrame) -> dict[str, object]:
+    """A raw launch frame as its columns (name -> array), what :func:`derive_columns` reads."""
+    column_arrays = getattr(raw, "_iter_column_arrays", None)  # pandas' own iterator: no Series per column
+    arrays = column_arrays() if column_arrays is not None else (raw[name].array for name in raw.columns)
+    return dict(zip(raw.columns, arrays, strict=True))
+
+
+def _floats(values) -> np.ndarray:
+    """A raw column as floats (a text that is no number: NaN); float64 (the readers' metric columns)
+    as it is."""
+    if isinstance(values, np.ndarray) and values.dtype == np.float64:
+        return values
+    return pd.to_numeric(pd.Series(values, copy=False), errors="coerce").astype("float64").to_numpy()
+
+
+def arrow_texts(values) -> pa.Array | pa.ChunkedArray:
+    """A text column (Series, array or Arrow array) as Arrow text of 64-bit offsets, a missing value
+    as empty; a copy only where it is not Arrow already."""
+    if isinstance(values, pd.Series):
+        values = values.array
+    if not isinstance(values, pa.Array | pa.ChunkedArray):
+        values = pa.array(values) if hasattr(values, "__arrow_array__") else pa.array(
+            np.asarray(values, dtype=object), pa.large_string(), from_pandas=True)
+    if not pa.types.is_large_string(values.type):
+        values = values.cast(pa.large_string())
+    return values.fill_null("") if values.null_count else values
+
+
+def _column(raw: Mapping[str, object], values: dict[str, np.ndarray], numeric: dict, name: str) -> np.ndarray | None:
     """A recipe operand as floats: a quantity derived before (``@name``) or a raw column, which is
     converted once (``numeric`` keeps it) however many recipes use it."""
     if name.startswith("@"):
         return values.get(name[1:])
     if name not in numeric:
-        column = raw[name] if name in raw.columns else None
-        if column is not None and column.dtype != np.float64:  # float64 (the readers' columns) as it is
-            column = pd.to_numeric(column, errors="coerce").astype("float64")
-        numeric[name] = None if column is None else column.to_numpy()
+        column = raw.get(name)
+        numeric[name] = None if column is None else _floats(column)
     return numeric[name]
 
 
@@ -41,43 +68,45 @@ def _evaluate(recipe: Recipe, operand: Callable[[str], np.ndarray | None], cc: n
     """The recipe's value per row (NaN where it gives none), or None when it lacks an operand.
 
     On numpy arrays rather than Series: a report has a few rows, where pandas' fixed cost per
-    operation would be most of the stage's time. Overflow and 0/0 give inf/NaN, dropped below.
+    operation would be most of the stage's time. Overflow and 0/0 give inf/NaN (the caller ignores
+    numpy's warnings about them), dropped below.
     """
     total = None
-    with np.errstate(all="ignore"):
-        for coef, metric in recipe.terms:
-            column = operand(metric)
-            if column is None:
-                return None
-            total = coef * column if total is None else total + coef * column
-        for name in recipe.scale:
-            column = operand(name)
-            if column is None:
-                return None
-            total = total * column
-        for name in recipe.divide:
-            column = operand(name)
-            if column is None:
-                return None
-            total = total / np.where(column != 0, column, np.nan)
+    for coef, metric in recipe.terms:
+        column = operand(metric)
+        if column is None:
+            return None
+        total = coef * column if total is None else total + coef * column
+    for name in recipe.scale:
+        column = operand(name)
+        if column is None:
+            return None
+        total = total * column
+    for name in recipe.divide:
+        column = operand(name)
+        if column is None:
+            return None
+        total = total / np.where(column != 0, column, np.nan)
     if recipe.cc_min is not None or recipe.cc_max is not None:
         ok = (cc >= (recipe.cc_min or 0)) & (cc <= (recipe.cc_max or 999))
         total = np.where(ok, total, np.nan)
     return np.where(np.isfinite(total), total, np.nan)
 
 
-def _compute_capability(raw: pd.DataFrame) -> pd.Series:
-    major = pd.to_numeric(raw.get("device__attribute_compute_capability_major"), errors="coerce")
-    minor = pd.to_numeric(raw.get("device__attribute_compute_capability_minor"), errors="coerce")
-    if major is None or not isinstance(major, pd.Series):
-        text = raw.get("compute_capability", pd.Series([""] * len(raw), index=raw.index)).astype(str)
+def _compute_capability(raw: Mapping[str, object], rows: int) -> np.ndarray:
+    """major * 10 + minor per launch (NaN where unknown), from the compute-capability metrics or,
+    lacking them, from a ``compute_capability`` text such as "8.0"."""
+    major = raw.get("device__attribute_compute_capability_major")
+    minor = raw.get("device__attribute_compute_capability_minor")
+    if major is None:
+        text = pd.Series(raw.get("compute_capability", [""] * rows), copy=False).astype(str)
         codes, uniques = pd.factorize(text, use_na_sentinel=False)
         parts = pd.Series(uniques).str.extract(r"(\d+)\.(\d+)")  # once per distinct text
-        major = pd.Series(pd.to_numeric(parts[0], errors="coerce").to_numpy()[codes], index=raw.index)
-        minor = pd.Series(pd.to_numeric(parts[1], errors="coerce").to_numpy()[codes], index=raw.index)
-    if minor is None or not isinstance(minor, pd.Series):
-        minor = pd.Series(0.0, index=raw.index)
-    return (major * 10 + minor).astype("float64")
+        major = pd.to_numeric(parts[0], errors="coerce").to_numpy()[codes]
+        minor = pd.to_numeric(parts[1], errors="coerce").to_numpy()[codes]
+    major = _floats(major)
+    minor = np.zeros(rows) if minor is None else _floats(minor)
+    return major * 10 + minor
 
 
 # -- plausibility ----------------------------------------------------------------------------------
@@ -172,108 +201,122 @@ def derive_counters(raw: pd.DataFrame) -> pd.DataFrame:
     Columns already present under a quantity's name (what-if rows) win over recipes. Absurd values
     (see the plausibility notes above) are refused per launch and quantity, never silently used.
     """
-    return pd.DataFrame(derive_columns(raw), index=raw.index)
+    columns = derive_columns(raw_columns(raw), len(raw))
+    return pd.DataFrame({name: pd.arrays.ArrowStringArray(values) if isinstance(values, pa.Array) else values
+                         for name, values in columns.items()}, index=raw.index)
 
 
-def derive_columns(raw: pd.DataFrame) -> dict[str, object]:
-    """:func:`derive_counters` as its columns (name -> array or Series on ``raw``'s index), which
-    the parse stage completes and conforms into one frame (:func:`roofline.schemas.conform_columns`).
+def derive_columns(raw: Mapping[str, object], rows: int) -> dict[str, object]:
+    """:func:`derive_counters` of a raw launch frame given as its ``rows``-long columns (name ->
+    array: :func:`raw_columns`), as the counters columns (name -> NumPy array of numbers, or Arrow
+    array of text), which the parse stage completes and makes one table
+    (:func:`roofline.schemas.conform_columns`, :func:`roofline.table_files.arrow_from_columns`).
 
-    The columns are arrays, never a frame: a report has a few launches, where pandas' fixed cost
-    per operation (~200 columns) would be most of the time.
+    Arrays, never a frame: a report has a few launches, where pandas' fixed cost per operation
+    (~200 columns) would be most of the time.
     """
-    cc = _compute_capability(raw)
+    cc = _compute_capability(raw, rows)
     values: dict[str, np.ndarray] = {}
     # Per quantity and row, the recipe that gave the value or why it was refused, as codes into
     # texts (100k launches share a few texts: each becomes a string once).
     recipes: dict[str, tuple[list, np.ndarray]] = {}
     refusals: dict[str, dict[int, str]] = {}  # per quantity, row -> why its value was refused
     operand = functools.partial(_column, raw, values, {})
-    cc_values = cc.to_numpy()
-    for quantity in QUANTITIES:
-        value = np.full(len(raw), np.nan)
-        texts: list = [""]
-        text_code = np.zeros(len(raw), dtype=np.int64)
-        refused: dict[int, str] = {}
-        if quantity.name in raw.columns:
-            value = np.array(pd.to_numeric(raw[quantity.name], errors="coerce"), dtype="float64")
-            label = raw.get(f"{quantity.name}_recipe", pd.Series("given", index=raw.index))
-            text_code, uniques = pd.factorize(label.where(~np.isnan(value), ""), use_na_sentinel=False)
-            texts = list(uniques)
-            refused = _implausible(quantity, value, None)
-        is_refused = np.zeros(len(raw), dtype=bool)
-        is_refused[list(refused)] = True
-        for recipe in quantity.recipes:
-            open_rows = np.isnan(value) & ~is_refused
-            if not open_rows.any():
-                break
-            result = _evaluate(recipe, operand, cc_values)
-            if result is None:
-                continue
-            fill = open_rows & ~np.isnan(result)
-            reasons = _implausible(quantity, np.where(fill, result, np.nan), recipe)
-            refused.update(reasons)
-            is_refused[list(reasons)] = True
-            fill[list(reasons)] = False
-            value = np.where(fill, result, value)
-            text_code[fill] = len(texts)
-            text_code[list(reasons)] = len(texts)  # the recipe that gave the refused value
-            texts.append(recipe.name)
-        for row in refused:
-            value[row] = np.nan
-        values[quantity.name] = value
-        recipes[quantity.name] = (texts, text_code)
-        refusals[quantity.name] = refused
-    _refuse_rates(values, recipes, refusals)
+    with np.errstate(all="ignore"):  # overflow and 0/0 in a recipe: inf/NaN, dropped by _evaluate
+        for quantity in QUANTITIES:
+            values[quantity.name], recipes[quantity.name], refusals[quantity.name] = _derive_quantity(
+                quantity, raw, rows, operand, cc)
+        _refuse_rates(values, recipes, refusals)
     out: dict[str, object] = {}
-    # StringDtype (pd.NA) text without missing values is what conform() keeps as it is; its Arrow
-    # type (64-bit offsets) from the start, so that no column is cast. Most quantities have no
-    # refusal: their column is one Arrow array of empty texts (immutable, so shared).
-    no_refusal = pa.repeat(pa.scalar("", pa.large_string()), len(raw))
+    # Text as Arrow (64-bit offsets, the tables' type), never with a missing value. Most quantities
+    # have no refusal: their column is one array of empty texts (immutable, so shared).
+    no_refusal = pa.repeat(pa.scalar("", pa.large_string()), rows)
     for name, value in values.items():
         texts, text_code = recipes[name]
         out[name] = value
-        text = pa.array(texts, pa.large_string(), from_pandas=True).take(pa.array(text_code))
-        out[f"{name}_recipe"] = pd.arrays.ArrowStringArray(text)
+        out[f"{name}_recipe"] = _coded_texts(texts, text_code)
         if not refusals[name]:
-            out[f"{name}_refused"] = pd.arrays.ArrowStringArray(no_refusal)
+            out[f"{name}_refused"] = no_refusal
             continue
-        reasons = ["", *refusals[name].values()]  # codes into the texts, as for the recipe names
-        why = np.zeros(len(raw), dtype=np.int64)
-        why[list(refusals[name])] = np.arange(1, len(reasons))
-        out[f"{name}_refused"] = pd.arrays.ArrowStringArray(pa.array(reasons, pa.large_string()).take(pa.array(why)))
+        why = np.zeros(rows, dtype=np.int64)
+        why[list(refusals[name])] = np.arange(1, len(refusals[name]) + 1)
+        out[f"{name}_refused"] = _coded_texts(["", *refusals[name].values()], why)
     # NaN when every tensor class is NaN, else their sum (NaN counted 0), as pandas' sum(min_count=1)
     tensor = np.stack([values[f"flop_{c}"] for c in metrics.TENSOR_CLASSES])
     none = np.isnan(tensor).all(axis=0)
     out["flop_tensor"] = np.where(none, np.nan, np.nansum(tensor, axis=0))
     for key in _IDENTITY_KEYS:
-        if key in raw.columns:
-            out[key] = raw[key].values
-    if "compute_capability" not in raw.columns or (raw["compute_capability"].astype(str) == "").all():
+        if key in raw:
+            out[key] = raw[key]
+    if "compute_capability" not in raw or (pd.Series(raw["compute_capability"], copy=False).astype(str) == "").all():
         codes, uniques = pd.factorize(cc, use_na_sentinel=False)
         texts = ["" if math.isnan(v) else f"{int(v) // 10}.{int(v) % 10}" for v in uniques]
-        out["compute_capability"] = np.array(texts, dtype=object)[codes]
+        out["compute_capability"] = _coded_texts(texts, codes)
     for column, metric in metrics.IDENTITY_METRICS.items():
         if column in ("device", "shared_mem_static_bytes", "shared_mem_dynamic_bytes") or column.startswith("cc_"):
             continue
-        if metric in raw.columns:
-            out[column] = pd.to_numeric(raw[metric], errors="coerce")
-    static = pd.to_numeric(
-        raw.get("launch__shared_mem_per_block_static", pd.Series(np.nan, index=raw.index)), errors="coerce"
-    )
-    dynamic = pd.to_numeric(
-        raw.get("launch__shared_mem_per_block_dynamic", pd.Series(np.nan, index=raw.index)), errors="coerce"
-    )
-    out["shared_mem_bytes"] = static.fillna(0) + dynamic.fillna(0)
-    codes, names = pd.factorize(raw["kernel"].astype(str))  # a short name once per kernel, not per launch
-    shorts = pa.array([short_kernel_name(name) for name in names], pa.string())
-    out["kernel_short"] = pd.Series(shorts.take(pa.array(codes)), index=raw.index, dtype="str")
+        if metric in raw:
+            out[column] = _floats(raw[metric])
+    shared = np.zeros(rows)
+    for metric in ("launch__shared_mem_per_block_static", "launch__shared_mem_per_block_dynamic"):
+        if metric in raw:
+            part = _floats(raw[metric])
+            shared = shared + np.where(np.isnan(part), 0.0, part)
+    out["shared_mem_bytes"] = shared
+    kernels = pc.dictionary_encode(arrow_texts(raw["kernel"]))  # a short name once per kernel, not per launch
+    if isinstance(kernels, pa.ChunkedArray):
+        kernels = kernels.combine_chunks()
+    shorts = [short_kernel_name(name) for name in kernels.dictionary.to_pylist()]
+    out["kernel_short"] = pa.array(shorts, pa.large_string()).take(kernels.indices)
     refused = {}
-    for name, rows in refusals.items():
-        refused[name] = np.zeros(len(raw), dtype=bool)
-        refused[name][list(rows)] = True
+    for name, rows_refused in refusals.items():
+        refused[name] = np.zeros(rows, dtype=bool)
+        refused[name][list(rows_refused)] = True
     out["missing"], out["missing_hint"] = _missing(values, refused)
     return out
+
+
+def _derive_quantity(quantity, raw: Mapping[str, object], rows: int, operand: Callable, cc: np.ndarray):
+    """One quantity's values, the recipe of each (texts and a code per row) and its refusals (row ->
+    why): a value the input gives under the quantity's name first, then the recipes in order."""
+    value = np.full(rows, np.nan)
+    texts: list = [""]
+    text_code = np.zeros(rows, dtype=np.int64)
+    refused: dict[int, str] = {}
+    if quantity.name in raw:
+        value = _floats(raw[quantity.name]).copy()
+        label = pd.Series(raw.get(f"{quantity.name}_recipe", ["given"] * rows), copy=False)
+        text_code, uniques = pd.factorize(label.where(~np.isnan(value), ""), use_na_sentinel=False)
+        texts = list(uniques)
+        refused = _implausible(quantity, value, None)
+    is_refused = np.zeros(rows, dtype=bool)
+    is_refused[list(refused)] = True
+    for recipe in quantity.recipes:
+        open_rows = np.isnan(value) & ~is_refused
+        if not open_rows.any():
+            break
+        result = _evaluate(recipe, operand, cc)
+        if result is None:
+            continue
+        fill = open_rows & ~np.isnan(result)
+        reasons = _implausible(quantity, np.where(fill, result, np.nan), recipe)
+        if reasons:
+            refused.update(reasons)
+            is_refused[list(reasons)] = True
+            fill[list(reasons)] = False
+            text_code[list(reasons)] = len(texts)  # the recipe that gave the refused value
+        value = np.where(fill, result, value)
+        text_code[fill] = len(texts)
+        texts.append(recipe.name)
+    for row in refused:
+        value[row] = np.nan
+    return value, (texts, text_code), refused
+
+
+def _coded_texts(texts: list, codes: np.ndarray) -> pa.Array:
+    """``texts[code]`` per row as Arrow text, a missing text as empty."""
+    arrow = pa.array(texts, pa.large_string(), from_pandas=True)
+    return (arrow.fill_null("") if arrow.null_count else arrow).take(pa.array(codes))
 
 
 def _missing_text(
@@ -300,7 +343,7 @@ def _missing_text(
     return ";".join(missing), " ; ".join(dict.fromkeys(hints))
 
 
-def _missing(values: dict[str, np.ndarray], refused: dict[str, np.ndarray]) -> tuple[list[str], list[str]]:
+def _missing(values: dict[str, np.ndarray], refused: dict[str, np.ndarray]) -> tuple[pa.Array, pa.Array]:
     """Per launch, the roofline quantities it lacks and the ncu flags that would supply them, from
     the values of duration_s, dram_bytes and flop_<class> and whether each was refused.
 
@@ -318,10 +361,9 @@ def _missing(values: dict[str, np.ndarray], refused: dict[str, np.ndarray]) -> t
             np.stack([refused[c] for c in flop_columns]).any(axis=0),
         ]
     ).reshape(len(values["duration_s"]), 6)
-    codes = flags.astype(np.int64) @ (1 << np.arange(6))
-    texts = {int(c): _missing_text(*(bool(int(c) >> i & 1) for i in range(6))) for c in np.unique(codes)}
-    picked = [texts[c] for c in codes.tolist()]
-    return [m for m, _ in picked], [h for _, h in picked]
+    combinations, codes = np.unique(flags.astype(np.int64) @ (1 << np.arange(6)), return_inverse=True)
+    texts = [_missing_text(*(bool(int(c) >> i & 1) for i in range(6))) for c in combinations]
+    return _coded_texts([m for m, _ in texts], codes), _coded_texts([h for _, h in texts], codes)
 
 
 _ANGLE_BRACKET = re.compile(r"[<>]")

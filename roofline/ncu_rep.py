@@ -37,10 +37,6 @@ _VERSION = re.compile(rb"(20\d\d\.\d+\.\d+(?:\.\d+)?) \(build \d+\)")
 _NCU_COMMAND = re.compile(rb"/ncu(\.exe)?[ \t]")
 
 
-def _wanted(name: str) -> bool:
-    return name in _NEEDED_METRICS or name.startswith(_TENSOR_PREFIX)
-
-
 def _dims(action, prefix: str) -> str:
     values = []
     for axis in "xyz":
@@ -138,7 +134,16 @@ def _not_a_report(path: Path, ranges: int, shown: Path) -> InputError:
 
 
 def read_ncu_rep(path: str | Path) -> pd.DataFrame:
-    """Read an ``.ncu-rep`` with NVIDIA's ``ncu_report`` into the raw launch frame.
+    """Read an ``.ncu-rep`` with NVIDIA's ``ncu_report`` into the raw launch frame (see
+    :func:`read_ncu_rep_columns` for the errors and warnings).
+    """
+    return _launch_frame(*_read_launches(path))
+
+
+def read_ncu_rep_columns(path: str | Path) -> tuple[dict[str, object], int]:
+    """:func:`read_ncu_rep` as the frame's columns (name -> NumPy array of numbers or Arrow array of
+    text) and its rows: what the parse stage derives from, without the frame between (a report has
+    a few launches, where building a frame costs more than the derivation).
 
     A compressed report (``.ncu-rep.gz``, ``.xz``, ``.zst``: see :mod:`roofline.compressed`) is read
     from a decompressed temporary copy, since ``ncu_report`` reads only paths; messages name ``path``.
@@ -156,6 +161,12 @@ def read_ncu_rep(path: str | Path) -> pd.DataFrame:
     UnitWarning
         Tensor-path metrics no recipe reads, left out for such a unit.
     """
+    identities, launch_values = _read_launches(path)
+    return _launch_columns(identities, launch_values), len(identities)
+
+
+def _read_launches(path: str | Path) -> tuple[list[tuple], list[dict[str, float]]]:
+    """Each launch's identity (:data:`_IDENTITY`) and metric values in SI units, in report order."""
     # imported here: compressed builds on this module's InputError
     from roofline.compressed import compression_of, decompressed_copy
 
@@ -168,7 +179,7 @@ def read_ncu_rep(path: str | Path) -> pd.DataFrame:
     return _read_report(path, path)
 
 
-def _read_report(path: Path, shown: Path) -> pd.DataFrame:
+def _read_report(path: Path, shown: Path) -> tuple[list[tuple], list[dict[str, float]]]:
     """:func:`read_ncu_rep` of the uncompressed report ``path``; messages name ``shown``."""
     import ncu_report  # imported here: the rest of the package works without it
 
@@ -222,7 +233,7 @@ def _read_report(path: Path, shown: Path) -> pd.DataFrame:
             if moves is not None:
                 values[metrics.HFMA2_MMA_METRIC] = moves
             for name in names:
-                if not _wanted(name) or name == _DEVICE_NAME:
+                if name not in _NEEDED_METRICS and not name.startswith(_TENSOR_PREFIX) or name == _DEVICE_NAME:
                     continue
                 metric = action.metric_by_name(name)
                 try:
@@ -243,8 +254,8 @@ def _read_report(path: Path, shown: Path) -> pd.DataFrame:
             launch_values.append(values)
     if not identities:
         raise _not_a_report(path, context.num_ranges(), shown)
-    unknown_unit_warning(str(shown), unknown, stacklevel=3)
-    return _launch_frame(identities, launch_values)
+    unknown_unit_warning(str(shown), unknown, stacklevel=4)
+    return identities, launch_values
 
 
 _PER_OPCODE = metrics.HFMA2_MMA_METRIC.split("[")[0]
@@ -262,6 +273,29 @@ def _register_moves(action) -> float | None:
     )
 
 
+def _metric_matrix(launch_values: list[dict[str, float]]) -> tuple[list[str], np.ndarray]:
+    """The metrics in the order they first appear, and a launches x metrics matrix of their values
+    (NaN where a launch lacks one)."""
+    names = list(dict.fromkeys(name for values in launch_values for name in values))
+    matrix = np.array(
+        [[values.get(name, np.nan) for name in names] for values in launch_values], dtype="float64"
+    ).reshape(len(launch_values), len(names))
+    return names, matrix
+
+
+def _launch_columns(identities: list[tuple], launch_values: list[dict[str, float]]) -> dict[str, object]:
+    """The raw launch frame's columns (:func:`_launch_frame`'s), without the frame."""
+    import pyarrow as pa
+
+    columns: dict[str, object] = {"launch": np.array([identity[0] for identity in identities], dtype=np.int64)}
+    for position, key in enumerate(_IDENTITY[1:], start=1):
+        columns[key] = pa.array([identity[position] for identity in identities], pa.large_string())
+    names, matrix = _metric_matrix(launch_values)
+    columns.update(zip(names, np.asfortranarray(matrix).T, strict=True))  # each metric's values contiguous
+    columns["source_format"] = pa.repeat(pa.scalar("ncu-rep", pa.large_string()), len(identities))
+    return columns
+
+
 def _launch_frame(identities: list[tuple], launch_values: list[dict[str, float]]) -> pd.DataFrame:
     """The raw launch frame: identity columns, then one float column per metric in the order the
     metrics first appear (NaN where a launch lacks one), then ``source_format``.
@@ -269,10 +303,7 @@ def _launch_frame(identities: list[tuple], launch_values: list[dict[str, float]]
     Built as one float matrix rather than from per-launch dicts, from which pandas infers each
     column's type from Python objects (a 3-launch report with 718 metrics: 5.1 ms -> 0.86 ms).
     """
-    names = list(dict.fromkeys(name for values in launch_values for name in values))
-    matrix = np.array(
-        [[values.get(name, np.nan) for name in names] for values in launch_values], dtype="float64"
-    ).reshape(len(launch_values), len(names))
+    names, matrix = _metric_matrix(launch_values)
     identity = pd.DataFrame(identities, columns=list(_IDENTITY))
     source = pd.DataFrame({"source_format": ["ncu-rep"] * len(identities)})
     return pd.concat([identity, pd.DataFrame(matrix, columns=names), source], axis=1)

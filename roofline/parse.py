@@ -28,11 +28,11 @@ import pyarrow.compute as pc
 
 from roofline import metrics
 from roofline.compressed import plain_name
-from roofline.derive import derive_columns
+from roofline.derive import arrow_texts, derive_columns, raw_columns
 from roofline.inputs import is_what_if_csv, write_refusal
-from roofline.ncu_rep import InputError, read_ncu_rep, report_provenance
-from roofline.schemas import conform, conform_columns
-from roofline.table_files import write_table
+from roofline.ncu_rep import InputError, read_ncu_rep, read_ncu_rep_columns, report_provenance
+from roofline.schemas import conform_columns, conform_some
+from roofline.table_files import arrow_from_columns, write_arrow, write_table
 from roofline.units import UnitError, UnitWarning
 
 log = logging.getLogger("roofline.parse")
@@ -138,34 +138,76 @@ def read_input(path: str | Path, kind: str) -> pd.DataFrame:
     raise InputError(f"{path}: unknown input kind {kind!r}")
 
 
+def read_input_columns(path: str | Path, kind: str) -> tuple[dict[str, object], int]:
+    """:func:`read_input` as the raw launch frame's columns and rows (see
+    :func:`roofline.derive.raw_columns`); a report's without the frame between."""
+    if kind == "ncu-rep" and Path(path).exists() and not _capture_failure(Path(path)):
+        return read_ncu_rep_columns(path)
+    raw = read_input(path, kind)
+    return raw_columns(raw), len(raw)
+
+
 def parse_input(path: str | Path, app: str, kind: str, device: str | None = None) -> pd.DataFrame:
     """The whole stage for one input: read, derive, add provenance; returns the counters table.
 
     ``device`` names the GPU for inputs that record none (CSV exports); a recorded name wins.
     """
+    counters, rows = counters_columns(path, app, kind, device)
+    return conform_columns(counters, "counters", rows)
+
+
+def parse_table(path: str | Path, app: str, kind: str, device: str | None = None):
+    """:func:`parse_input` as the Arrow table the parse job writes (the same values, no frame)."""
+    counters, rows = counters_columns(path, app, kind, device)
+    return arrow_from_columns(counters, "counters", rows)
+
+
+def counters_columns(path: str | Path, app: str, kind: str, device: str | None = None) -> tuple[dict, int]:
+    """:func:`parse_input`'s columns (name -> array, as :func:`roofline.derive.derive_columns`
+    gives them) and rows."""
     path = Path(path)
     with ThreadPoolExecutor(max_workers=1) as pool:
         # hashlib releases the GIL: hashing overlaps the parsing (on the pool's one thread, which
-        # stays at nice 19 and ends with the pool)
-        digest = pool.submit(_sha256_idle, path)
-        raw = read_input(path, kind)
-        counters = derive_columns(raw)  # completed here, then made one frame
-        rows = len(raw)
-        recorded = pd.Series(counters.get("device", [""] * rows), dtype=object).fillna("").astype(str)
-        if device:
-            named = recorded.where(recorded != "", device)
-        else:
-            cc = pd.Series(counters["compute_capability"], dtype=object)
-            unnamed = {c: f"unnamed GPU (sm_{c.replace('.', '')})" if c else "unnamed GPU" for c in cc.unique()}
-            named = recorded.where(recorded != "", cc.map(unnamed))
-        counters["device"] = named.to_numpy(dtype=object)
-        provenance = {"app": app, "source_file": str(path), "source_sha256": digest.result(),
-                      "convention": metrics.CONVENTION}
+        # stays at nice 19 and ends with the pool); a report's own provenance is read there too
+        facts = pool.submit(_file_facts, path, kind)
+        raw, rows = read_input_columns(path, kind)
+        counters = derive_columns(raw, rows)
+        counters["device"] = _device_names(counters.get("device"), counters["compute_capability"], device, rows)
+        digest, (version, command) = facts.result()
+    provenance = {"app": app, "source_file": str(path), "source_sha256": digest, "convention": metrics.CONVENTION}
     if kind == "ncu-rep":
-        provenance["ncu_version"], provenance["command_line"] = report_provenance(path)
+        provenance["ncu_version"], provenance["command_line"] = version, command
     for column, text in provenance.items():  # one value for every launch
-        counters[column] = pd.arrays.ArrowStringArray(pa.repeat(pa.scalar(text, pa.large_string()), rows))
-    return conform_columns(counters, "counters", rows)
+        counters[column] = pa.repeat(pa.scalar(text, pa.large_string()), rows)
+    return counters, rows
+
+
+def _file_facts(path: Path, kind: str) -> tuple[str, tuple[str, str]]:
+    """The file's sha256 and, for a report, the ncu version and command line it stores; at the
+    lowest priority (see :func:`_lowest_priority`): call it on its own thread."""
+    digest = _sha256_idle(path)
+    return digest, report_provenance(path) if kind == "ncu-rep" else ("", "")
+
+
+def _device_names(recorded, compute_capability, device: str | None, rows: int) -> pa.Array:
+    """Each launch's GPU name: the recorded one, else ``device``, else "unnamed GPU (sm_XY)" from its
+    compute capability."""
+    names = _text_values(recorded, rows)
+    unnamed = names == ""
+    if unnamed.any():
+        if device:
+            fallback = np.full(rows, device, dtype=object)
+        else:
+            capabilities = _text_values(compute_capability, rows)
+            texts = {c: f"unnamed GPU (sm_{c.replace('.', '')})" if c else "unnamed GPU" for c in set(capabilities)}
+            fallback = np.array([texts[c] for c in capabilities], dtype=object)
+        names = np.where(unnamed, fallback, names)
+    return pa.array(names, pa.large_string())
+
+
+def _text_values(values, rows: int) -> np.ndarray:
+    """:func:`_texts` of a column that may be absent (None: all empty)."""
+    return np.full(rows, "", dtype=object) if values is None else _texts(values)
 
 
 def _launch_problems(row, refusal_columns: list[str]) -> list[str]:
@@ -191,43 +233,47 @@ def _launch_problems(row, refusal_columns: list[str]) -> list[str]:
     return problems
 
 
-def diagnostics_for(counters: pd.DataFrame, app: str) -> pd.DataFrame:
+def diagnostics_for(counters, app: str) -> pd.DataFrame:
     """One warning row per launch that lacks or had refused a roofline quantity, and one per file
-    whose launches ran on several devices."""
-    refusal_columns = [c for c in counters.columns if c.endswith("_refused")]
+    whose launches ran on several devices. ``counters``: the counters table as a frame or as the
+    Arrow table :func:`parse_table` gives."""
+    names = counters.column_names if isinstance(counters, pa.Table) else list(counters.columns)
+    refusal_columns = [c for c in names if c.endswith("_refused")]
     missing = _texts(counters["missing"])
-    what_if = (_texts(counters["source_format"]) == "what-if" if "source_format" in counters.columns
-               else np.zeros(len(counters), dtype=bool))
+    what_if = (_texts(counters["source_format"]) == "what-if" if "source_format" in names
+               else np.zeros(len(missing), dtype=bool))
     flagged = (missing != "") & ~(what_if & (missing == "duration_s"))
     for column in refusal_columns:  # ~60 columns, mostly one shared array of empty texts each
         flagged |= _non_empty(counters[column])
     rows = []
-    read = [c for c in (*refusal_columns, "missing", "source_format", "source_file", "launch", "kernel_short")
-            if c in counters.columns]
-    for _, row in (counters.loc[flagged, read].iterrows() if flagged.any() else ()):
-        problems = _launch_problems(row, refusal_columns)
-        if problems:
-            rows.append(
-                {
+    where = np.flatnonzero(flagged)
+    if len(where):
+        read = [c for c in (*refusal_columns, "missing", "source_format", "source_file", "kernel_short")
+                if c in names]
+        picked = {c: _texts(counters[c])[where] for c in read}
+        picked["launch"] = _numbers(counters["launch"])[where]
+        for i in range(len(where)):
+            row = {c: values[i] for c, values in picked.items()}
+            problems = _launch_problems(row, refusal_columns)
+            if problems:
+                rows.append({
                     "source_file": row["source_file"],
                     "launch": row["launch"],
                     "message": f"launch {row['launch']} ({row['kernel_short']}): {'; '.join(problems)}",
-                }
-            )
-    # only the columns the message reads: a copy of every counters column would cost more than the rest
-    measured = counters.loc[~what_if,
-                            [c for c in ("device", "launch", "source_file") if c in counters.columns]]
-    devices = sorted(d for d in measured.get("device", pd.Series(dtype=str)).dropna().unique() if d)
-    if len(devices) > 1:
-        spans = "; ".join(
-            f"{device}: {_launch_span(measured.loc[measured['device'] == device, 'launch'])}" for device in devices
-        )
+                })
+    measured = ~what_if
+    devices = _text_values(counters["device"] if "device" in names else None, len(missing))[measured]
+    distinct = sorted(d for d in set(devices) if d)
+    if len(distinct) > 1:
+        launches = _numbers(counters["launch"])[measured]
+        source = _texts(counters["source_file"])[measured][0]
+        spans = "; ".join(f"{device}: {_launch_span(launches[devices == device])}" for device in distinct)
         rows.append(
             {
-                "source_file": measured["source_file"].iat[0],
+                "source_file": source,
                 "launch": np.nan,
                 "message": (
-                    f"{measured['source_file'].iat[0]}: the launches ran on {len(devices)} devices ({spans}); each "
+                    f"{source}: the launches ran on {len(distinct)} devices ({spans}); each "
                     "is analysed against its own ceilings. If one application should run on one GPU, the file "
                     "mixes exports: split it, one file per device"
                 ),
@@ -240,31 +286,27 @@ def diagnostics_for(counters: pd.DataFrame, app: str) -> pd.DataFrame:
     return frame
 
 
-def _arrow_texts(column: pd.Series) -> pa.Array | pa.ChunkedArray:
-    """A text column as Arrow (a copy only where it is not Arrow-backed already); missing = empty."""
-    values = column.array
-    arrow = pa.array(values) if hasattr(values, "__arrow_array__") else pa.array(
-        column.to_numpy(dtype=object), pa.large_string(), from_pandas=True)
-    if not (pa.types.is_large_string(arrow.type) or pa.types.is_string(arrow.type)):
-        arrow = arrow.cast(pa.large_string())
-    return arrow.fill_null("") if arrow.null_count else arrow
+def _numbers(values) -> np.ndarray:
+    """A numeric column (Series, array or Arrow array) as a NumPy array."""
+    return np.asarray(values.to_numpy() if hasattr(values, "to_numpy") else values)
 
 
-def _texts(column: pd.Series) -> np.ndarray:
-    """A text column's values as a NumPy object array, a missing text as empty."""
-    return np.asarray(_arrow_texts(column).to_numpy(zero_copy_only=False), dtype=object)
+def _texts(values) -> np.ndarray:
+    """A text column's values (Series, array or Arrow array) as a NumPy object array, a missing
+    text as empty."""
+    return np.asarray(arrow_texts(values).to_numpy(zero_copy_only=False), dtype=object)
 
 
 def _non_empty(column: pd.Series) -> np.ndarray:
     """Which values of a text column say something (a missing text says nothing)."""
-    arrow = _arrow_texts(column)
+    arrow = arrow_texts(column)
     chunks = arrow.chunks if isinstance(arrow, pa.ChunkedArray) else [arrow]
     if all(len(chunk.buffers()[2] or b"") == 0 for chunk in chunks):  # no character at all: every text empty
         return np.zeros(len(column), dtype=bool)
     return np.asarray(pc.not_equal(arrow, "").to_numpy(zero_copy_only=False), dtype=bool)
 
 
-def _launch_span(launches: pd.Series) -> str:
+def _launch_span(launches: np.ndarray) -> str:
     ids = sorted(int(i) for i in launches)
     text = ", ".join(str(i) for i in ids[:6]) + (", …" if len(ids) > 6 else "")
     return f"{len(ids)} launch(es) [{text}]"
@@ -301,7 +343,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            counters = parse_input(args.input, args.app, args.kind, args.device or None)
+            counters = parse_table(args.input, args.app, args.kind, args.device or None)
         diagnostics = diagnostics_for(counters, args.app)
         repaired = [
             {"app": args.app, "stage": "parse", "severity": "warning", "source_file": args.input, "message": text}
@@ -319,16 +361,17 @@ def main(argv: list[str] | None = None) -> int:
                 "re-export it, and report this message if the file opens in Nsight Compute"
             )
         log.error("%s", message)
-        counters = conform(pd.DataFrame(), "counters")
+        counters = arrow_from_columns({}, "counters", 0)
         diagnostics = pd.DataFrame(
             [{"app": args.app, "stage": "parse", "severity": "error", "source_file": args.input, "message": message}]
         )
     for message in diagnostics.loc[diagnostics["severity"] == "warning", "message"]:
         log.warning("%s", _named(message, args.input))
-    from roofline.report_peaks import peaks_metadata
+    from roofline.report_peaks import peak_columns, peaks_metadata
 
     # what the ceilings read of the launches, in the file's metadata: the ceilings job reads no launch
-    write_table(counters, "counters", args.output, metadata=peaks_metadata(counters))
+    peaks = conform_some(counters.select(peak_columns()).to_pandas(), "counters", peak_columns())
+    write_arrow(counters, args.output, metadata=peaks_metadata(peaks))
     write_table(diagnostics, "diagnostics", args.diagnostics)
     return 0
 

@@ -266,13 +266,18 @@ def conform_columns(values: dict, table: str, rows: int) -> pd.DataFrame:
     ValueError
         If ``values`` has a column the table does not declare.
     """
+    check_declared(values, table)
+    out = {column.name: typed_array(values[column.name], column.dtype) if column.name in values
+           else absent_array(column.dtype, rows) for column in TABLES[table]}
+    return pd.DataFrame(out, copy=False)
+
+
+def check_declared(names: Iterable[str], table: str) -> None:
+    """Raise ValueError naming the columns among ``names`` that ``table`` does not declare."""
     declared = _DECLARED[table]
-    extra = [name for name in values if name not in declared]
+    extra = [name for name in names if name not in declared]
     if extra:
         raise ValueError(f"table {table!r} does not declare columns {extra}; add them to roofline/schemas.py")
-    out = {column.name: _typed_array(values[column.name], column.dtype) if column.name in values
-           else _absent(column.dtype, rows) for column in TABLES[table]}
-    return pd.DataFrame(out, copy=False)
 
 
 def conform_some(frame: pd.DataFrame, table: str, names: Sequence[str]) -> pd.DataFrame:
@@ -281,8 +286,8 @@ def conform_some(frame: pd.DataFrame, table: str, names: Sequence[str]) -> pd.Da
     table's ~120 columns."""
     declared = {column.name: column.dtype for column in TABLES[table]}
     values = dict(zip(frame.columns, _column_arrays(frame), strict=True))
-    return pd.DataFrame({name: _typed_array(values[name], declared[name]) if name in values
-                         else _absent(declared[name], len(frame)) for name in names if name in declared},
+    return pd.DataFrame({name: typed_array(values[name], declared[name]) if name in values
+                         else absent_array(declared[name], len(frame)) for name in names if name in declared},
                         copy=False)
 
 
@@ -295,13 +300,20 @@ def _column_arrays(frame: pd.DataFrame):
     return (frame.iloc[:, position].array for position in range(frame.shape[1]))
 
 
-def _typed_array(values, dtype: str):
-    """``values`` (array, Series or list) as a new array of the declared ``dtype``, as :func:`typed_column`."""
+def typed_array(values, dtype: str):
+    """``values`` (array, Series, Arrow array or list) as a new array of the declared ``dtype``, as
+    :func:`typed_column`."""
+    if _is_arrow(values):  # text from the parse stage's derivation, for instance
+        import pyarrow as pa
+
+        values = (pd.arrays.ArrowStringArray(values.cast(pa.large_string())) if pa.types.is_string(values.type)
+                  or pa.types.is_large_string(values.type) else values.to_numpy(zero_copy_only=False))
     if isinstance(values, pd.Series):  # its numpy array, or its extension array (text)
         values = values.to_numpy() if values.dtype.kind in "fiub" else values.array
     elif not hasattr(values, "dtype"):  # a list
         values = pd.array(values) if dtype == "str" else np.asarray(values)
-    if values.dtype == _DTYPES.get(dtype) or (dtype == "str" and values.dtype == _TEXT and not values.isna().any()):
+    if values.dtype == NUMPY_DTYPES.get(dtype) or (
+            dtype == "str" and values.dtype == _TEXT and not values.isna().any()):
         return values.copy()  # typed already (most columns of a stage's frame): no conversion pass
     if dtype == "str" and (values.dtype == object or isinstance(values.dtype, pd.StringDtype)):
         # Python strings or pandas' other text dtype (names, grids): Arrow's text from them
@@ -316,16 +328,21 @@ def _typed_array(values, dtype: str):
     return typed.array if dtype == "str" else typed.to_numpy(copy=True)
 
 
-def _absent(dtype: str, n: int):
+def _is_arrow(values) -> bool:
+    """Whether ``values`` is an Arrow array (pyarrow is not imported to tell)."""
+    return type(values).__module__.startswith("pyarrow")
+
+
+def absent_array(dtype: str, n: int):
     """The values of a column the frame lacks, once conformed: what typed_column makes of missing values."""
     if dtype == "str":
         return pd.array(np.full(n, "", dtype=object), dtype=_TEXT)
-    return np.full(n, ABSENT_VALUES[dtype], dtype=_DTYPES[dtype])
+    return np.full(n, ABSENT_VALUES[dtype], dtype=NUMPY_DTYPES[dtype])
 
 
 def typed_column(values: pd.Series, dtype: str) -> pd.Series:
     """``values`` as the declared ``dtype`` ("float", "int", "bool", "str") of a table's column."""
-    if values.dtype == _DTYPES.get(dtype) or (dtype == "str" and values.dtype == _TEXT and not values.hasnans):
+    if values.dtype == NUMPY_DTYPES.get(dtype) or (dtype == "str" and values.dtype == _TEXT and not values.hasnans):
         return values  # already typed (most columns of a stage's frame): no conversion pass
     if dtype == "float":
         return pd.to_numeric(values, errors="coerce").astype("float64")
@@ -336,7 +353,7 @@ def typed_column(values: pd.Series, dtype: str) -> pd.Series:
     return values.astype("string").fillna("")
 
 
-_DTYPES = {"float": np.dtype("float64"), "int": np.dtype("int64"), "bool": np.dtype("bool")}
+NUMPY_DTYPES = {"float": np.dtype("float64"), "int": np.dtype("int64"), "bool": np.dtype("bool")}
 # What a column the frame lacks holds once conformed: what typed_column makes of a missing value.
 ABSENT_VALUES = {"float": np.nan, "int": -1, "bool": False, "str": ""}
 _TEXT = pd.StringDtype()  # na_value=pd.NA: not pandas 3's default "str" dtype, which compares equal to "string"
@@ -352,7 +369,7 @@ def _conforms(frame: pd.DataFrame, columns, arrow=None) -> bool:
 def _typed(frame: pd.DataFrame, columns) -> bool:
     """Whether ``frame`` has exactly ``columns``, in order, each of its declared dtype."""
     return list(frame.columns) == [c.name for c in columns] and all(
-        dtype == _DTYPES.get(column.dtype, _TEXT) for column, dtype in zip(columns, frame.dtypes, strict=True))
+        dtype == NUMPY_DTYPES.get(column.dtype, _TEXT) for column, dtype in zip(columns, frame.dtypes, strict=True))
 
 
 def _text_complete(frame: pd.DataFrame, columns, arrow=None) -> bool:
@@ -362,7 +379,7 @@ def _text_complete(frame: pd.DataFrame, columns, arrow=None) -> bool:
     if arrow is not None and arrow.column_names != list(frame.columns):
         arrow = None
     for position, column in enumerate(columns):
-        if column.dtype in _DTYPES:
+        if column.dtype in NUMPY_DTYPES:
             continue
         if arrow.column(position).null_count if arrow is not None else frame[column.name].hasnans:
             return False

@@ -6,21 +6,39 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
 import pandas as pd
 
 from roofline.atomic_files import atomic_output
-from roofline.schemas import TABLES, conform, empty, is_typed, text_complete
+from roofline.schemas import (
+    NUMPY_DTYPES,
+    TABLES,
+    absent_array,
+    check_declared,
+    conform,
+    empty,
+    is_typed,
+    text_complete,
+    typed_array,
+)
 
 
 def write_table(frame: pd.DataFrame, table: str, path: str | os.PathLike,
                 metadata: dict[str, bytes] | None = None) -> None:
     """Conform ``frame`` and write it to Parquet atomically (temp file + rename); ``metadata``
     goes in the file's key-value metadata beside pandas' own."""
-    import pyarrow.parquet as pq
 
     arrow = _conformed_arrow(frame, table)
     if arrow is None:
         arrow = arrow_table(conform(frame, table), table)
+    write_arrow(arrow, path, metadata)
+
+
+def write_arrow(arrow, path: str | os.PathLike, metadata: dict[str, bytes] | None = None) -> None:
+    """Write an Arrow table with a table's schema (:func:`arrow_table`, :func:`arrow_from_columns`) to
+    Parquet atomically, as :func:`write_table` does."""
+    import pyarrow.parquet as pq
+
     if metadata:
         extra = {key.encode(): value for key, value in metadata.items()}
         arrow = arrow.replace_schema_metadata({**(arrow.schema.metadata or {}), **extra})
@@ -65,6 +83,45 @@ def arrow_table(frame: pd.DataFrame, table: str):
     # NaN -> null as from_pandas; from_arrays casts an array to its field's type (32-bit text offsets)
     arrays = [pa.array(values, from_pandas=True) for values in column_arrays()]
     return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def arrow_from_columns(values: dict, table: str, rows: int):
+    """``arrow_table(conform_columns(values, table, rows), table)`` without the frame between: a
+    stage's columns (name -> NumPy array, Arrow array, Series or list of ``rows`` values) as the
+    Arrow table that is written. A parse job's table is often a few launches long and ~200 columns
+    wide, where building the frame would cost more than the rest of the stage.
+
+    Raises
+    ------
+    ValueError
+        If ``values`` has a column the table does not declare.
+    """
+    import pyarrow as pa
+
+    check_declared(values, table)
+    schema = _arrow_schema(table)
+    arrays = [_arrow_column(values.get(column.name), column.dtype, field.type, rows)
+              for column, field in zip(TABLES[table], schema, strict=True)]
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _arrow_column(values, dtype: str, arrow_type, rows: int):
+    """One column of :func:`arrow_from_columns`: what ``arrow_table`` makes of its conformed values."""
+    import pyarrow as pa
+
+    if values is None:  # declared, not given: conform's empty values
+        if dtype == "str":
+            return pa.repeat(pa.scalar("", arrow_type), rows)
+        if dtype == "float":
+            return pa.nulls(rows, arrow_type)  # NaN is null in the written table
+    if dtype == "str" and isinstance(values, pa.Array | pa.ChunkedArray) and (
+            pa.types.is_string(values.type) or pa.types.is_large_string(values.type)):
+        text = values.fill_null("") if values.null_count else values
+        return text if text.type == arrow_type else text.cast(arrow_type)
+    if dtype != "str" and isinstance(values, np.ndarray) and values.dtype == NUMPY_DTYPES[dtype]:
+        return pa.array(values, arrow_type, from_pandas=True)
+    typed = typed_array(values, dtype) if values is not None else absent_array(dtype, rows)
+    return pa.array(typed, from_pandas=True).cast(arrow_type)
 
 
 _ARROW_SCHEMAS: dict = {}

@@ -5,7 +5,9 @@ import hashlib
 import lzma
 import math
 import os
+import re
 import threading
+import warnings
 
 import pandas as pd
 import pyarrow as pa
@@ -293,3 +295,47 @@ def test_a_launch_is_flagged_by_any_refusal_text_however_its_column_is_stored():
         "launch 2 (c): dram_bytes refused (gives -5 B: negative); the launch is kept with these quantities "
         "empty: check the export (units, values)",
     ]
+
+
+def _every_input() -> list:
+    """Every real fixture the workflow reads, the hand-made CSV exports of tests/data and the
+    bundled what-if table."""
+    from conftest import REAL
+
+    from roofline.workflow_config import input_kind
+
+    found = [*sorted(REAL.glob("*/*")), *sorted((REPO / "tests" / "data").glob("*.csv")), TEXTBOOK]
+    inputs = []
+    for path in found:
+        try:
+            inputs.append((path, input_kind(path)))
+        except ValueError:  # not an input (PROVENANCE.md, a README)
+            continue
+    return inputs
+
+
+INPUTS = _every_input()
+
+
+@pytest.mark.parametrize(("path", "kind"), INPUTS, ids=[f"{p.parent.name}/{p.name}" for p, _ in INPUTS])
+def test_the_written_table_equals_the_parsed_frame(path, kind):
+    # parse_table (what the job writes, built without a frame) against parse_input's frame converted
+    # as write_table converts it: the same values, nulls and types, column by column; and the same
+    # diagnostics from either
+    from roofline.parse import parse_table
+    from roofline.table_files import arrow_table
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            frame = parse_input(path, "app", kind, "NVIDIA A100-SXM4-80GB")
+        except ValueError as exc:  # a hand-made file the reader refuses: both refuse it alike
+            with pytest.raises(type(exc), match=re.escape(str(exc))):
+                parse_table(path, "app", kind, "NVIDIA A100-SXM4-80GB")
+            return
+        table = parse_table(path, "app", kind, "NVIDIA A100-SXM4-80GB")
+    expected = arrow_table(frame, "counters")
+    assert table.schema.equals(expected.schema, check_metadata=True)
+    for name in expected.column_names:
+        assert table[name].equals(expected[name]), name
+    pd.testing.assert_frame_equal(diagnostics_for(table, "app"), diagnostics_for(frame, "app"))

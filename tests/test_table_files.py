@@ -113,3 +113,29 @@ def test_a_conformed_frame_becomes_the_arrow_table_pandas_makes_of_it(tmp_path):
     assert got.equals(arrow_table(kernels, "kernels"))
     untyped = kernels.astype({"launches": "float64"})  # not conformed: pyarrow's conversion, as it is
     assert arrow_table(untyped, "kernels").equals(pa.Table.from_pandas(untyped, preserve_index=False))
+
+
+def test_a_table_from_columns_equals_the_conformed_frame_converted():
+    # hand-made columns of every kind conform takes: NumPy numbers (NaN), Arrow text with a null,
+    # a list, a Series of text, and declared columns left out
+    import numpy as np
+    import pyarrow as pa
+
+    from roofline.schemas import conform_columns
+    from roofline.table_files import arrow_from_columns, arrow_table
+
+    columns = {
+        "kernel": pa.array(["a", None, "c"], pa.large_string()),
+        "device": ["d", "d", "e"],
+        "launches": np.array([1, 2, 3], dtype=np.int64),
+        "duration_s": np.array([1e-3, np.nan, 2e-3]),
+        "app": pd.Series(["x", "y", None], dtype=object),
+    }
+    table = arrow_from_columns(columns, "kernels", 3)
+    expected = arrow_table(conform_columns(dict(columns), "kernels", 3), "kernels")
+    assert table.schema.equals(expected.schema, check_metadata=True)
+    for name in expected.column_names:
+        assert table[name].equals(expected[name]), name
+    assert table["kernel"].to_pylist() == ["a", "", "c"] and table["duration_s"].null_count == 1
+    with pytest.raises(ValueError, match="does not declare columns \\['bogus'\\]"):
+        arrow_from_columns({"bogus": [1, 2, 3]}, "kernels", 3)
