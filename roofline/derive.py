@@ -143,6 +143,13 @@ def _implausible(quantity, values: np.ndarray, recipe: Recipe | None) -> dict[in
     """Row -> refusal text for the ``values`` of ``quantity`` that cannot be measurements (NaN is not
     judged); a row gets the first reason that applies."""
     limit = _UNIT_LIMITS.get(quantity.unit)
+    suspect = values < 0
+    if quantity.name == "duration_s":
+        suspect |= values == 0
+    if limit is not None:
+        suspect |= values > limit
+    if not suspect.any():  # every value plausible (the rule, by far)
+        return {}
     checks = [(values < 0, "negative")]
     if quantity.name == "duration_s":
         checks.append((values == 0, "zero: a launch takes time, so the rates would be infinite"))
@@ -234,7 +241,7 @@ def derive_columns(raw: Mapping[str, object], rows: int) -> dict[str, object]:
     for name, value in values.items():
         texts, text_code = recipes[name]
         out[name] = value
-        out[f"{name}_recipe"] = _coded_texts(texts, text_code)
+        out[f"{name}_recipe"] = no_refusal if len(texts) == 1 and texts[0] == "" else _coded_texts(texts, text_code)
         if not refusals[name]:
             out[f"{name}_refused"] = no_refusal
             continue
@@ -269,16 +276,22 @@ def derive_columns(raw: Mapping[str, object], rows: int) -> dict[str, object]:
     shorts = [short_kernel_name(name) for name in kernels.dictionary.to_pylist()]
     out["kernel_short"] = pa.array(shorts, pa.large_string()).take(kernels.indices)
     refused = {}
-    for name, rows_refused in refusals.items():
+    for name in ("duration_s", "dram_bytes", *(f"flop_{c}" for c in COMPUTE_CLASSES)):  # what _missing reads
         refused[name] = np.zeros(rows, dtype=bool)
-        refused[name][list(rows_refused)] = True
+        refused[name][list(refusals[name])] = True
     out["missing"], out["missing_hint"] = _missing(values, refused)
     return out
+
+
+# Each quantity's recipes with the raw metrics each reads: a recipe the input lacks one of is passed by.
+_RECIPE_INPUTS = {quantity.name: tuple((recipe, frozenset(recipe.inputs())) for recipe in quantity.recipes)
+                  for quantity in QUANTITIES}
 
 
 def _derive_quantity(quantity, raw: Mapping[str, object], rows: int, operand: Callable, cc: np.ndarray):
     """One quantity's values, the recipe of each (texts and a code per row) and its refusals (row ->
     why): a value the input gives under the quantity's name first, then the recipes in order."""
+    present = raw.keys()
     value = np.full(rows, np.nan)
     texts: list = [""]
     text_code = np.zeros(rows, dtype=np.int64)
@@ -290,8 +303,11 @@ def _derive_quantity(quantity, raw: Mapping[str, object], rows: int, operand: Ca
         texts = list(uniques)
         refused = _implausible(quantity, value, None)
     is_refused = np.zeros(rows, dtype=bool)
-    is_refused[list(refused)] = True
-    for recipe in quantity.recipes:
+    if refused:
+        is_refused[list(refused)] = True
+    for recipe, inputs in _RECIPE_INPUTS[quantity.name]:
+        if not present >= inputs:  # a metric the input lacks: the recipe gives nothing
+            continue
         open_rows = np.isnan(value) & ~is_refused
         if not open_rows.any():
             break
@@ -313,10 +329,21 @@ def _derive_quantity(quantity, raw: Mapping[str, object], rows: int, operand: Ca
     return value, (texts, text_code), refused
 
 
+# Up to this many rows (a report's launches) a coded column is built from its texts directly:
+# Arrow's take costs more than the column there.
+_FEW_ROWS = 64
+
+
 def _coded_texts(texts: list, codes: np.ndarray) -> pa.Array:
     """``texts[code]`` per row as Arrow text, a missing text as empty."""
+    if len(codes) <= _FEW_ROWS and all(type(text) is str for text in texts):
+        return pa.array([texts[code] for code in codes.tolist()], pa.large_string())
     arrow = pa.array(texts, pa.large_string(), from_pandas=True)
-    return (arrow.fill_null("") if arrow.null_count else arrow).take(pa.array(codes))
+    if arrow.null_count:
+        arrow = arrow.fill_null("")
+    if len(codes) <= _FEW_ROWS:
+        return pa.array([arrow.to_pylist()[code] for code in codes.tolist()], pa.large_string())
+    return arrow.take(pa.array(codes))
 
 
 def _missing_text(

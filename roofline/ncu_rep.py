@@ -7,6 +7,7 @@ read directly for what ``ncu_report`` does not say: a truncated file, the ncu ve
 
 from __future__ import annotations
 
+import mmap
 import re
 from pathlib import Path
 
@@ -34,6 +35,10 @@ _REPORT_MAGIC = b"NVR\x00"
 _HEAD_BYTES = 8_000_000  # the command line is looked for in a report's first 8 MB,
 _VERSION_BYTES = 4_000_000  # the version in its first 4 MB
 _VERSION = re.compile(rb"(20\d\d\.\d+\.\d+(?:\.\d+)?) \(build \d+\)")
+_VERSION_LONGEST = 64  # bytes of a version number before " (build ", and of " (build 123...)":
+_BUILD_LONGEST = 64  # far more than any has
+_COMMAND_NEAR_VERSION = 65_536
+_UNSEEN = object()
 _NCU_COMMAND = re.compile(rb"/ncu(\.exe)?[ \t]")
 
 
@@ -204,6 +209,7 @@ def _read_report(path: Path, shown: Path) -> tuple[list[tuple], list[dict[str, f
     # refuses is never stored: the first metric a recipe reads that has it raises, with its name, as
     # without the cache; other metrics with it are left out (one UnitWarning for the report).
     factors: dict[str, float] = {}
+    metric_factors: dict[str, float | None] = {}  # metric -> its unit's factor; None: a unit refused
     unknown: dict[str, str] = {}  # metric -> a unit si_factor does not know
     identities, launch_values = [], []
     for range_index in range(context.num_ranges()):
@@ -240,17 +246,20 @@ def _read_report(path: Path, shown: Path) -> tuple[list[tuple], list[dict[str, f
                     value = metric.as_double()
                 except Exception:  # string-valued metric where a number was expected
                     continue
-                unit = metric.unit()
-                factor = factors.get(unit)
-                if factor is None:
-                    try:
-                        factor = factors[unit] = si_factor(unit, name)
-                    except UnitError:
-                        if name in _NEEDED_METRICS:
-                            raise
-                        unknown.setdefault(name, unit)  # no recipe reads it: left out
-                        continue
-                values[name] = value * factor
+                factor = metric_factors.get(name, _UNSEEN)
+                if factor is _UNSEEN:  # the metric's first launch: its unit (the same in every launch)
+                    unit = metric.unit()
+                    factor = factors.get(unit)
+                    if factor is None:
+                        try:
+                            factor = factors[unit] = si_factor(unit, name)
+                        except UnitError:
+                            if name in _NEEDED_METRICS:
+                                raise
+                            unknown.setdefault(name, unit)  # no recipe reads it: left out
+                    metric_factors[name] = factor
+                if factor is not None:
+                    values[name] = value * factor
             launch_values.append(values)
     if not identities:
         raise _not_a_report(path, context.num_ranges(), shown)
@@ -276,9 +285,14 @@ def _register_moves(action) -> float | None:
 def _metric_matrix(launch_values: list[dict[str, float]]) -> tuple[list[str], np.ndarray]:
     """The metrics in the order they first appear, and a launches x metrics matrix of their values
     (NaN where a launch lacks one)."""
-    names = list(dict.fromkeys(name for values in launch_values for name in values))
+    union: dict[str, None] = {}
+    for values in launch_values:
+        union.update(dict.fromkeys(values))
+    names = list(union)
+    # a launch with every metric in the same order (the rule in a report) is its values as they are
     matrix = np.array(
-        [[values.get(name, np.nan) for name in names] for values in launch_values], dtype="float64"
+        [list(values.values()) if list(values) == names else [values.get(name, np.nan) for name in names]
+         for values in launch_values], dtype="float64"
     ).reshape(len(launch_values), len(names))
     return names, matrix
 
@@ -311,28 +325,45 @@ def _launch_frame(identities: list[tuple], launch_values: list[dict[str, float]]
 
 def report_provenance(path: str | Path) -> tuple[str, str]:
     """The ncu version and command line a report stores (see :func:`report_version` and
-    :func:`report_command_line`), from one read of the report's first 8 MB."""
-    from roofline.compressed import read_bytes  # here: compressed builds on this module's InputError
+    :func:`report_command_line`), from one read of the report's first 8 MB: mapped, not copied,
+    for a plain report (reading megabytes into fresh memory costs more than finding the texts)."""
+    from roofline.compressed import compression_of, read_bytes  # here: compressed builds on InputError
 
-    head = read_bytes(path, limit=_HEAD_BYTES)  # decompressed, for a compressed report
-    return report_version(head), report_command_line(head)
+    path = Path(path)
+    if compression_of(path) is None and path.stat().st_size:
+        with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as view:
+            return _provenance(view)
+    return _provenance(read_bytes(path, limit=_HEAD_BYTES))  # decompressed, for a compressed report
 
 
-def report_command_line(head: bytes) -> str:
-    """The ncu command line a report stores (newer ncu versions), found in its first bytes ``head``.
+def _provenance(head: bytes | mmap.mmap) -> tuple[str, str]:
+    """:func:`report_provenance` of a report's bytes. ncu stores the command in the report's
+    header, beside the version (477-1,368 bytes after it in every real report that has both): it
+    is looked for within :data:`_COMMAND_NEAR_VERSION` bytes of the version where there is one,
+    rather than through megabytes of launch data."""
+    version = _version_match(head)
+    if version is None:
+        return "", report_command_line(head)
+    start = max(0, version.start() - _COMMAND_NEAR_VERSION)
+    return version.group(1).decode(), report_command_line(head, start, version.end() + _COMMAND_NEAR_VERSION)
+
+
+def report_command_line(head: bytes | mmap.mmap, start: int = 0, end: int | None = None) -> str:
+    """The ncu command line a report stores (newer ncu versions), found in its first bytes ``head``
+    (between ``start`` and ``end``, when given).
 
     The report is a protobuf stream: the command is a length-prefixed string containing ``/ncu``;
     the varint length before it (one or two bytes) tells where it ends.
     """
-    data = head[:_HEAD_BYTES]
-    for match in _NCU_COMMAND.finditer(data):
+    data, end = head, min(len(head), _HEAD_BYTES, _HEAD_BYTES if end is None else end)
+    for match in _matches(_NCU_COMMAND, data, b"/ncu", 0, len(b"/ncu.exe "), end, start):
         start = match.start()
         while start > 0 and 0x20 <= data[start - 1] < 0x7F:
             start -= 1
         for cut in range(max(start, 2), match.start() + 1):
             last = data[cut - 1]
             length = (data[cut - 2] & 0x7F) | (last << 7) if last < 0x80 and data[cut - 2] & 0x80 else last
-            text = data[cut : cut + length]
+            text = data[cut : min(cut + length, end)]
             if b"/ncu" in text and all(0x20 <= c < 0x7F for c in text):
                 # A field that only wraps the string can have a printable tag and length ("Zz" before
                 # a 122-byte command): take the innermost string.
@@ -342,7 +373,29 @@ def report_command_line(head: bytes) -> str:
     return ""
 
 
-def report_version(head: bytes) -> str:
+def report_version(head: bytes | mmap.mmap) -> str:
     """The Nsight Compute version string a report stores, where one is found in its first bytes ``head``."""
-    match = _VERSION.search(head, 0, _VERSION_BYTES)
+    match = _version_match(head)
     return match.group(1).decode() if match else ""
+
+
+def _version_match(head: bytes | mmap.mmap) -> re.Match | None:
+    end = min(len(head), _VERSION_BYTES)
+    return next(_matches(_VERSION, head, b" (build ", _VERSION_LONGEST, _BUILD_LONGEST, end), None)
+
+
+def _matches(pattern: re.Pattern, data: bytes | mmap.mmap, anchor: bytes, before: int, after: int,
+             end: int | None = None, start: int = 0):
+    """``pattern.finditer(data, start, end)`` for a pattern every match of which holds ``anchor``,
+    starting at most ``before`` bytes before it and ending at most ``after`` bytes after its start:
+    the expression runs only near each anchor, which ``bytes.find`` finds many times faster than the
+    expression scans a report's head (megabytes, which hold the anchor a few times)."""
+    end = len(data) if end is None else end
+    searched = start
+    position = data.find(anchor, start, end)
+    while position >= 0:
+        match = pattern.search(data, max(searched, position - before), min(end, position + after))
+        if match is not None:
+            yield match
+            searched = match.end()
+        position = data.find(anchor, max(searched, position + 1), end)

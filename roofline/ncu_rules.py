@@ -34,21 +34,23 @@ def launch_rules(action) -> str:
     ``speedup_pct`` (ncu's estimate, % of the launch's time, or null) and ``speedup_type``.
     """
     try:
-        results = action.rule_results_as_dicts()
+        # the results themselves, not rule_results_as_dicts(): that also converts every rule's
+        # focus metrics and result tables, which are not read here
+        results = action.rule_results()
     except Exception:  # reports older than rule results, or a module build without them
         return ""
     rules = []
     for result in results:
-        message = result.get("rule_message") or {}
+        message = result.rule_message() or {}
         kind = MESSAGE_TYPES.get(message.get("type"))
         text = _plain(message.get("message") or "")
         if kind is None or not text:
             continue
-        estimate = result.get("speedup_estimation") or {}
+        estimate = (result.speedup_estimation() if result.has_speedup_estimation() else None) or {}
         speedup = estimate.get("speedup")
         rules.append({
-            "rule": result.get("rule_identifier", ""), "section": result.get("section_identifier", ""),
-            "title": message.get("title") or result.get("name", ""), "message": text, "type": kind,
+            "rule": result.rule_identifier() or "", "section": result.section_identifier() or "",
+            "title": message.get("title") or result.name() or "", "message": text, "type": kind,
             "speedup_pct": float(speedup) if speedup is not None and np.isfinite(speedup) else None,
             "speedup_type": SPEEDUP_TYPES.get(estimate.get("type"), ""),
         })

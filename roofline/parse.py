@@ -18,7 +18,7 @@ import os
 import sys
 import threading
 import warnings
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -38,8 +38,9 @@ from roofline.units import UnitError, UnitWarning
 log = logging.getLogger("roofline.parse")
 
 
-def sha256(path: str | Path) -> str:
-    """sha256 of a file, or of a folder's files in name order."""
+def sha256(path: str | Path, hashing: threading.Event | None = None) -> str:
+    """sha256 of a file, or of a folder's files in name order; ``hashing`` is set as the first
+    file's bytes go to the hash (which releases the GIL while it hashes them)."""
     path = Path(path)
     files = sorted(p for p in path.iterdir() if p.is_file()) if path.is_dir() else [path]
     digest = hashlib.sha256()
@@ -47,6 +48,8 @@ def sha256(path: str | Path) -> str:
         with open(file, "rb") as handle:
             try:  # hashed in place from the page cache: no copy of a 600 MB export through read()
                 with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as view:
+                    if hashing is not None:
+                        hashing.set()
                     digest.update(view)
                 continue
             except (OSError, ValueError):  # an empty file (cannot be mapped), or a filesystem without mmap
@@ -72,11 +75,43 @@ def _lowest_priority() -> None:
         pass
 
 
-def _sha256_idle(path: str | Path) -> str:
+def _sha256_idle(path: str | Path, hashing: threading.Event | None = None) -> str:
     """:func:`sha256` at the lowest priority (see :func:`_lowest_priority`); call it on its own thread,
     which it leaves at that priority."""
     _lowest_priority()
-    return sha256(path)
+    return sha256(path, hashing)
+
+
+def _hash_beside(path: Path) -> Callable[[], str]:
+    """Start hashing ``path`` on a thread of its own, at the lowest priority; the function returned
+    waits for the digest (raising the hash's exception).
+
+    Returns once the thread is hashing, with the GIL released: the readers call into C for long
+    stretches without releasing it (``ncu_report`` decoding a launch), so a thread that still needed
+    the GIL to start its hash would wait for them instead of hashing beside them.
+    """
+    outcome: dict = {}
+    hashing = threading.Event()
+
+    def run() -> None:
+        try:
+            outcome["digest"] = _sha256_idle(path, hashing)
+        except BaseException as exc:  # noqa: BLE001 - raised again by the waiting caller
+            outcome["error"] = exc
+        finally:
+            hashing.set()
+
+    thread = threading.Thread(target=run, name="roofline-hash", daemon=True)
+    thread.start()
+    hashing.wait()
+
+    def digest() -> str:
+        thread.join()
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome["digest"]
+
+    return digest
 
 
 def _capture_failure(path: Path) -> str:
@@ -166,27 +201,20 @@ def counters_columns(path: str | Path, app: str, kind: str, device: str | None =
     """:func:`parse_input`'s columns (name -> array, as :func:`roofline.derive.derive_columns`
     gives them) and rows."""
     path = Path(path)
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        # hashlib releases the GIL: hashing overlaps the parsing (on the pool's one thread, which
-        # stays at nice 19 and ends with the pool); a report's own provenance is read there too
-        facts = pool.submit(_file_facts, path, kind)
-        raw, rows = read_input_columns(path, kind)
-        counters = derive_columns(raw, rows)
-        counters["device"] = _device_names(counters.get("device"), counters["compute_capability"], device, rows)
-        digest, (version, command) = facts.result()
-    provenance = {"app": app, "source_file": str(path), "source_sha256": digest, "convention": metrics.CONVENTION}
+    # hashlib releases the GIL: the input's hash overlaps the parsing, on a thread of its own that
+    # stays at nice 19 and ends with the hash (no Python code of this stage runs there: a thread at
+    # nice 19 that holds the GIL would hold up this one)
+    digest = _hash_beside(path)
+    raw, rows = read_input_columns(path, kind)
+    counters = derive_columns(raw, rows)
+    counters["device"] = _device_names(counters.get("device"), counters["compute_capability"], device, rows)
+    provenance = {"app": app, "source_file": str(path), "convention": metrics.CONVENTION}
     if kind == "ncu-rep":
-        provenance["ncu_version"], provenance["command_line"] = version, command
+        provenance["ncu_version"], provenance["command_line"] = report_provenance(path)
+    provenance["source_sha256"] = digest()
     for column, text in provenance.items():  # one value for every launch
         counters[column] = pa.repeat(pa.scalar(text, pa.large_string()), rows)
     return counters, rows
-
-
-def _file_facts(path: Path, kind: str) -> tuple[str, tuple[str, str]]:
-    """The file's sha256 and, for a report, the ncu version and command line it stores; at the
-    lowest priority (see :func:`_lowest_priority`): call it on its own thread."""
-    digest = _sha256_idle(path)
-    return digest, report_provenance(path) if kind == "ncu-rep" else ("", "")
 
 
 def _device_names(recorded, compute_capability, device: str | None, rows: int) -> pa.Array:
