@@ -65,11 +65,12 @@ def _column(raw: Mapping[str, object], values: dict[str, np.ndarray], numeric: d
 
 
 def _evaluate(recipe: Recipe, operand: Callable[[str], np.ndarray | None], cc: np.ndarray) -> np.ndarray | None:
-    """The recipe's value per row (NaN where it gives none), or None when it lacks an operand.
+    """The recipe's value per row (NaN, or inf after an overflow, where it gives none), or None
+    when it lacks an operand.
 
     On numpy arrays rather than Series: a report has a few rows, where pandas' fixed cost per
-    operation would be most of the stage's time. Overflow and 0/0 give inf/NaN (the caller ignores
-    numpy's warnings about them), dropped below.
+    operation would be most of the stage's time. The caller ignores numpy's warnings about
+    overflow and 0/0.
     """
     total = None
     for coef, metric in recipe.terms:
@@ -90,7 +91,7 @@ def _evaluate(recipe: Recipe, operand: Callable[[str], np.ndarray | None], cc: n
     if recipe.cc_min is not None or recipe.cc_max is not None:
         ok = (cc >= (recipe.cc_min or 0)) & (cc <= (recipe.cc_max or 999))
         total = np.where(ok, total, np.nan)
-    return np.where(np.isfinite(total), total, np.nan)
+    return total
 
 
 def _compute_capability(raw: Mapping[str, object], rows: int) -> np.ndarray:
@@ -229,10 +230,13 @@ def derive_columns(raw: Mapping[str, object], rows: int) -> dict[str, object]:
     recipes: dict[str, tuple[list, np.ndarray]] = {}
     refusals: dict[str, dict[int, str]] = {}  # per quantity, row -> why its value was refused
     operand = functools.partial(_column, raw, values, {})
-    with np.errstate(all="ignore"):  # overflow and 0/0 in a recipe: inf/NaN, dropped by _evaluate
+    nothing = (np.full(rows, np.nan), np.zeros(rows, dtype=np.int64))
+    for shared in nothing:
+        shared.flags.writeable = False
+    with np.errstate(all="ignore"):  # overflow and 0/0 in a recipe: inf/NaN, which give no value
         for quantity in QUANTITIES:
             values[quantity.name], recipes[quantity.name], refusals[quantity.name] = _derive_quantity(
-                quantity, raw, rows, operand, cc)
+                quantity, raw, rows, operand, cc, nothing)
         _refuse_rates(values, recipes, refusals)
     out: dict[str, object] = {}
     # Text as Arrow (64-bit offsets, the tables' type), never with a missing value. Most quantities
@@ -256,9 +260,8 @@ def derive_columns(raw: Mapping[str, object], rows: int) -> dict[str, object]:
         if key in raw:
             out[key] = raw[key]
     if "compute_capability" not in raw or (pd.Series(raw["compute_capability"], copy=False).astype(str) == "").all():
-        codes, uniques = pd.factorize(cc, use_na_sentinel=False)
-        texts = ["" if math.isnan(v) else f"{int(v) // 10}.{int(v) % 10}" for v in uniques]
-        out["compute_capability"] = _coded_texts(texts, codes)
+        out["compute_capability"] = _text_per_key(
+            cc, lambda v: "" if math.isnan(v) else f"{int(v) // 10}.{int(v) % 10}")
     for column, metric in metrics.IDENTITY_METRICS.items():
         if column in ("device", "shared_mem_static_bytes", "shared_mem_dynamic_bytes") or column.startswith("cc_"):
             continue
@@ -270,11 +273,7 @@ def derive_columns(raw: Mapping[str, object], rows: int) -> dict[str, object]:
             part = _floats(raw[metric])
             shared = shared + np.where(np.isnan(part), 0.0, part)
     out["shared_mem_bytes"] = shared
-    kernels = pc.dictionary_encode(arrow_texts(raw["kernel"]))  # a short name once per kernel, not per launch
-    if isinstance(kernels, pa.ChunkedArray):
-        kernels = kernels.combine_chunks()
-    shorts = [short_kernel_name(name) for name in kernels.dictionary.to_pylist()]
-    out["kernel_short"] = pa.array(shorts, pa.large_string()).take(kernels.indices)
+    out["kernel_short"] = _text_per_key(arrow_texts(raw["kernel"]), short_kernel_name)
     refused = {}
     for name in ("duration_s", "dram_bytes", *(f"flop_{c}" for c in COMPUTE_CLASSES)):  # what _missing reads
         refused[name] = np.zeros(rows, dtype=bool)
@@ -288,10 +287,18 @@ _RECIPE_INPUTS = {quantity.name: tuple((recipe, frozenset(recipe.inputs())) for 
                   for quantity in QUANTITIES}
 
 
-def _derive_quantity(quantity, raw: Mapping[str, object], rows: int, operand: Callable, cc: np.ndarray):
+def _derive_quantity(quantity, raw: Mapping[str, object], rows: int, operand: Callable, cc: np.ndarray,
+                     nothing: tuple[np.ndarray, np.ndarray]):
     """One quantity's values, the recipe of each (texts and a code per row) and its refusals (row ->
-    why): a value the input gives under the quantity's name first, then the recipes in order."""
+    why): a value the input gives under the quantity's name first, then the recipes in order.
+
+    ``nothing``: all-NaN values and all-zero codes, read-only, shared by the quantities the input
+    cannot give (most of them, for any one input).
+    """
     present = raw.keys()
+    usable = [recipe for recipe, inputs in _RECIPE_INPUTS[quantity.name] if present >= inputs]
+    if not usable and quantity.name not in raw:
+        return nothing[0], ([""], nothing[1]), {}
     value = np.full(rows, np.nan)
     texts: list = [""]
     text_code = np.zeros(rows, dtype=np.int64)
@@ -302,26 +309,24 @@ def _derive_quantity(quantity, raw: Mapping[str, object], rows: int, operand: Ca
         text_code, uniques = pd.factorize(label.where(~np.isnan(value), ""), use_na_sentinel=False)
         texts = list(uniques)
         refused = _implausible(quantity, value, None)
-    is_refused = np.zeros(rows, dtype=bool)
+    open_rows = np.isnan(value)  # rows still without a value, and not refused
     if refused:
-        is_refused[list(refused)] = True
-    for recipe, inputs in _RECIPE_INPUTS[quantity.name]:
-        if not present >= inputs:  # a metric the input lacks: the recipe gives nothing
-            continue
-        open_rows = np.isnan(value) & ~is_refused
+        open_rows[list(refused)] = False
+    for recipe in usable:
         if not open_rows.any():
             break
         result = _evaluate(recipe, operand, cc)
         if result is None:
             continue
-        fill = open_rows & ~np.isnan(result)
+        fill = open_rows & np.isfinite(result)  # overflow and 0/0 give no value
         reasons = _implausible(quantity, np.where(fill, result, np.nan), recipe)
         if reasons:
             refused.update(reasons)
-            is_refused[list(reasons)] = True
             fill[list(reasons)] = False
+            open_rows[list(reasons)] = False
             text_code[list(reasons)] = len(texts)  # the recipe that gave the refused value
         value = np.where(fill, result, value)
+        open_rows &= ~fill
         text_code[fill] = len(texts)
         texts.append(recipe.name)
     for row in refused:
@@ -346,6 +351,7 @@ def _coded_texts(texts: list, codes: np.ndarray) -> pa.Array:
     return arrow.take(pa.array(codes))
 
 
+@functools.cache  # six flags: 64 combinations at most
 def _missing_text(
     no_duration: bool, duration_refused: bool, no_dram: bool, dram_refused: bool, no_flop: bool, flop_refused: bool
 ) -> tuple[str, str]:
@@ -388,9 +394,25 @@ def _missing(values: dict[str, np.ndarray], refused: dict[str, np.ndarray]) -> t
             np.stack([refused[c] for c in flop_columns]).any(axis=0),
         ]
     ).reshape(len(values["duration_s"]), 6)
-    combinations, codes = np.unique(flags.astype(np.int64) @ (1 << np.arange(6)), return_inverse=True)
-    texts = [_missing_text(*(bool(int(c) >> i & 1) for i in range(6))) for c in combinations]
-    return _coded_texts([m for m, _ in texts], codes), _coded_texts([h for _, h in texts], codes)
+    codes = flags.astype(np.int64) @ (1 << np.arange(6))
+    return (_text_per_key(codes, lambda c: _missing_text(*(bool(c >> i & 1) for i in range(6)))[0]),
+            _text_per_key(codes, lambda c: _missing_text(*(bool(c >> i & 1) for i in range(6)))[1]))
+
+
+def _text_per_key(keys: np.ndarray | pa.Array | pa.ChunkedArray, text_of: Callable[[object], str]) -> pa.Array:
+    """``text_of(key)`` for each row's key as Arrow text, worked out once per distinct key."""
+    if len(keys) <= _FEW_ROWS:
+        listed = keys.tolist() if isinstance(keys, np.ndarray) else keys.to_pylist()
+        texts: dict = {}
+        for key in listed:
+            if key not in texts:
+                texts[key] = text_of(key)
+        return pa.array([texts[key] for key in listed], pa.large_string())
+    encoded = pc.dictionary_encode(keys if isinstance(keys, pa.Array | pa.ChunkedArray) else pa.array(keys))
+    if isinstance(encoded, pa.ChunkedArray):
+        encoded = encoded.combine_chunks()
+    texts = [text_of(key) for key in encoded.dictionary.to_pylist()]
+    return pa.array(texts, pa.large_string()).take(encoded.indices)
 
 
 _ANGLE_BRACKET = re.compile(r"[<>]")

@@ -38,6 +38,7 @@ _VERSION = re.compile(rb"(20\d\d\.\d+\.\d+(?:\.\d+)?) \(build \d+\)")
 _VERSION_LONGEST = 64  # bytes of a version number before " (build ", and of " (build 123...)":
 _BUILD_LONGEST = 64  # far more than any has
 _COMMAND_NEAR_VERSION = 65_536
+_SMALL_BLOCK = 4096  # bytes: a block the version is looked for in first
 _UNSEEN = object()
 _NCU_COMMAND = re.compile(rb"/ncu(\.exe)?[ \t]")
 
@@ -341,7 +342,7 @@ def _provenance(head: bytes | mmap.mmap) -> tuple[str, str]:
     header, beside the version (477-1,368 bytes after it in every real report that has both): it
     is looked for within :data:`_COMMAND_NEAR_VERSION` bytes of the version where there is one,
     rather than through megabytes of launch data."""
-    version = _version_match(head)
+    version = _version_in_small_blocks(head) or _version_match(head)
     if version is None:
         return "", report_command_line(head)
     start = max(0, version.start() - _COMMAND_NEAR_VERSION)
@@ -377,6 +378,25 @@ def report_version(head: bytes | mmap.mmap) -> str:
     """The Nsight Compute version string a report stores, where one is found in its first bytes ``head``."""
     match = _version_match(head)
     return match.group(1).decode() if match else ""
+
+
+def _version_in_small_blocks(head: bytes | mmap.mmap) -> re.Match | None:
+    """The version's match in the first of the report's small blocks that holds one (see
+    :func:`report_structure_problem` for the blocks): ncu writes it in a block of its own, of
+    118-172 bytes in every real report (ncu 2021 to 2025), so the launches' megabytes need not be
+    searched. None where no small block holds one (or the bytes are no report)."""
+    if head[:4] != _REPORT_MAGIC or len(head) < 8:
+        return None
+    end = min(len(head), _VERSION_BYTES)
+    offset = 8 + int.from_bytes(head[4:8], "little")
+    while offset + 4 <= end:
+        size = int.from_bytes(head[offset : offset + 4], "little")
+        if size <= _SMALL_BLOCK:
+            match = _VERSION.search(head, offset + 4, min(offset + 4 + size, end))
+            if match is not None:
+                return match
+        offset += 4 + size
+    return None
 
 
 def _version_match(head: bytes | mmap.mmap) -> re.Match | None:

@@ -19,6 +19,7 @@ import sys
 import threading
 import warnings
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -90,28 +91,30 @@ def _hash_beside(path: Path) -> Callable[[], str]:
     stretches without releasing it (``ncu_report`` decoding a launch), so a thread that still needed
     the GIL to start its hash would wait for them instead of hashing beside them.
     """
-    outcome: dict = {}
     hashing = threading.Event()
 
-    def run() -> None:
+    def run() -> str:
         try:
-            outcome["digest"] = _sha256_idle(path, hashing)
-        except BaseException as exc:  # noqa: BLE001 - raised again by the waiting caller
-            outcome["error"] = exc
+            return _sha256_idle(path, hashing)
         finally:
             hashing.set()
 
-    thread = threading.Thread(target=run, name="roofline-hash", daemon=True)
-    thread.start()
+    future = _hasher().submit(run)
     hashing.wait()
+    return future.result
 
-    def digest() -> str:
-        thread.join()
-        if "error" in outcome:
-            raise outcome["error"]
-        return outcome["digest"]
 
-    return digest
+_HASHER: tuple[int, ThreadPoolExecutor] | None = None
+
+
+def _hasher() -> ThreadPoolExecutor:
+    """This process's one hashing thread (started on first use; a forked process starts its own):
+    a job server's worker parses input after input, and starting a thread costs about as much as
+    hashing a report."""
+    global _HASHER
+    if _HASHER is None or _HASHER[0] != os.getpid():
+        _HASHER = (os.getpid(), ThreadPoolExecutor(max_workers=1, thread_name_prefix="roofline-hash"))
+    return _HASHER[1]
 
 
 def _capture_failure(path: Path) -> str:

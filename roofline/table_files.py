@@ -100,8 +100,16 @@ def arrow_from_columns(values: dict, table: str, rows: int):
 
     check_declared(values, table)
     schema = _arrow_schema(table)
-    arrays = [_arrow_column(values.get(column.name), column.dtype, field.type, rows)
-              for column, field in zip(TABLES[table], schema, strict=True)]
+    absent: dict = {}  # one array of a declared column's empty values per type, shared (Arrow arrays are immutable)
+    arrays = []
+    for column, field in zip(TABLES[table], schema, strict=True):
+        given = values.get(column.name)
+        if given is None:
+            if field.type not in absent:
+                absent[field.type] = _arrow_column(None, column.dtype, field.type, rows)
+            arrays.append(absent[field.type])
+        else:
+            arrays.append(_arrow_column(given, column.dtype, field.type, rows))
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
@@ -109,17 +117,19 @@ def _arrow_column(values, dtype: str, arrow_type, rows: int):
     """One column of :func:`arrow_from_columns`: what ``arrow_table`` makes of its conformed values."""
     import pyarrow as pa
 
+    if type(values) is np.ndarray and dtype != "str" and values.dtype == NUMPY_DTYPES[dtype]:
+        return pa.array(values, arrow_type, from_pandas=True)  # NaN is null in the written table
+    if isinstance(values, pa.Array | pa.ChunkedArray) and values.type == arrow_type and not values.null_count:
+        return values
     if values is None:  # declared, not given: conform's empty values
         if dtype == "str":
             return pa.repeat(pa.scalar("", arrow_type), rows)
         if dtype == "float":
-            return pa.nulls(rows, arrow_type)  # NaN is null in the written table
+            return pa.nulls(rows, arrow_type)
     if dtype == "str" and isinstance(values, pa.Array | pa.ChunkedArray) and (
             pa.types.is_string(values.type) or pa.types.is_large_string(values.type)):
         text = values.fill_null("") if values.null_count else values
         return text if text.type == arrow_type else text.cast(arrow_type)
-    if dtype != "str" and isinstance(values, np.ndarray) and values.dtype == NUMPY_DTYPES[dtype]:
-        return pa.array(values, arrow_type, from_pandas=True)
     typed = typed_array(values, dtype) if values is not None else absent_array(dtype, rows)
     return pa.array(typed, from_pandas=True).cast(arrow_type)
 
