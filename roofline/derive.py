@@ -242,10 +242,11 @@ def derive_columns(raw: Mapping[str, object], rows: int) -> dict[str, object]:
     # Text as Arrow (64-bit offsets, the tables' type), never with a missing value. Most quantities
     # have no refusal: their column is one array of empty texts (immutable, so shared).
     no_refusal = pa.repeat(pa.scalar("", pa.large_string()), rows)
+    named = [name for name, (texts, _) in recipes.items() if texts != [""]]  # a recipe gave values
+    out.update(zip((f"{name}_recipe" for name in named), _coded_columns([recipes[name] for name in named], rows)))
     for name, value in values.items():
-        texts, text_code = recipes[name]
         out[name] = value
-        out[f"{name}_recipe"] = no_refusal if len(texts) == 1 and texts[0] == "" else _coded_texts(texts, text_code)
+        out.setdefault(f"{name}_recipe", no_refusal)
         if not refusals[name]:
             out[f"{name}_refused"] = no_refusal
             continue
@@ -274,11 +275,7 @@ def derive_columns(raw: Mapping[str, object], rows: int) -> dict[str, object]:
             shared = shared + np.where(np.isnan(part), 0.0, part)
     out["shared_mem_bytes"] = shared
     out["kernel_short"] = _text_per_key(arrow_texts(raw["kernel"]), short_kernel_name)
-    refused = {}
-    for name in ("duration_s", "dram_bytes", *(f"flop_{c}" for c in COMPUTE_CLASSES)):  # what _missing reads
-        refused[name] = np.zeros(rows, dtype=bool)
-        refused[name][list(refusals[name])] = True
-    out["missing"], out["missing_hint"] = _missing(values, refused)
+    out["missing"], out["missing_hint"] = _missing(values, refusals)
     return out
 
 
@@ -339,6 +336,15 @@ def _derive_quantity(quantity, raw: Mapping[str, object], rows: int, operand: Ca
 _FEW_ROWS = 64
 
 
+def _coded_columns(columns: list[tuple[list, np.ndarray]], rows: int) -> list[pa.Array]:
+    """:func:`_coded_texts` of several columns of ``rows`` rows (each its texts and codes): for a
+    few rows, slices of one array made at once (each array made costs more than its few texts)."""
+    if rows > _FEW_ROWS or not all(type(text) is str for texts, _ in columns for text in texts):
+        return [_coded_texts(texts, codes) for texts, codes in columns]
+    every = pa.array([texts[code] for texts, codes in columns for code in codes.tolist()], pa.large_string())
+    return [every.slice(position * rows, rows) for position in range(len(columns))]
+
+
 def _coded_texts(texts: list, codes: np.ndarray) -> pa.Array:
     """``texts[code]`` per row as Arrow text, a missing text as empty."""
     if len(codes) <= _FEW_ROWS and all(type(text) is str for text in texts):
@@ -376,25 +382,23 @@ def _missing_text(
     return ";".join(missing), " ; ".join(dict.fromkeys(hints))
 
 
-def _missing(values: dict[str, np.ndarray], refused: dict[str, np.ndarray]) -> tuple[pa.Array, pa.Array]:
+def _missing(values: dict[str, np.ndarray], refusals: dict[str, dict[int, str]]) -> tuple[pa.Array, pa.Array]:
     """Per launch, the roofline quantities it lacks and the ncu flags that would supply them, from
-    the values of duration_s, dram_bytes and flop_<class> and whether each was refused.
+    the values of duration_s, dram_bytes and flop_<class> and which rows of each were refused.
 
-    The texts depend only on six flags per launch, so each distinct combination is written once
-    (100k launches cost a few combinations, not 100k string joins).
+    The texts depend only on six flags per launch (the arguments of :func:`_missing_text`, as the
+    bits of a code), so each distinct combination is written once (100k launches cost a few
+    combinations, not 100k string joins).
     """
     flop_columns = [f"flop_{c}" for c in COMPUTE_CLASSES]
-    flags = np.column_stack(
-        [
-            np.isnan(values["duration_s"]),
-            refused["duration_s"],
-            np.isnan(values["dram_bytes"]),
-            refused["dram_bytes"],
-            np.isnan(np.stack([values[c] for c in flop_columns])).all(axis=0),
-            np.stack([refused[c] for c in flop_columns]).any(axis=0),
-        ]
-    ).reshape(len(values["duration_s"]), 6)
-    codes = flags.astype(np.int64) @ (1 << np.arange(6))
+    no_flop = np.isnan(values[flop_columns[0]])
+    for column in flop_columns[1:]:
+        no_flop &= np.isnan(values[column])
+    codes = np.isnan(values["duration_s"]) * 1 + np.isnan(values["dram_bytes"]) * 4 + no_flop * 16
+    for bit, names in ((2, ["duration_s"]), (8, ["dram_bytes"]), (32, flop_columns)):
+        refused_rows = [row for name in names for row in refusals[name]]
+        if refused_rows:
+            codes[refused_rows] |= bit
     return (_text_per_key(codes, lambda c: _missing_text(*(bool(c >> i & 1) for i in range(6)))[0]),
             _text_per_key(codes, lambda c: _missing_text(*(bool(c >> i & 1) for i in range(6)))[1]))
 

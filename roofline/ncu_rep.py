@@ -30,6 +30,7 @@ class InputError(ValueError):
 _NEEDED_METRICS = frozenset(metrics.all_input_metrics())
 _TENSOR_PREFIX = "sm__ops_path_tensor_"
 _DEVICE_NAME = "device__attribute_display_name"  # text: read by _string_metric, not as a number
+_NUMERIC_METRICS = _NEEDED_METRICS - {_DEVICE_NAME}
 _IDENTITY = ("launch", "kernel", "kernel_mangled", "device", "grid", "block", "stream", "ncu_rules")
 _REPORT_MAGIC = b"NVR\x00"
 _HEAD_BYTES = 8_000_000  # the command line is looked for in a report's first 8 MB,
@@ -240,7 +241,7 @@ def _read_report(path: Path, shown: Path) -> tuple[list[tuple], list[dict[str, f
             if moves is not None:
                 values[metrics.HFMA2_MMA_METRIC] = moves
             for name in names:
-                if name not in _NEEDED_METRICS and not name.startswith(_TENSOR_PREFIX) or name == _DEVICE_NAME:
+                if name not in _NUMERIC_METRICS and not name.startswith(_TENSOR_PREFIX):
                     continue
                 metric = action.metric_by_name(name)
                 try:

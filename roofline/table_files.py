@@ -85,6 +85,11 @@ def arrow_table(frame: pd.DataFrame, table: str):
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
+# Up to this many rows the float columns are converted together (a copy of each): one conversion
+# per column costs more than its few values; a longer column is converted in place.
+_BATCHED_ROWS = 1024
+
+
 def arrow_from_columns(values: dict, table: str, rows: int):
     """``arrow_table(conform_columns(values, table, rows), table)`` without the frame between: a
     stage's columns (name -> NumPy array, Arrow array, Series or list of ``rows`` values) as the
@@ -101,16 +106,25 @@ def arrow_from_columns(values: dict, table: str, rows: int):
     check_declared(values, table)
     schema = _arrow_schema(table)
     absent: dict = {}  # one array of a declared column's empty values per type, shared (Arrow arrays are immutable)
-    arrays = []
+    arrays: list = []
+    floats: dict[int, np.ndarray] = {}  # position -> a float column given as float64: converted together below
     for column, field in zip(TABLES[table], schema, strict=True):
         given = values.get(column.name)
         if given is None:
             if field.type not in absent:
                 absent[field.type] = _arrow_column(None, column.dtype, field.type, rows)
             arrays.append(absent[field.type])
+        elif (column.dtype == "float" and rows <= _BATCHED_ROWS and type(given) is np.ndarray
+              and given.dtype == np.float64):
+            floats[len(arrays)] = given
+            arrays.append(None)
         else:
             arrays.append(_arrow_column(given, column.dtype, field.type, rows))
-    return pa.Table.from_arrays(arrays, schema=schema)
+    if floats:  # one conversion (NaN -> null), each column a slice of it
+        block = pa.array(np.concatenate(list(floats.values())), pa.float64(), from_pandas=True)
+        for order, position in enumerate(floats):
+            arrays[position] = block.slice(order * rows, rows)
+    return pa.Table.from_batches([pa.RecordBatch.from_arrays(arrays, schema=schema)])
 
 
 def _arrow_column(values, dtype: str, arrow_type, rows: int):
