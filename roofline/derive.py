@@ -19,7 +19,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from roofline import metrics
-from roofline.metrics import COMPUTE_CLASSES, MEMORY_LEVELS, QUANTITIES
+from roofline.metrics import COMPUTE_CLASSES, QUANTITIES
+from roofline.plausibility import implausible, refuse_rates
 from roofline.recipe import Recipe
 
 # -- recipes ---------------------------------------------------------------------------------------
@@ -110,81 +111,6 @@ def _compute_capability(raw: Mapping[str, object], rows: int) -> np.ndarray:
     return major * 10 + minor
 
 
-# -- plausibility ----------------------------------------------------------------------------------
-#
-# What parse calls absurd. A value outside these limits cannot be a measurement of one kernel launch;
-# it is refused *for that launch and quantity*: the quantity is left empty (NaN), its
-# ``<quantity>_refused`` column says "<metrics> gives <value>: <why>" (its ``_recipe`` column names
-# the recipe that gave the value), later recipes do not replace it, and the launch keeps its row
-# and gets one warning (parse.diagnostics_for). Quantities computed from a refused one (e.g.
-# DRAM bytes = rate x duration) are empty too. The limits are those of the GPU catalog
-# (roofline/catalog_entries.py: COMPUTE_RANGE, MEMORY_RANGE upper ends); clocks may reach 100 GHz because
-# ncu reports GDDR7 DRAM clocks near 14 GHz (RTX 5090 fixture).
-#
-# - any quantity below 0 (negative counters, bytes, times, clocks, peaks);
-# - a duration of exactly 0 s (nothing takes no time: the rates would be infinite);
-# - a duration above MAX_DURATION_S (one day: ncu replays a launch dozens of times);
-# - clocks above MAX_CLOCK_HZ, peaks above MAX_FLOP_RATE / MAX_BYTE_RATE;
-# - work or traffic that implies a rate above those peaks in the launch's duration (e.g. 1e21 FLOP/s):
-#   the work or bytes are refused, the duration kept.
-MAX_DURATION_S = 86_400.0
-MAX_CLOCK_HZ = 1e11
-MAX_FLOP_RATE = 1e18
-MAX_BYTE_RATE = 1e16
-_UNIT_LIMITS = {"s": MAX_DURATION_S, "Hz": MAX_CLOCK_HZ, "FLOP/s": MAX_FLOP_RATE, "B/s": MAX_BYTE_RATE}
-
-
-def _source_text(recipe: Recipe | None) -> str:
-    if recipe is None:
-        return "the table"
-    return " + ".join(dict.fromkeys(recipe.inputs())) or recipe.name
-
-
-def _implausible(quantity, values: np.ndarray, recipe: Recipe | None) -> dict[int, str]:
-    """Row -> refusal text for the ``values`` of ``quantity`` that cannot be measurements (NaN is not
-    judged); a row gets the first reason that applies."""
-    limit = _UNIT_LIMITS.get(quantity.unit)
-    suspect = values < 0
-    if quantity.name == "duration_s":
-        suspect |= values == 0
-    if limit is not None:
-        suspect |= values > limit
-    if not suspect.any():  # every value plausible (the rule, by far)
-        return {}
-    checks = [(values < 0, "negative")]
-    if quantity.name == "duration_s":
-        checks.append((values == 0, "zero: a launch takes time, so the rates would be infinite"))
-    if limit is not None:
-        checks.append((values > limit, f"above the plausible maximum {limit:g} {quantity.unit}"))
-    reasons: dict[int, str] = {}
-    for mask, why in checks:
-        for i in np.flatnonzero(mask):
-            reasons.setdefault(int(i), f"{_source_text(recipe)} gives {values[i]:.4g} {quantity.unit}: {why}")
-    return reasons
-
-
-def _refuse_rates(values: dict[str, np.ndarray], recipes: dict[str, tuple[list, np.ndarray]],
-                  refusals: dict[str, dict[int, str]]) -> None:
-    """Refuse work and traffic that imply an absurd rate in the launch's own duration (in place:
-    the value becomes NaN, the reason goes to ``refusals``)."""
-    duration = values["duration_s"]
-    checks = [(f"flop_{c}", "FLOP", MAX_FLOP_RATE) for c in COMPUTE_CLASSES]
-    checks += [(f"{level}_bytes", "B", MAX_BYTE_RATE) for level in MEMORY_LEVELS]
-    for column, unit, limit in checks:
-        value = values[column]
-        texts, text_code = recipes[column]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            rate = value / duration
-        for i in np.flatnonzero(rate > limit):
-            recipe = texts[text_code[i]]
-            refusals[column][int(i)] = (
-                f"{recipe or 'the table'} gives {value[i]:.4g} {unit} in "
-                f"{duration[i]:.4g} s = {rate[i]:.3g} {unit}/s: above the plausible maximum "
-                f"{limit:g} {unit}/s"
-            )
-            value[i] = np.nan
-
-
 _IDENTITY_KEYS = (
     "kernel",
     "kernel_mangled",
@@ -237,7 +163,7 @@ def derive_columns(raw: Mapping[str, object], rows: int) -> dict[str, object]:
         for quantity in QUANTITIES:
             values[quantity.name], recipes[quantity.name], refusals[quantity.name] = _derive_quantity(
                 quantity, raw, rows, operand, cc, nothing)
-        _refuse_rates(values, recipes, refusals)
+        refuse_rates(values, recipes, refusals)
     out: dict[str, object] = {}
     # Text as Arrow (64-bit offsets, the tables' type), never with a missing value. Most quantities
     # have no refusal: their column is one array of empty texts (immutable, so shared).
@@ -305,7 +231,7 @@ def _derive_quantity(quantity, raw: Mapping[str, object], rows: int, operand: Ca
         label = pd.Series(raw.get(f"{quantity.name}_recipe", ["given"] * rows), copy=False)
         text_code, uniques = pd.factorize(label.where(~np.isnan(value), ""), use_na_sentinel=False)
         texts = list(uniques)
-        refused = _implausible(quantity, value, None)
+        refused = implausible(quantity, value, None)
     open_rows = np.isnan(value)  # rows still without a value, and not refused
     if refused:
         open_rows[list(refused)] = False
@@ -316,7 +242,7 @@ def _derive_quantity(quantity, raw: Mapping[str, object], rows: int, operand: Ca
         if result is None:
             continue
         fill = open_rows & np.isfinite(result)  # overflow and 0/0 give no value
-        reasons = _implausible(quantity, np.where(fill, result, np.nan), recipe)
+        reasons = implausible(quantity, np.where(fill, result, np.nan), recipe)
         if reasons:
             refused.update(reasons)
             fill[list(reasons)] = False

@@ -2,13 +2,12 @@
 
 Reports are read with NVIDIA's ``ncu_report`` module (imported on use): per launch its identity and
 the metrics the recipes of :mod:`roofline.metrics` use, in SI base units. The report's bytes are
-read directly for what ``ncu_report`` does not say: a truncated file, the ncu version, the command.
+read directly for what ``ncu_report`` does not say: a truncated file (here), the ncu version and the
+command (:mod:`roofline.report_provenance`).
 """
 
 from __future__ import annotations
 
-import mmap
-import re
 from pathlib import Path
 
 import numpy as np
@@ -32,16 +31,8 @@ _TENSOR_PREFIX = "sm__ops_path_tensor_"
 _DEVICE_NAME = "device__attribute_display_name"  # text: read by _string_metric, not as a number
 _NUMERIC_METRICS = _NEEDED_METRICS - {_DEVICE_NAME}
 _IDENTITY = ("launch", "kernel", "kernel_mangled", "device", "grid", "block", "stream", "ncu_rules")
-_REPORT_MAGIC = b"NVR\x00"
-_HEAD_BYTES = 8_000_000  # the command line is looked for in a report's first 8 MB,
-_VERSION_BYTES = 4_000_000  # the version in its first 4 MB
-_VERSION = re.compile(rb"(20\d\d\.\d+\.\d+(?:\.\d+)?) \(build \d+\)")
-_VERSION_LONGEST = 64  # bytes of a version number before " (build ", and of " (build 123...)":
-_BUILD_LONGEST = 64  # far more than any has
-_COMMAND_NEAR_VERSION = 65_536
-_SMALL_BLOCK = 4096  # bytes: a block the version is looked for in first
+REPORT_MAGIC = b"NVR\x00"
 _UNSEEN = object()
-_NCU_COMMAND = re.compile(rb"/ncu(\.exe)?[ \t]")
 
 
 def _dims(action, prefix: str) -> str:
@@ -75,7 +66,7 @@ def report_structure_problem(path: str | Path) -> str | None:
     size = path.stat().st_size
     with open(path, "rb") as handle:  # seeks from size field to size field: reads a few bytes per block
         head = handle.read(8)
-        if len(head) < 8 or not head.startswith(_REPORT_MAGIC):
+        if len(head) < 8 or not head.startswith(REPORT_MAGIC):
             return None
         offset = 8 + int.from_bytes(head[4:8], "little")
         blocks = 0
@@ -128,7 +119,7 @@ def _not_a_report(path: Path, ranges: int, shown: Path) -> InputError:
             f"holds no kernel launch; {hint}"
         )
     with open(path, "rb") as handle:
-        signed = handle.read(4) == _REPORT_MAGIC
+        signed = handle.read(4) == REPORT_MAGIC
     if not signed:
         return InputError(
             f"{shown}: not an Nsight Compute report (it lacks the 'NVR' signature of .ncu-rep files; "
@@ -323,100 +314,3 @@ def _launch_frame(identities: list[tuple], launch_values: list[dict[str, float]]
     identity = pd.DataFrame(identities, columns=list(_IDENTITY))
     source = pd.DataFrame({"source_format": ["ncu-rep"] * len(identities)})
     return pd.concat([identity, pd.DataFrame(matrix, columns=names), source], axis=1)
-
-
-def report_provenance(path: str | Path) -> tuple[str, str]:
-    """The ncu version and command line a report stores (see :func:`report_version` and
-    :func:`report_command_line`), from one read of the report's first 8 MB: mapped, not copied,
-    for a plain report (reading megabytes into fresh memory costs more than finding the texts)."""
-    from roofline.compressed import compression_of, read_bytes  # here: compressed builds on InputError
-
-    path = Path(path)
-    if compression_of(path) is None and path.stat().st_size:
-        with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as view:
-            return _provenance(view)
-    return _provenance(read_bytes(path, limit=_HEAD_BYTES))  # decompressed, for a compressed report
-
-
-def _provenance(head: bytes | mmap.mmap) -> tuple[str, str]:
-    """:func:`report_provenance` of a report's bytes. ncu stores the command in the report's
-    header, beside the version (477-1,368 bytes after it in every real report that has both): it
-    is looked for within :data:`_COMMAND_NEAR_VERSION` bytes of the version where there is one,
-    rather than through megabytes of launch data."""
-    version = _version_in_small_blocks(head) or _version_match(head)
-    if version is None:
-        return "", report_command_line(head)
-    start = max(0, version.start() - _COMMAND_NEAR_VERSION)
-    return version.group(1).decode(), report_command_line(head, start, version.end() + _COMMAND_NEAR_VERSION)
-
-
-def report_command_line(head: bytes | mmap.mmap, start: int = 0, end: int | None = None) -> str:
-    """The ncu command line a report stores (newer ncu versions), found in its first bytes ``head``
-    (between ``start`` and ``end``, when given).
-
-    The report is a protobuf stream: the command is a length-prefixed string containing ``/ncu``;
-    the varint length before it (one or two bytes) tells where it ends.
-    """
-    data, end = head, min(len(head), _HEAD_BYTES, _HEAD_BYTES if end is None else end)
-    for match in _matches(_NCU_COMMAND, data, b"/ncu", 0, len(b"/ncu.exe "), end, start):
-        start = match.start()
-        while start > 0 and 0x20 <= data[start - 1] < 0x7F:
-            start -= 1
-        for cut in range(max(start, 2), match.start() + 1):
-            last = data[cut - 1]
-            length = (data[cut - 2] & 0x7F) | (last << 7) if last < 0x80 and data[cut - 2] & 0x80 else last
-            text = data[cut : min(cut + length, end)]
-            if b"/ncu" in text and all(0x20 <= c < 0x7F for c in text):
-                # A field that only wraps the string can have a printable tag and length ("Zz" before
-                # a 122-byte command): take the innermost string.
-                while len(text) > 2 and text[0] & 7 == 2 and text[1] == len(text) - 2 and b"/ncu" in text[2:]:
-                    text = text[2:]
-                return text.decode().strip()
-    return ""
-
-
-def report_version(head: bytes | mmap.mmap) -> str:
-    """The Nsight Compute version string a report stores, where one is found in its first bytes ``head``."""
-    match = _version_match(head)
-    return match.group(1).decode() if match else ""
-
-
-def _version_in_small_blocks(head: bytes | mmap.mmap) -> re.Match | None:
-    """The version's match in the first of the report's small blocks that holds one (see
-    :func:`report_structure_problem` for the blocks): ncu writes it in a block of its own, of
-    118-172 bytes in every real report (ncu 2021 to 2025), so the launches' megabytes need not be
-    searched. None where no small block holds one (or the bytes are no report)."""
-    if head[:4] != _REPORT_MAGIC or len(head) < 8:
-        return None
-    end = min(len(head), _VERSION_BYTES)
-    offset = 8 + int.from_bytes(head[4:8], "little")
-    while offset + 4 <= end:
-        size = int.from_bytes(head[offset : offset + 4], "little")
-        if size <= _SMALL_BLOCK:
-            match = _VERSION.search(head, offset + 4, min(offset + 4 + size, end))
-            if match is not None:
-                return match
-        offset += 4 + size
-    return None
-
-
-def _version_match(head: bytes | mmap.mmap) -> re.Match | None:
-    end = min(len(head), _VERSION_BYTES)
-    return next(_matches(_VERSION, head, b" (build ", _VERSION_LONGEST, _BUILD_LONGEST, end), None)
-
-
-def _matches(pattern: re.Pattern, data: bytes | mmap.mmap, anchor: bytes, before: int, after: int,
-             end: int | None = None, start: int = 0):
-    """``pattern.finditer(data, start, end)`` for a pattern every match of which holds ``anchor``,
-    starting at most ``before`` bytes before it and ending at most ``after`` bytes after its start:
-    the expression runs only near each anchor, which ``bytes.find`` finds many times faster than the
-    expression scans a report's head (megabytes, which hold the anchor a few times)."""
-    end = len(data) if end is None else end
-    searched = start
-    position = data.find(anchor, start, end)
-    while position >= 0:
-        match = pattern.search(data, max(searched, position - before), min(end, position + after))
-        if match is not None:
-            yield match
-            searched = match.end()
-        position = data.find(anchor, max(searched, position + 1), end)

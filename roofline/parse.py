@@ -10,16 +10,10 @@ provenance and the per-launch diagnostics.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import logging
-import mmap
-import os
 import sys
-import threading
 import warnings
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -30,91 +24,15 @@ import pyarrow.compute as pc
 from roofline import metrics
 from roofline.compressed import plain_name
 from roofline.derive import arrow_texts, derive_columns, raw_columns
+from roofline.input_hash import hash_beside
 from roofline.inputs import is_what_if_csv, write_refusal
-from roofline.ncu_rep import InputError, read_ncu_rep, read_ncu_rep_columns, report_provenance
+from roofline.ncu_rep import InputError, read_ncu_rep, read_ncu_rep_columns
+from roofline.report_provenance import report_provenance
 from roofline.schemas import conform_columns, conform_some
 from roofline.table_files import arrow_from_columns, write_arrow, write_table
 from roofline.units import UnitError, UnitWarning
 
 log = logging.getLogger("roofline.parse")
-
-
-def sha256(path: str | Path, hashing: threading.Event | None = None) -> str:
-    """sha256 of a file, or of a folder's files in name order; ``hashing`` is set as the first
-    file's bytes go to the hash (which releases the GIL while it hashes them)."""
-    path = Path(path)
-    files = sorted(p for p in path.iterdir() if p.is_file()) if path.is_dir() else [path]
-    digest = hashlib.sha256()
-    for file in files:
-        with open(file, "rb") as handle:
-            try:  # hashed in place from the page cache: no copy of a 600 MB export through read()
-                with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as view:
-                    if hashing is not None:
-                        hashing.set()
-                    digest.update(view)
-                continue
-            except (OSError, ValueError):  # an empty file (cannot be mapped), or a filesystem without mmap
-                pass
-            for block in iter(lambda handle=handle: handle.read(1 << 20), b""):
-                digest.update(block)
-    return digest.hexdigest()
-
-
-def _lowest_priority() -> None:
-    """Lower the calling thread to the lowest CPU priority (nice 19), where the system allows it.
-
-    parse_input hashes the input on a thread beside the read; at equal priority the hash competes
-    for the cores with pyarrow's threaded CSV read, so it should take only a core the read leaves
-    idle (643 MB long CSV on 2 cores, best of 6 interleaved: parse_input 1.33-1.36 s at equal
-    priority, 1.23-1.25 s with the hash at nice 19). Linux sets nice per thread (PRIO_PROCESS with
-    a thread id) and lowering it needs no privilege; a system without per-thread nice, or that
-    refuses, leaves the thread as it is.
-    """
-    try:
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
-    except (OSError, AttributeError):
-        pass
-
-
-def _sha256_idle(path: str | Path, hashing: threading.Event | None = None) -> str:
-    """:func:`sha256` at the lowest priority (see :func:`_lowest_priority`); call it on its own thread,
-    which it leaves at that priority."""
-    _lowest_priority()
-    return sha256(path, hashing)
-
-
-def _hash_beside(path: Path) -> Callable[[], str]:
-    """Start hashing ``path`` on a thread of its own, at the lowest priority; the function returned
-    waits for the digest (raising the hash's exception).
-
-    Returns once the thread is hashing, with the GIL released: the readers call into C for long
-    stretches without releasing it (``ncu_report`` decoding a launch), so a thread that still needed
-    the GIL to start its hash would wait for them instead of hashing beside them.
-    """
-    hashing = threading.Event()
-
-    def run() -> str:
-        try:
-            return _sha256_idle(path, hashing)
-        finally:
-            hashing.set()
-
-    future = _hasher().submit(run)
-    hashing.wait()
-    return future.result
-
-
-_HASHER: tuple[int, ThreadPoolExecutor] | None = None
-
-
-def _hasher() -> ThreadPoolExecutor:
-    """This process's one hashing thread (started on first use; a forked process starts its own):
-    a job server's worker parses input after input, and starting a thread costs about as much as
-    hashing a report."""
-    global _HASHER
-    if _HASHER is None or _HASHER[0] != os.getpid():
-        _HASHER = (os.getpid(), ThreadPoolExecutor(max_workers=1, thread_name_prefix="roofline-hash"))
-    return _HASHER[1]
 
 
 def _capture_failure(path: Path) -> str:
@@ -204,10 +122,9 @@ def counters_columns(path: str | Path, app: str, kind: str, device: str | None =
     """:func:`parse_input`'s columns (name -> array, as :func:`roofline.derive.derive_columns`
     gives them) and rows."""
     path = Path(path)
-    # hashlib releases the GIL: the input's hash overlaps the parsing, on a thread of its own that
-    # stays at nice 19 and ends with the hash (no Python code of this stage runs there: a thread at
-    # nice 19 that holds the GIL would hold up this one)
-    digest = _hash_beside(path)
+    # the input's hash overlaps the parsing (no Python code of this stage runs on its thread, at
+    # nice 19: a thread at nice 19 that holds the GIL would hold up this one)
+    digest = hash_beside(path)
     raw, rows = read_input_columns(path, kind)
     counters = derive_columns(raw, rows)
     counters["device"] = _device_names(counters.get("device"), counters["compute_capability"], device, rows)

@@ -6,6 +6,7 @@ import lzma
 import math
 import os
 import re
+import signal
 import threading
 import warnings
 
@@ -25,8 +26,9 @@ from conftest import (
     smsp_cycles,
 )
 
+from roofline.input_hash import _sha256_idle
 from roofline.ncu_rep import InputError
-from roofline.parse import _sha256_idle, diagnostics_for, parse_input, read_input
+from roofline.parse import diagnostics_for, parse_input, read_input
 
 REPORTS = real_reports()
 TEXTBOOK = REPO / "data" / "examples" / "textbook.yaml"
@@ -173,7 +175,7 @@ def test_l1_bytes_and_fp16_match_raw_metrics(path):
 def test_sha256_of_files_and_folders(tmp_path):
     """The provenance digest equals hashlib's over the bytes: a file (mapped), an empty file (which
     cannot be mapped) and a folder's files in name order."""
-    from roofline.parse import sha256
+    from roofline.input_hash import sha256
 
     folder = tmp_path / "export"
     folder.mkdir()
@@ -339,3 +341,29 @@ def test_the_written_table_equals_the_parsed_frame(path, kind):
     for name in expected.column_names:
         assert table[name].equals(expected[name]), name
     pd.testing.assert_frame_equal(diagnostics_for(table, "app"), diagnostics_for(frame, "app"))
+
+
+def test_the_hash_beside_the_parsing_starts_before_it_returns_and_works_after_a_fork(tmp_path):
+    # hand-made bytes. hash_beside returns once the thread hashes (the GIL released), its digest is
+    # hashlib's; a forked process (a job server's worker) gets a hashing thread of its own (the
+    # parent's is not in the child); an error comes back from the digest
+    from roofline.input_hash import hash_beside
+
+    path = tmp_path / "data.bin"
+    path.write_bytes(b"roofline" * 200_000)
+    expected = hashlib.sha256(b"roofline" * 200_000).hexdigest()
+    assert hash_beside(path)() == expected
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: hash again, report, leave without the parent's exit handlers
+        signal.alarm(30)  # a hashing thread that never came would end the child, not hang the test
+        try:
+            os.write(write_end, hash_beside(path)().encode())
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as answer:
+        assert answer.read().decode() == expected
+    os.waitpid(pid, 0)
+    with pytest.raises(FileNotFoundError):
+        hash_beside(tmp_path / "absent.bin")()

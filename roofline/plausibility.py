@@ -1,0 +1,84 @@
+"""Plausibility: which derived values cannot be measurements of one kernel launch.
+
+A value outside these limits cannot be a measurement of one kernel launch;
+it is refused *for that launch and quantity*: the quantity is left empty (NaN), its
+``<quantity>_refused`` column says "<metrics> gives <value>: <why>" (its ``_recipe`` column names
+the recipe that gave the value), later recipes do not replace it, and the launch keeps its row
+and gets one warning (parse.diagnostics_for). Quantities computed from a refused one (e.g.
+DRAM bytes = rate x duration) are empty too. The limits are those of the GPU catalog
+(roofline/catalog_entries.py: COMPUTE_RANGE, MEMORY_RANGE upper ends); clocks may reach 100 GHz because
+ncu reports GDDR7 DRAM clocks near 14 GHz (RTX 5090 fixture).
+
+- any quantity below 0 (negative counters, bytes, times, clocks, peaks);
+- a duration of exactly 0 s (nothing takes no time: the rates would be infinite);
+- a duration above MAX_DURATION_S (one day: ncu replays a launch dozens of times);
+- clocks above MAX_CLOCK_HZ, peaks above MAX_FLOP_RATE / MAX_BYTE_RATE;
+- work or traffic that implies a rate above those peaks in the launch's duration (e.g. 1e21 FLOP/s):
+  the work or bytes are refused, the duration kept.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from roofline.metrics import COMPUTE_CLASSES, MEMORY_LEVELS
+from roofline.recipe import Recipe
+
+MAX_DURATION_S = 86_400.0
+MAX_CLOCK_HZ = 1e11
+MAX_FLOP_RATE = 1e18
+MAX_BYTE_RATE = 1e16
+_UNIT_LIMITS = {"s": MAX_DURATION_S, "Hz": MAX_CLOCK_HZ, "FLOP/s": MAX_FLOP_RATE, "B/s": MAX_BYTE_RATE}
+
+
+def _source_text(recipe: Recipe | None) -> str:
+    if recipe is None:
+        return "the table"
+    return " + ".join(dict.fromkeys(recipe.inputs())) or recipe.name
+
+
+def implausible(quantity, values: np.ndarray, recipe: Recipe | None) -> dict[int, str]:
+    """Row -> refusal text for the ``values`` of ``quantity`` that cannot be measurements (NaN is not
+    judged); a row gets the first reason that applies."""
+    limit = _UNIT_LIMITS.get(quantity.unit)
+    suspect = values < 0
+    if quantity.name == "duration_s":
+        suspect |= values == 0
+    if limit is not None:
+        suspect |= values > limit
+    if not suspect.any():  # every value plausible (the rule, by far)
+        return {}
+    checks = [(values < 0, "negative")]
+    if quantity.name == "duration_s":
+        checks.append((values == 0, "zero: a launch takes time, so the rates would be infinite"))
+    if limit is not None:
+        checks.append((values > limit, f"above the plausible maximum {limit:g} {quantity.unit}"))
+    reasons: dict[int, str] = {}
+    for mask, why in checks:
+        for i in np.flatnonzero(mask):
+            reasons.setdefault(int(i), f"{_source_text(recipe)} gives {values[i]:.4g} {quantity.unit}: {why}")
+    return reasons
+
+
+def refuse_rates(values: dict[str, np.ndarray], recipes: dict[str, tuple[list, np.ndarray]],
+                  refusals: dict[str, dict[int, str]]) -> None:
+    """Refuse work and traffic that imply an absurd rate in the launch's own duration (in place:
+    the value becomes NaN, the reason goes to ``refusals``)."""
+    duration = values["duration_s"]
+    checks = [(f"flop_{c}", "FLOP", MAX_FLOP_RATE) for c in COMPUTE_CLASSES]
+    checks += [(f"{level}_bytes", "B", MAX_BYTE_RATE) for level in MEMORY_LEVELS]
+    for column, unit, limit in checks:
+        value = values[column]
+        texts, text_code = recipes[column]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rate = value / duration
+        for i in np.flatnonzero(rate > limit):
+            recipe = texts[text_code[i]]
+            refusals[column][int(i)] = (
+                f"{recipe or 'the table'} gives {value[i]:.4g} {unit} in "
+                f"{duration[i]:.4g} s = {rate[i]:.3g} {unit}/s: above the plausible maximum "
+                f"{limit:g} {unit}/s"
+            )
+            value[i] = np.nan
+
+
