@@ -2,8 +2,10 @@
 
 :func:`derive_counters` applies the recipe table of :mod:`roofline.metrics` to the raw launch frame
 (one row per launch; identity columns plus one float column per ncu metric, already in SI base
-units), vectorised, and records which recipe produced every value. A launch that lacks a roofline
-quantity is kept, marked in ``missing`` with the ncu flags that would supply it.
+units), vectorised, and records which recipe produced every value; :func:`derive_columns` does the
+same on the frame's columns, as the parse stage reads them. A launch that lacks a roofline quantity
+is kept, marked in ``missing`` with the ncu flags that would supply it. Values that cannot be
+measurements are refused per launch (:mod:`roofline.plausibility`).
 """
 
 from __future__ import annotations

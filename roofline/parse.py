@@ -3,8 +3,11 @@
 Reading turns any input into a *raw launch frame* (one row per launch; identity columns plus one
 float column per ncu metric, already in SI base units): :mod:`roofline.ncu_rep` reads reports,
 :mod:`roofline.ncu_csv` CSV exports, :mod:`roofline.what_if` what-if tables.
-:func:`roofline.derive.derive_counters` then applies the recipe table to it; this module adds the
-provenance and the per-launch diagnostics.
+:func:`roofline.derive.derive_columns` then applies the recipe table to its columns; this module
+adds the provenance (:mod:`roofline.input_hash`, :mod:`roofline.report_provenance`) and the
+per-launch diagnostics. The job writes :func:`parse_table`'s Arrow table, built from the columns
+without a frame (a report's few launches by ~200 columns cost pandas more than the rest of the
+stage); :func:`parse_input` gives the same table as a frame.
 """
 
 from __future__ import annotations
