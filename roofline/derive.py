@@ -24,15 +24,14 @@ from roofline import metrics
 from roofline.metrics import COMPUTE_CLASSES, QUANTITIES
 from roofline.plausibility import implausible, refuse_rates
 from roofline.recipe import Recipe
+from roofline.schemas import column_arrays
 
 # -- recipes ---------------------------------------------------------------------------------------
 
 
 def raw_columns(raw: pd.DataFrame) -> dict[str, object]:
     """A raw launch frame as its columns (name -> array), what :func:`derive_columns` reads."""
-    column_arrays = getattr(raw, "_iter_column_arrays", None)  # pandas' own iterator: no Series per column
-    arrays = column_arrays() if column_arrays is not None else (raw[name].array for name in raw.columns)
-    return dict(zip(raw.columns, arrays, strict=True))
+    return dict(zip(raw.columns, column_arrays(raw), strict=True))
 
 
 def _floats(values) -> np.ndarray:

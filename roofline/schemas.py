@@ -250,7 +250,7 @@ def conform(frame: pd.DataFrame, table: str, arrow=None) -> pd.DataFrame:
     columns = TABLES[table]
     if _conforms(frame, columns, arrow):  # a table read back or filtered: nothing to convert
         return frame.reset_index(drop=True)
-    return conform_columns(dict(zip(frame.columns, _column_arrays(frame), strict=True)), table, len(frame))
+    return conform_columns(dict(zip(frame.columns, column_arrays(frame), strict=True)), table, len(frame))
 
 
 def conform_columns(values: dict, table: str, rows: int) -> pd.DataFrame:
@@ -285,18 +285,18 @@ def conform_some(frame: pd.DataFrame, table: str, names: Sequence[str]) -> pd.Da
     ``conform(frame, table)``, without building the others: a reader that needs ~30 of a wide
     table's ~120 columns."""
     declared = {column.name: column.dtype for column in TABLES[table]}
-    values = dict(zip(frame.columns, _column_arrays(frame), strict=True))
+    values = dict(zip(frame.columns, column_arrays(frame), strict=True))
     return pd.DataFrame({name: typed_array(values[name], declared[name]) if name in values
                          else absent_array(declared[name], len(frame)) for name in names if name in declared},
                         copy=False)
 
 
-def _column_arrays(frame: pd.DataFrame):
+def column_arrays(frame: pd.DataFrame):
     """The frame's columns as arrays, in order: pandas' own iterator where it has it (no Series
     made per column), else through a Series each."""
-    column_arrays = getattr(frame, "_iter_column_arrays", None)
-    if column_arrays is not None:
-        return column_arrays()
+    iterate = getattr(frame, "_iter_column_arrays", None)
+    if iterate is not None:
+        return iterate()
     return (frame.iloc[:, position].array for position in range(frame.shape[1]))
 
 

@@ -27,7 +27,6 @@ def write_table(frame: pd.DataFrame, table: str, path: str | os.PathLike,
                 metadata: dict[str, bytes] | None = None) -> None:
     """Conform ``frame`` and write it to Parquet atomically (temp file + rename); ``metadata``
     goes in the file's key-value metadata beside pandas' own."""
-
     arrow = _conformed_arrow(frame, table)
     if arrow is None:
         arrow = arrow_table(conform(frame, table), table)
