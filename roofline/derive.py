@@ -24,7 +24,7 @@ from roofline import metrics
 from roofline.metrics import COMPUTE_CLASSES, QUANTITIES
 from roofline.plausibility import implausible, refuse_rates
 from roofline.recipe import Recipe
-from roofline.schemas import column_arrays
+from roofline.typed_columns import column_arrays
 
 # -- recipes ---------------------------------------------------------------------------------------
 
@@ -274,14 +274,8 @@ def _coded_columns(columns: list[tuple[list, np.ndarray]], rows: int) -> list[pa
 
 def _coded_texts(texts: list, codes: np.ndarray) -> pa.Array:
     """``texts[code]`` per row as Arrow text, a missing text as empty."""
-    if len(codes) <= _FEW_ROWS and all(type(text) is str for text in texts):
-        return pa.array([texts[code] for code in codes.tolist()], pa.large_string())
     arrow = pa.array(texts, pa.large_string(), from_pandas=True)
-    if arrow.null_count:
-        arrow = arrow.fill_null("")
-    if len(codes) <= _FEW_ROWS:
-        return pa.array([arrow.to_pylist()[code] for code in codes.tolist()], pa.large_string())
-    return arrow.take(pa.array(codes))
+    return (arrow.fill_null("") if arrow.null_count else arrow).take(pa.array(codes))
 
 
 @functools.cache  # six flags: 64 combinations at most

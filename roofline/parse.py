@@ -38,6 +38,21 @@ from roofline.units import UnitError, UnitWarning
 log = logging.getLogger("roofline.parse")
 
 
+def _existing(path: str | Path) -> Path:
+    """``path`` as a Path; InputError where there is no such file."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"{path}: no such file")
+    return path
+
+
+def _check_captured(path: Path) -> None:
+    """Raise InputError where the capture of the report ``path`` failed (its sidecar says why)."""
+    failure = _capture_failure(path)
+    if failure:
+        raise InputError(f"{path}: the capture failed, so there is no report: {failure}")
+
+
 def _capture_failure(path: Path) -> str:
     """The error a failed capture recorded in the sidecar beside its (empty) report, if any."""
     sidecar = path.with_name(path.name.removesuffix(".ncu-rep") + ".capture.json")
@@ -61,9 +76,7 @@ def read_input(path: str | Path, kind: str) -> pd.DataFrame:
     Any input may be compressed (gzip, xz, zstd, bzip2: see :mod:`roofline.compressed`); it is read
     as it is, whatever its name says.
     """
-    path = Path(path)
-    if not path.exists():
-        raise InputError(f"{path}: no such file")
+    path = _existing(path)
     if kind == "legacy":
         raise InputError(
             f"{path}: a legacy .nsight-cuprof-report (Nsight Compute 2019.x or older) with pre-2020 "
@@ -71,9 +84,7 @@ def read_input(path: str | Path, kind: str) -> pd.DataFrame:
             f"({metrics.NCU_ROOFLINE_FLAGS})"
         )
     if kind == "ncu-rep":
-        failure = _capture_failure(path)
-        if failure:
-            raise InputError(f"{path}: the capture failed, so there is no report: {failure}")
+        _check_captured(path)
         return read_ncu_rep(path)
     if kind == "what-if":
         from roofline.what_if import read_what_if  # pydantic: imported by the jobs that read a table
@@ -100,7 +111,9 @@ def read_input(path: str | Path, kind: str) -> pd.DataFrame:
 def read_input_columns(path: str | Path, kind: str) -> tuple[dict[str, object], int]:
     """:func:`read_input` as the raw launch frame's columns and rows (see
     :func:`roofline.derive.raw_columns`); a report's without the frame between."""
-    if kind == "ncu-rep" and Path(path).exists() and not _capture_failure(Path(path)):
+    if kind == "ncu-rep":
+        path = _existing(path)
+        _check_captured(path)
         return read_ncu_rep_columns(path)
     raw = read_input(path, kind)
     return raw_columns(raw), len(raw)

@@ -20,10 +20,11 @@ import numpy as np
 import pandas as pd
 
 from roofline.metrics import COMPUTE_CLASSES
-from roofline.schemas import ABSENT_VALUES, TABLES, conform
+from roofline.schemas import TABLES, conform
 
 # Launches shorter than this report clocks 20-50 % low (../shared/guides/roofline.md §5).
 from roofline.table_files import arrow_table
+from roofline.typed_columns import ABSENT_VALUES
 
 SHORT_LAUNCH_S = 20e-6
 # (kind, name) -> (the counters' peak column, the clock it scales with)

@@ -14,8 +14,8 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent
 
 # what every stage's job imports: the job runner, the tables, the recipe table
-BASE = ("__init__.py", "jobs.py", "errors.py", "atomic_files.py", "schemas.py", "table_files.py", "table_reads.py",
-        "metrics.py", "compute_paths.py", "recipe.py", "sass_recipes.py")
+BASE = ("__init__.py", "jobs.py", "errors.py", "atomic_files.py", "schemas.py", "typed_columns.py", "table_files.py",
+        "table_reads.py", "metrics.py", "compute_paths.py", "recipe.py", "sass_recipes.py")
 # how a job starts and reaches the warm server: not what it computes, so in no digest
 RUNNER = ("job_client.py", "job_server.py")
 # what writes the pages: the report's, the app jobs' and (with its own modules) the tracking's; stage_code.py

@@ -10,17 +10,8 @@ import numpy as np
 import pandas as pd
 
 from roofline.atomic_files import atomic_output
-from roofline.schemas import (
-    NUMPY_DTYPES,
-    TABLES,
-    absent_array,
-    check_declared,
-    conform,
-    empty,
-    is_typed,
-    text_complete,
-    typed_array,
-)
+from roofline.schemas import TABLES, check_declared, conform, empty, is_typed, text_complete
+from roofline.typed_columns import NUMPY_DTYPES, absent_array, typed_array
 
 
 def write_table(frame: pd.DataFrame, table: str, path: str | os.PathLike,

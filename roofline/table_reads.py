@@ -9,7 +9,8 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from roofline.schemas import TABLES, conform, typed_column
+from roofline.schemas import TABLES, conform
+from roofline.typed_columns import typed_column
 
 
 def each_file(paths: Sequence[str | os.PathLike], read) -> list:
