@@ -158,7 +158,7 @@ def text_table(headers: list[str], rows: list[list[str]], left: Collection[int],
         return text[: limits[i] - 1] + "…" if i in limits and len(text) > limits[i] else text
 
     cells = [[cut(i, c) for i, c in enumerate(row)] for row in rows]
-    widths = [max(len(h), *(len(row[i]) for row in cells)) for i, h in enumerate(headers)]
+    widths = [max([len(h), *(len(row[i]) for row in cells)]) for i, h in enumerate(headers)]  # no row: the header's
 
     def line(row: list[str]) -> str:
         return "  ".join(t.ljust(w) if i in left else t.rjust(w) for i, (t, w) in enumerate(zip(row, widths))).rstrip()

@@ -198,6 +198,16 @@ def test_bad_file_is_reported_and_others_still_shown(capsys, tmp_path):
     assert "seed_normalization" in out
 
 
+def test_a_run_whose_every_input_is_refused_says_so_without_a_traceback(capsys, tmp_path):
+    # hand-made: the only input is no report; the text table has no row to show
+    bad = tmp_path / "broken.ncu-rep"
+    bad.write_bytes(b"not a report")
+    code, out, err = run_cli(capsys, "show", bad)
+    assert code == 1 and out == ""
+    assert [line for line in err.splitlines() if line.startswith("roofline: ")] and str(bad) in err
+    assert "Traceback" not in err
+
+
 def test_usage_errors_exit_2(capsys, tmp_path):
     for argv in (["show"], ["show", str(TEXTBOOK), "--format", "xml"], ["show", str(TEXTBOOK), "--top", "0"],
                  ["show", str(TEXTBOOK), "--filter", "("], ["show", str(TEXTBOOK), "--policy", "report,guess"],
