@@ -157,13 +157,16 @@ def derive_columns(raw: Mapping[str, object], rows: int) -> dict[str, object]:
     recipes: dict[str, tuple[list, np.ndarray]] = {}
     refusals: dict[str, dict[int, str]] = {}  # per quantity, row -> why its value was refused
     operand = functools.partial(_column, raw, values, {})
-    nothing = (np.full(rows, np.nan), np.zeros(rows, dtype=np.int64))
+    present, capabilities = raw.keys(), frozenset(cc[~np.isnan(cc)].tolist())
+    nothing = (np.full(rows, np.nan), np.zeros(rows, dtype=np.int64), np.ones(rows, dtype=np.int64))
     for shared in nothing:
         shared.flags.writeable = False
     with np.errstate(all="ignore"):  # overflow and 0/0 in a recipe: inf/NaN, which give no value
         for quantity in QUANTITIES:
+            usable = [recipe for recipe, inputs in _RECIPE_INPUTS[quantity.name]
+                      if present >= inputs and _applies(recipe, capabilities)]
             values[quantity.name], recipes[quantity.name], refusals[quantity.name] = _derive_quantity(
-                quantity, raw, rows, operand, cc, nothing)
+                quantity, usable, raw, rows, operand, cc, nothing)
         refuse_rates(values, recipes, refusals)
     out: dict[str, object] = {}
     # Text as Arrow (64-bit offsets, the tables' type), never with a missing value. Most quantities
@@ -211,18 +214,30 @@ _RECIPE_INPUTS = {quantity.name: tuple((recipe, frozenset(recipe.inputs())) for 
                   for quantity in QUANTITIES}
 
 
-def _derive_quantity(quantity, raw: Mapping[str, object], rows: int, operand: Callable, cc: np.ndarray,
-                     nothing: tuple[np.ndarray, np.ndarray]):
-    """One quantity's values, the recipe of each (texts and a code per row) and its refusals (row ->
-    why): a value the input gives under the quantity's name first, then the recipes in order.
+def _applies(recipe: Recipe, capabilities: frozenset[float]) -> bool:
+    """Whether ``recipe`` is valid for any of the input's compute capabilities (major * 10 + minor):
+    one that is not gives no value (it would be evaluated only to be masked out)."""
+    if recipe.cc_min is None and recipe.cc_max is None:
+        return True
+    return any((recipe.cc_min or 0) <= cc <= (recipe.cc_max or 999) for cc in capabilities)
 
-    ``nothing``: all-NaN values and all-zero codes, read-only, shared by the quantities the input
-    cannot give (most of them, for any one input).
+
+def _derive_quantity(quantity, usable: list[Recipe], raw: Mapping[str, object], rows: int, operand: Callable,
+                     cc: np.ndarray, nothing: tuple[np.ndarray, np.ndarray, np.ndarray]):
+    """One quantity's values, the recipe of each (texts and a code per row) and its refusals (row ->
+    why): a value the input gives under the quantity's name first, then the ``usable`` recipes (those
+    whose metrics the input has, valid for one of its compute capabilities) in order.
+
+    ``nothing``: all-NaN values, all-zero codes and all-one codes (every row from the first recipe),
+    read-only, shared by the quantities the input cannot give (most of them, for any one input) and
+    by those whose first recipe gives every row.
     """
-    present = raw.keys()
-    usable = [recipe for recipe, inputs in _RECIPE_INPUTS[quantity.name] if present >= inputs]
-    if not usable and quantity.name not in raw:
-        return nothing[0], ([""], nothing[1]), {}
+    if quantity.name not in raw:
+        if not usable:
+            return nothing[0], ([""], nothing[1]), {}
+        whole = _whole_from_first(quantity, usable, operand, cc)
+        if whole is not None:
+            return whole[1], (["", whole[0].name], nothing[2]), {}
     value = np.full(rows, np.nan)
     texts: list = [""]
     text_code = np.zeros(rows, dtype=np.int64)
@@ -256,6 +271,20 @@ def _derive_quantity(quantity, raw: Mapping[str, object], rows: int, operand: Ca
     for row in refused:
         value[row] = np.nan
     return value, (texts, text_code), refused
+
+
+def _whole_from_first(quantity, usable: list[Recipe], operand: Callable, cc: np.ndarray):
+    """The first usable recipe and its values when they give every row a plausible value (the rule
+    for an input's quantities: the loop of :func:`_derive_quantity` would end after it, having
+    filled every row from it), else None."""
+    for recipe in usable:
+        result = _evaluate(recipe, operand, cc)
+        if result is None:
+            continue
+        if len(result) and np.isfinite(result).all() and not implausible(quantity, result, recipe):
+            return recipe, result
+        return None
+    return None
 
 
 # Up to this many rows (a report's launches) a coded column is built from its texts directly:

@@ -67,18 +67,24 @@ def refuse_rates(values: dict[str, np.ndarray], recipes: dict[str, tuple[list, n
     duration = values["duration_s"]
     checks = [(f"flop_{c}", "FLOP", MAX_FLOP_RATE) for c in COMPUTE_CLASSES]
     checks += [(f"{level}_bytes", "B", MAX_BYTE_RATE) for level in MEMORY_LEVELS]
-    for column, unit, limit in checks:
+    # a quantity without any recipe's text has no value to judge (most of them, for any one input);
+    # the others' rates are judged together, one division for all
+    checks = [check for check in checks if recipes[check[0]][0] != [""]]
+    if not checks:
+        return
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rates = np.stack([values[column] for column, _, _ in checks]) / duration
+    above = rates > np.array([limit for _, _, limit in checks])[:, None]
+    if not above.any():
+        return
+    for position, i in zip(*np.nonzero(above), strict=True):
+        column, unit, limit = checks[position]
         value = values[column]
         texts, text_code = recipes[column]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            rate = value / duration
-        for i in np.flatnonzero(rate > limit):
-            recipe = texts[text_code[i]]
-            refusals[column][int(i)] = (
-                f"{recipe or 'the table'} gives {value[i]:.4g} {unit} in "
-                f"{duration[i]:.4g} s = {rate[i]:.3g} {unit}/s: above the plausible maximum "
-                f"{limit:g} {unit}/s"
-            )
-            value[i] = np.nan
-
-
+        recipe = texts[text_code[i]]
+        refusals[column][int(i)] = (
+            f"{recipe or 'the table'} gives {value[i]:.4g} {unit} in "
+            f"{duration[i]:.4g} s = {rates[position, i]:.3g} {unit}/s: above the plausible maximum "
+            f"{limit:g} {unit}/s"
+        )
+        value[i] = np.nan

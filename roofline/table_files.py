@@ -98,18 +98,23 @@ def arrow_from_columns(values: dict, table: str, rows: int):
     absent: dict = {}  # one array of a declared column's empty values per type, shared (Arrow arrays are immutable)
     arrays: list = []
     floats: dict[int, np.ndarray] = {}  # position -> a float column given as float64: converted together below
-    for column, field in zip(TABLES[table], schema, strict=True):
-        given = values.get(column.name)
+    converted: dict[tuple, object] = {}  # (id of a given Arrow array, dtype) -> its column
+    for name, dtype, arrow_type in _typed_fields(table):
+        given = values.get(name)
         if given is None:
-            if field.type not in absent:
-                absent[field.type] = _arrow_column(None, column.dtype, field.type, rows)
-            arrays.append(absent[field.type])
-        elif (column.dtype == "float" and rows <= _BATCHED_ROWS and type(given) is np.ndarray
-              and given.dtype == np.float64):
+            if arrow_type not in absent:
+                absent[arrow_type] = _arrow_column(None, dtype, arrow_type, rows)
+            arrays.append(absent[arrow_type])
+        elif dtype == "float" and rows <= _BATCHED_ROWS and type(given) is np.ndarray and given.dtype == np.float64:
             floats[len(arrays)] = given
             arrays.append(None)
+        elif isinstance(given, pa.Array):  # one array often given for many columns (no refusal): judged once
+            key = (id(given), dtype)
+            if key not in converted:
+                converted[key] = _arrow_column(given, dtype, arrow_type, rows)
+            arrays.append(converted[key])
         else:
-            arrays.append(_arrow_column(given, column.dtype, field.type, rows))
+            arrays.append(_arrow_column(given, dtype, arrow_type, rows))
     if floats:  # one conversion (NaN -> null), each column a slice of it
         block = pa.array(np.concatenate(list(floats.values())), pa.float64(), from_pandas=True)
         for order, position in enumerate(floats):
@@ -139,12 +144,26 @@ def _arrow_column(values, dtype: str, arrow_type, rows: int):
 
 
 _ARROW_SCHEMAS: dict = {}
+_TYPED_FIELDS: dict[str, list[tuple]] = {}
+
+
+def _typed_fields(table: str) -> list[tuple]:
+    """Each column of ``table`` as (name, declared dtype, Arrow type), in the schema's order: a
+    schema's fields are made anew as Python objects each time they are read, ~200 of them a table."""
+    fields = _TYPED_FIELDS.get(table)
+    if fields is None:
+        fields = _TYPED_FIELDS[table] = [(column.name, column.dtype, field.type)
+                                         for column, field in zip(TABLES[table], _arrow_schema(table), strict=True)]
+    return fields
 
 
 def arrow_schemas() -> dict:
     """Every table's Arrow schema (:func:`arrow_table`), built now: the job server builds them before
     its workers fork, so that no job builds one (a wide table's takes about as long as a conversion)."""
-    return {table: _arrow_schema(table) for table in TABLES}
+    schemas = {table: _arrow_schema(table) for table in TABLES}
+    for table in TABLES:
+        _typed_fields(table)
+    return schemas
 
 
 def _arrow_schema(table: str):
