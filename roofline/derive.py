@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 
 from roofline import metrics
 from roofline.metrics import COMPUTE_CLASSES, QUANTITIES
-from roofline.plausibility import implausible, refuse_rates
+from roofline.plausibility import all_plausible, implausible, refuse_rates
 from roofline.recipe import Recipe
 from roofline.typed_columns import column_arrays
 
@@ -281,7 +281,7 @@ def _whole_from_first(quantity, usable: list[Recipe], operand: Callable, cc: np.
         result = _evaluate(recipe, operand, cc)
         if result is None:
             continue
-        if len(result) and np.isfinite(result).all() and not implausible(quantity, result, recipe):
+        if len(result) and all_plausible(quantity, result):
             return recipe, result
         return None
     return None

@@ -8,6 +8,7 @@ command (:mod:`roofline.report_provenance`).
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -141,7 +142,8 @@ def read_ncu_rep(path: str | Path) -> pd.DataFrame:
 def read_ncu_rep_columns(path: str | Path) -> tuple[dict[str, object], int]:
     """:func:`read_ncu_rep` as the frame's columns (name -> NumPy array of numbers or Arrow array of
     text) and its rows: what the parse stage derives from, without the frame between (a report has
-    a few launches, where building a frame costs more than the derivation).
+    a few launches, where building a frame costs more than the derivation); of the metrics, those a
+    recipe or identity field reads (:func:`roofline.metrics.all_input_metrics`).
 
     A compressed report (``.ncu-rep.gz``, ``.xz``, ``.zst``: see :mod:`roofline.compressed`) is read
     from a decompressed temporary copy, since ``ncu_report`` reads only paths; messages name ``path``.
@@ -278,27 +280,32 @@ def _register_moves(action) -> float | None:
 def _metric_matrix(launch_values: list[dict[str, float]]) -> tuple[list[str], np.ndarray]:
     """The metrics in the order they first appear, and a launches x metrics matrix of their values
     (NaN where a launch lacks one)."""
+    names = list(launch_values[0]) if launch_values else []
+    if all(list(values) == names for values in launch_values[1:]):  # every launch's metrics in one order: the rule
+        return names, np.fromiter(itertools.chain.from_iterable(values.values() for values in launch_values),
+                                  np.float64, len(names) * len(launch_values)).reshape(len(launch_values), len(names))
     union: dict[str, None] = {}
     for values in launch_values:
         union.update(dict.fromkeys(values))
     names = list(union)
-    # a launch with every metric in the same order (the rule in a report) is its values as they are
-    matrix = np.array(
-        [list(values.values()) if list(values) == names else [values.get(name, np.nan) for name in names]
-         for values in launch_values], dtype="float64"
-    ).reshape(len(launch_values), len(names))
-    return names, matrix
+    matrix = np.array([[values.get(name, np.nan) for name in names] for values in launch_values], dtype="float64")
+    return names, matrix.reshape(len(launch_values), len(names))
 
 
 def _launch_columns(identities: list[tuple], launch_values: list[dict[str, float]]) -> dict[str, object]:
-    """The raw launch frame's columns (:func:`_launch_frame`'s), without the frame."""
+    """The raw launch frame's columns (:func:`_launch_frame`'s) that the derivation reads (every
+    metric of :func:`roofline.metrics.all_input_metrics`), without the frame."""
     import pyarrow as pa
 
     columns: dict[str, object] = {"launch": np.array([identity[0] for identity in identities], dtype=np.int64)}
     for position, key in enumerate(_IDENTITY[1:], start=1):
         columns[key] = pa.array([identity[position] for identity in identities], pa.large_string())
     names, matrix = _metric_matrix(launch_values)
-    columns.update(zip(names, np.asfortranarray(matrix).T, strict=True))  # each metric's values contiguous
+    # only what the derivation reads: a full report holds ~700 metrics a launch, mostly tensor-path
+    # variants no recipe uses (the frame of read_ncu_rep keeps them)
+    kept = [position for position, name in enumerate(names) if name in _NEEDED_METRICS]
+    # each metric's values contiguous
+    columns.update(zip([names[position] for position in kept], np.asfortranarray(matrix[:, kept]).T, strict=True))
     columns["source_format"] = pa.repeat(pa.scalar("ncu-rep", pa.large_string()), len(identities))
     return columns
 

@@ -37,6 +37,16 @@ def _source_text(recipe: Recipe | None) -> str:
     return " + ".join(dict.fromkeys(recipe.inputs())) or recipe.name
 
 
+def all_plausible(quantity, values: np.ndarray) -> bool:
+    """Whether ``values`` (at least one) are all finite and none would be refused by
+    :func:`implausible`: one pass for the rule, where every value of a quantity is a measurement."""
+    low, high = values.min(), values.max()  # NaN if any value is NaN: every comparison below fails
+    limit = _UNIT_LIMITS.get(quantity.unit, np.inf)
+    if quantity.name == "duration_s":
+        return bool(low > 0 and high < np.inf and high <= limit)
+    return bool(low >= 0 and high < np.inf and high <= limit)
+
+
 def implausible(quantity, values: np.ndarray, recipe: Recipe | None) -> dict[int, str]:
     """Row -> refusal text for the ``values`` of ``quantity`` that cannot be measurements (NaN is not
     judged); a row gets the first reason that applies."""

@@ -204,3 +204,29 @@ def test_report_command_line_unwraps_a_printable_field():
         "/usr/lib/nsight-compute/target/linux-desktop-glibc_2_11_3-x64/ncu -c 3 -o ../ncu-reports/test "
         "--set full ./silu --profile"
     )
+
+
+@pytest.mark.parametrize(
+    "launches",
+    [
+        [{"a": 1.0, "b": 2.0}, {"a": 3.0, "b": 4.0}],  # every launch's metrics in one order (the rule)
+        [{"a": 1.0, "b": 2.0}, {"b": 4.0, "a": 3.0}],  # the same metrics in another order
+        [{"a": 1.0}, {"a": 3.0, "c": 5.0}, {"b": 6.0}],  # a metric some launches lack
+        [{}, {"a": 1.0}],
+        [],
+    ],
+)
+def test_metric_matrix_puts_each_value_under_its_metric(launches):
+    # hand-made launches: each value at its own launch and metric, NaN where the launch lacks it
+    from roofline.ncu_rep import _metric_matrix
+
+    names, matrix = _metric_matrix(launches)
+    assert sorted(names) == sorted({name for values in launches for name in values})
+    assert names == list(dict.fromkeys(name for values in launches for name in values))  # first seen first
+    assert matrix.shape == (len(launches), len(names))
+    for row, values in enumerate(launches):
+        for column, name in enumerate(names):
+            if name in values:
+                assert matrix[row, column] == values[name]
+            else:
+                assert math.isnan(matrix[row, column])
