@@ -2,7 +2,7 @@
 
 hashlib releases the GIL while it hashes, so the digest of a 600 MB export costs the parse stage
 almost nothing: it is computed on a thread of its own at the lowest priority, which takes only a
-core the reader leaves idle.
+core the reader leaves idle; the thread stays, idle, for the next input.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import mmap
 import os
+import queue
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -52,39 +53,65 @@ def _lowest_priority() -> None:
         pass
 
 
-def _sha256_idle(path: str | Path, hashing: threading.Event | None = None) -> str:
-    """:func:`sha256` at the lowest priority (see :func:`_lowest_priority`); call it on its own thread,
-    which it leaves at that priority."""
-    _lowest_priority()
-    return sha256(path, hashing)
+class _HashingThread(threading.Thread):
+    """The process's hashing thread, at the lowest priority: it hashes the inputs handed to it one
+    after another and waits, without the GIL, in between. Started on the first input; a forked
+    child (a job server's worker) starts its own, since the parent's is not in it."""
+
+    def __init__(self) -> None:
+        super().__init__(name="roofline-hash", daemon=True)
+        self.requests: queue.SimpleQueue = queue.SimpleQueue()
+        self.working = False
+
+    def run(self) -> None:
+        _lowest_priority()
+        while True:
+            path, hashing, outcome, done = self.requests.get()
+            self.working = True
+            try:
+                outcome["digest"] = sha256(path, hashing)
+            except BaseException as exc:  # noqa: BLE001 - raised again by the waiting caller
+                outcome["error"] = exc
+            finally:
+                self.working = False
+                hashing.set()
+                done.set()
+
+    def idle_between_jobs(self) -> bool:
+        """Whether it holds no input: a job server's worker may then run another job beside it
+        (:meth:`roofline.job_worker._Between.reusable`)."""
+        return not self.working and self.requests.empty()
+
+
+_hasher: _HashingThread | None = None
+_starting = threading.Lock()
+
+
+def _hashing_thread() -> _HashingThread:
+    global _hasher
+    with _starting:
+        if _hasher is None or not _hasher.is_alive():  # not yet, or a forked child's copy of the parent's
+            _hasher = _HashingThread()
+            _hasher.start()
+        return _hasher
 
 
 def hash_beside(path: Path) -> Callable[[], str]:
-    """Start hashing ``path`` on a thread of its own, at the lowest priority; the function returned
-    waits for the digest (raising the hash's exception) and for the thread's end.
+    """Have the process's hashing thread (at the lowest priority) hash ``path``; the function
+    returned waits for the digest (raising the hash's exception).
 
     Returns once the thread is hashing, with the GIL released: the readers call into C for long
     stretches without releasing it (``ncu_report`` decoding a launch), so a thread that still needed
-    the GIL to start its hash would wait for them instead of hashing beside them. The thread ends
-    with the hash: a job server's worker runs another job only where no thread is left.
+    the GIL to start its hash would wait for them instead of hashing beside them. The thread stays
+    for the next input: starting a thread costs about as much as hashing a 1 MB report.
     """
     outcome: dict = {}
-    hashing = threading.Event()
-
-    def run() -> None:
-        try:
-            outcome["digest"] = _sha256_idle(path, hashing)
-        except BaseException as exc:  # noqa: BLE001 - raised again by the waiting caller
-            outcome["error"] = exc
-        finally:
-            hashing.set()
-
-    thread = threading.Thread(target=run, name="roofline-hash", daemon=True)
-    thread.start()
+    hashing, done = threading.Event(), threading.Event()
+    _hashing_thread().requests.put((path, hashing, outcome, done))
     hashing.wait()
 
     def digest() -> str:
-        thread.join()
+        done.wait()
         if "error" in outcome:
             raise outcome["error"]
         return outcome["digest"]

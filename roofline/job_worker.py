@@ -11,7 +11,7 @@ what a job may change (the standard streams and descriptors 0-2, every descripto
 open, the working directory, ``sys.stdout``/``sys.stderr``, the logging handlers and levels, the
 warning filters and the record of warnings already shown), and each job sets its own directory,
 umask, environment and arguments as a fresh child would. A worker runs another job only after
-one that succeeded, left no thread running and holds less than :data:`RESIDENT_MAX` bytes; at
+one that succeeded, left no thread running (but one idle between jobs) and holds less than :data:`RESIDENT_MAX` bytes; at
 most :data:`JOBS_MAX` jobs; otherwise it exits, and the next job gets a fresh one.
 """
 
@@ -201,10 +201,13 @@ class _Between:
         os.chdir("/")
 
     def reusable(self) -> bool:
-        """Whether another job may run here: no thread left running, and not too much memory held."""
+        """Whether another job may run here: no thread left running but those idle between jobs (the
+        input hashing thread, :mod:`roofline.input_hash`), and not too much memory held."""
         import threading
 
-        if threading.active_count() > 1:
+        current = threading.current_thread()
+        if any(thread is not current and not getattr(thread, "idle_between_jobs", lambda: False)()
+               for thread in threading.enumerate()):
             return False
         try:
             with open("/proc/self/statm") as statm:

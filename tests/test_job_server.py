@@ -272,6 +272,48 @@ def test_between_two_jobs_a_worker_puts_back_what_a_job_changed(tmp_path):
                      "cwd": "/", "streams": [os.devnull] * 3}
 
 
+def test_a_worker_runs_another_job_beside_the_idle_hashing_thread_only(tmp_path):
+    """In a forked process (a worker's place): after a parse's hash, its idle hashing thread leaves
+    the worker reusable; a thread a job left running does not (hand-made bytes hashed)."""
+    import json
+    import socket
+    import threading
+
+    from roofline import job_worker
+    from roofline.input_hash import hash_beside
+
+    path = tmp_path / "data.bin"
+    path.write_bytes(b"roofline" * 10_000)
+    reading, writing = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        found = {}
+        try:
+            signal.alarm(30)
+            job_worker.RESIDENT_MAX = 2**62  # the test process's size is not what is tested
+            between = job_worker._Between(socket.socketpair()[0].fileno(), set())
+            found["nothing"] = between.reusable()
+            hash_beside(path)()
+            found["after a hash"] = between.reusable()
+            release = threading.Event()
+            left = threading.Thread(target=release.wait)
+            left.start()
+            found["a thread left running"] = between.reusable()
+            release.set()
+            left.join()
+            found["after it ended"] = between.reusable()
+            found["hashing threads"] = [t.name for t in threading.enumerate()].count("roofline-hash")
+        finally:
+            os.write(writing, json.dumps(found).encode())
+            os._exit(0)
+    os.close(writing)
+    with os.fdopen(reading) as pipe:
+        found = json.loads(pipe.read())
+    os.waitpid(pid, 0)
+    assert found == {"nothing": True, "after a hash": True, "a thread left running": False, "after it ended": True,
+                     "hashing threads": 1}
+
+
 def _shell_job(cwd: Path, env: dict, before: str, *argv: str) -> subprocess.CompletedProcess:
     """The job as a bash command line (bash sets variables of its own: the same for every job)."""
     options = [a for a in argv if a in ("-X", "importtime")]

@@ -26,7 +26,6 @@ from conftest import (
     smsp_cycles,
 )
 
-from roofline.input_hash import _sha256_idle
 from roofline.ncu_rep import InputError
 from roofline.parse import diagnostics_for, parse_input, read_input
 
@@ -136,23 +135,20 @@ def test_parse_input_records_report_provenance():
 
 @pytest.mark.skipif(not hasattr(os, "setpriority"), reason="no per-thread nice on this system")
 def test_input_hash_runs_at_the_lowest_priority_on_its_own_thread(tmp_path):
-    """parse_input hashes on a thread at nice 19 (so that it takes only an idle core); the
-    caller's thread keeps its priority, and the hash is the file's."""
+    """The input is hashed on a thread at nice 19 (so that it takes only an idle core), which stays,
+    idle, for the next input; the caller's thread keeps its priority, and the hash is the file's."""
+    from roofline.input_hash import hash_beside
+
     path = tmp_path / "data.bin"  # hand-made bytes
     path.write_bytes(b"roofline" * 100_000)
     before = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-    seen = {}
-
-    def hash_and_look():
-        seen["digest"] = _sha256_idle(path)
-        seen["nice"] = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-
-    thread = threading.Thread(target=hash_and_look)
-    thread.start()
-    thread.join()
-    assert seen["nice"] == 19
-    assert seen["digest"] == hashlib.sha256(b"roofline" * 100_000).hexdigest()
+    assert hash_beside(path)() == hashlib.sha256(b"roofline" * 100_000).hexdigest()
+    (hasher,) = [thread for thread in threading.enumerate() if thread.name == "roofline-hash"]
+    assert os.getpriority(os.PRIO_PROCESS, hasher.native_id) == 19
+    assert hasher.idle_between_jobs()
     assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == before
+    assert hash_beside(path)() == hashlib.sha256(b"roofline" * 100_000).hexdigest()
+    assert [thread for thread in threading.enumerate() if thread.name == "roofline-hash"] == [hasher]
 
 
 @pytest.mark.parametrize("path", REPORTS, ids=[report_id(p) for p in REPORTS])
