@@ -44,6 +44,72 @@ def fresh_dir(path: Path) -> Path:
     return path
 
 
+# The workflow's DAG with jobs that copy a few bytes: a parse job per app, the ceilings checkpoint
+# (its output byte-identical, as when a changed app moves no roof), a job per app after it, the
+# report and the judging beside it, the trends page after both, the status; the rate limiter lifted
+# and the workflow's own profile, as in ours (workflow/rules/*.smk has the real rules).
+NOOP_SNAKEFILE = """# benchmarks/_common.py: the workflow's shape, jobs that do nothing (generated)
+import sys
+sys.path.insert(0, {repo!r})
+from roofline.rate_limit import lift_default_rate_limit
+APPS = [f"app_{{i:03d}}" for i in range({n})]
+rule all:
+    input: "reports/summary.html", "reports/trends.html", "reports/status.json"
+rule parse:
+    localrule: True
+    input: "inputs/{{app}}.csv"
+    output: c="data/counters/{{app}}.parquet", d="data/diagnostics/{{app}}.parse.parquet"
+    shell: "cp {{input}} {{output.c}}; cp {{input}} {{output.d}}"
+checkpoint ceilings:
+    localrule: True
+    input: expand("data/counters/{{app}}.parquet", app=APPS)
+    output: "data/ceilings/devices.parquet"
+    shell: "echo unchanged > {{output}}"
+rule analyse_app:
+    localrule: True
+    input: c="data/counters/{{app}}.parquet", d="data/diagnostics/{{app}}.parse.parquet",
+           ceilings=lambda wildcards: checkpoints.ceilings.get().output[0]
+    output: k="data/kernels/{{app}}.parquet", c="data/classified/{{app}}.parquet", p="reports/apps/{{app}}.html"
+    shell: "cp {{input.c}} {{output.k}}; cp {{input.c}} {{output.c}}; cp {{input.c}} {{output.p}}"
+rule report:
+    localrule: True
+    input: expand("data/kernels/{{app}}.parquet", app=APPS)
+    output: "reports/summary.html", "reports/assets/charts.js"
+    shell: "cat {{input}} > {{output[0]}}; touch {{output[1]}}"
+rule track_history:
+    localrule: True
+    input: expand("data/kernels/{{app}}.parquet", app=APPS), expand("data/counters/{{app}}.parquet", app=APPS)
+    output: "reports/regressions.json"
+    shell: "cat {{input}} > {{output}}"
+rule trends_page:
+    localrule: True
+    input: "reports/regressions.json", "reports/assets/charts.js"
+    output: "reports/trends.html"
+    shell: "cp {{input[0]}} {{output}}"
+rule status:
+    localrule: True
+    input: expand("data/diagnostics/{{app}}.parse.parquet", app=APPS)
+    output: "reports/status.json"
+    shell: "cat {{input}} > {{output}}"
+onstart:
+    lift_default_rate_limit(workflow)
+"""
+
+
+def noop_workflow(work: Path, n: int) -> Path:
+    """A fresh folder ``work`` with :data:`NOOP_SNAKEFILE` for ``n`` apps, its inputs and the
+    workflow's own profile: what Snakemake alone costs for the workflow's DAG."""
+    work = fresh_dir(work)
+    (work / "Snakefile").write_text(NOOP_SNAKEFILE.format(repo=str(REPO), n=n))
+    profile = work / "workflow" / "profiles" / "default"
+    profile.mkdir(parents=True)
+    shutil.copy2(REPO / "workflow" / "profiles" / "default" / "config.yaml", profile / "config.yaml")
+    (work / "inputs").mkdir()
+    for i in range(n):
+        (work / "inputs" / f"app_{i:03d}.csv").write_text(f"app {i}\n")
+    return work
+
+
 def copy_workflow(dest: Path) -> Path:
     """Copy the repo's Snakefile, workflow/, roofline/ and config/ into ``dest`` (a tmp folder), with
     the ``profiles`` link of a checkout."""

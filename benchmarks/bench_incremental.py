@@ -4,7 +4,7 @@ The repo's Snakefile, workflow/, roofline/ and config/ are copied into a tmp fol
 runs there (``--snakefile <tmp>/Snakefile``), because the rules list the package files as inputs and
 case (c) edits one of them. The jobs each rerun executes are read from Snakemake's output and
 compared with the expected chain. Baselines in the same run: Snakemake on an empty workflow, and
-Snakemake on a workflow of the same shape whose jobs do nothing (:data:`NOOP_SNAKEFILE`: one input
+Snakemake on a workflow of the same shape whose jobs do nothing (:func:`_common.noop_workflow`: one input
 replaced there too), which is what the rerun of one changed app costs before any of our work.
 
     python benchmarks/bench_incremental.py            # 20 apps x 2,000 launches
@@ -23,12 +23,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import (  # noqa: E402
     BENCH_TMP,
-    REPO,
     copy_workflow,
     expected_jobs,
     fresh_dir,
     job_env,
     jobs_in,
+    noop_workflow,
     record,
     rule_graph,
     run_tracked,
@@ -38,69 +38,11 @@ from _common import (  # noqa: E402
 from bench_workflow import empty_workflow_time  # noqa: E402
 from generate import generate_apps, write_config  # noqa: E402
 
-# The workflow's DAG with jobs that copy a few bytes: a parse job per app, the ceilings checkpoint
-# (its output byte-identical, as when a changed app moves no roof), a job per app after it, the
-# report and the judging beside it, the trends page after both, the status; the rate limiter lifted
-# and the workflow's own profile, as in ours (workflow/rules/*.smk has the real rules).
-NOOP_SNAKEFILE = """# benchmarks/bench_incremental.py: the workflow's shape, jobs that do nothing (generated)
-import sys
-sys.path.insert(0, {repo!r})
-from roofline.rate_limit import lift_default_rate_limit
-APPS = [f"app_{{i:03d}}" for i in range({n})]
-rule all:
-    input: "reports/summary.html", "reports/trends.html", "reports/status.json"
-rule parse:
-    localrule: True
-    input: "inputs/{{app}}.csv"
-    output: c="data/counters/{{app}}.parquet", d="data/diagnostics/{{app}}.parse.parquet"
-    shell: "cp {{input}} {{output.c}}; cp {{input}} {{output.d}}"
-checkpoint ceilings:
-    localrule: True
-    input: expand("data/counters/{{app}}.parquet", app=APPS)
-    output: "data/ceilings/devices.parquet"
-    shell: "echo unchanged > {{output}}"
-rule analyse_app:
-    localrule: True
-    input: c="data/counters/{{app}}.parquet", d="data/diagnostics/{{app}}.parse.parquet",
-           ceilings=lambda wildcards: checkpoints.ceilings.get().output[0]
-    output: k="data/kernels/{{app}}.parquet", c="data/classified/{{app}}.parquet", p="reports/apps/{{app}}.html"
-    shell: "cp {{input.c}} {{output.k}}; cp {{input.c}} {{output.c}}; cp {{input.c}} {{output.p}}"
-rule report:
-    localrule: True
-    input: expand("data/kernels/{{app}}.parquet", app=APPS)
-    output: "reports/summary.html", "reports/assets/charts.js"
-    shell: "cat {{input}} > {{output[0]}}; touch {{output[1]}}"
-rule track_history:
-    localrule: True
-    input: expand("data/kernels/{{app}}.parquet", app=APPS), expand("data/counters/{{app}}.parquet", app=APPS)
-    output: "reports/regressions.json"
-    shell: "cat {{input}} > {{output}}"
-rule trends_page:
-    localrule: True
-    input: "reports/regressions.json", "reports/assets/charts.js"
-    output: "reports/trends.html"
-    shell: "cp {{input[0]}} {{output}}"
-rule status:
-    localrule: True
-    input: expand("data/diagnostics/{{app}}.parse.parquet", app=APPS)
-    output: "reports/status.json"
-    shell: "cat {{input}} > {{output}}"
-onstart:
-    lift_default_rate_limit(workflow)
-"""
-
 
 def noop_rerun_time(env: dict, n: int, repeat: int = 3) -> float:
-    """Median wall time of rerunning the no-op workflow of ``n`` apps (:data:`NOOP_SNAKEFILE`) after
+    """Median wall time of rerunning the no-op workflow of ``n`` apps (:func:`_common.noop_workflow`) after
     one input changed."""
-    work = fresh_dir(BENCH_TMP / "incremental-noop")
-    (work / "Snakefile").write_text(NOOP_SNAKEFILE.format(repo=str(REPO), n=n))
-    profile = work / "workflow" / "profiles" / "default"
-    profile.mkdir(parents=True)
-    shutil.copy2(REPO / "workflow" / "profiles" / "default" / "config.yaml", profile / "config.yaml")
-    (work / "inputs").mkdir()
-    for i in range(n):
-        (work / "inputs" / f"app_{i:03d}.csv").write_text(f"app {i}\n")
+    work = noop_workflow(BENCH_TMP / "incremental-noop", n)
     cmd = snakemake_cmd(work / "Snakefile", work, None, cores=2)
     cold = run_tracked(cmd, cwd=work, env=env)
     if cold.rc != 0:
