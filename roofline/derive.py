@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import math
-import re
 from collections.abc import Callable, Mapping
 
 import numpy as np
@@ -21,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from roofline import metrics
+from roofline.kernel_names import short_kernel_name
 from roofline.metrics import COMPUTE_CLASSES, QUANTITIES
 from roofline.plausibility import all_plausible, implausible, refuse_rates
 from roofline.recipe import Recipe
@@ -367,34 +367,3 @@ def _text_per_key(keys: np.ndarray | pa.Array | pa.ChunkedArray, text_of: Callab
         encoded = encoded.combine_chunks()
     texts = [text_of(key) for key in encoded.dictionary.to_pylist()]
     return pa.array(texts, pa.large_string()).take(encoded.indices)
-
-
-_ANGLE_BRACKET = re.compile(r"[<>]")
-
-
-def short_kernel_name(name: str, limit: int = 80) -> str:
-    """A readable kernel name: template arguments become ``<…>``, the argument list is dropped."""
-    text = name.strip()
-    if text.startswith("void "):
-        text = text[5:]
-    # Walk the angle brackets only (a name is mostly other characters): keep the text at depth 0.
-    depth, out, start = 0, [], 0
-    for bracket in _ANGLE_BRACKET.finditer(text):
-        if bracket.group() == "<":
-            if depth == 0:
-                out += (text[start : bracket.start()], "<…>")
-            depth += 1
-        elif depth > 0:  # a ">" at depth 0 (operator>, "->") is kept as text
-            depth -= 1
-            start = bracket.end()
-    if depth == 0:
-        out.append(text[start:])
-    short = "".join(out)
-    # Drop the parameter list of the outermost function, keeping "(anonymous namespace)".
-    paren = short.rfind("(")
-    if paren > 0 and short.endswith(")") and not short[paren:].startswith("(anonymous"):
-        short = short[:paren]
-    short = short.strip()
-    if len(short) > limit:
-        short = short[: limit - 1] + "…"
-    return short or name[:limit]

@@ -11,8 +11,9 @@ what a job may change (the standard streams and descriptors 0-2, every descripto
 open, the working directory, ``sys.stdout``/``sys.stderr``, the logging handlers and levels, the
 warning filters and the record of warnings already shown), and each job sets its own directory,
 umask, environment and arguments as a fresh child would. A worker runs another job only after
-one that succeeded, left no thread running (but one idle between jobs) and holds less than :data:`RESIDENT_MAX` bytes; at
-most :data:`JOBS_MAX` jobs; otherwise it exits, and the next job gets a fresh one.
+one that succeeded, left no thread running (but one idle between jobs) and holds less than
+:data:`RESIDENT_MAX` bytes; at most :data:`JOBS_MAX` jobs; otherwise it exits, and the next job gets
+a fresh one.
 """
 
 from __future__ import annotations

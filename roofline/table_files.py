@@ -98,7 +98,7 @@ def arrow_from_columns(values: dict, table: str, rows: int):
     absent: dict = {}  # one array of a declared column's empty values per type, shared (Arrow arrays are immutable)
     arrays: list = []
     floats: dict[int, np.ndarray] = {}  # position -> a float column given as float64: converted together below
-    converted: dict[tuple, object] = {}  # (id of a given Arrow array, dtype) -> its column
+    converted: dict[tuple, object] = {}  # (id of a given Arrow array, dtype, type) -> its column
     for name, dtype, arrow_type in _typed_fields(table):
         given = values.get(name)
         if given is None:
@@ -109,7 +109,7 @@ def arrow_from_columns(values: dict, table: str, rows: int):
             floats[len(arrays)] = given
             arrays.append(None)
         elif isinstance(given, pa.Array):  # one array often given for many columns (no refusal): judged once
-            key = (id(given), dtype)
+            key = (id(given), dtype, arrow_type)
             if key not in converted:
                 converted[key] = _arrow_column(given, dtype, arrow_type, rows)
             arrays.append(converted[key])

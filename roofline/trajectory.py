@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from roofline.derive import short_kernel_name
+from roofline.kernel_names import short_kernel_name
 from roofline.metrics import MEMORY_LEVELS
 
 # What moved, per kernel: each of these before and after, and (numbers) their ratio after / before.
