@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import re
+import sys
+from pathlib import Path
 
 from roofline.job_client import THREAD_ENV, TMPDIR_ENV, usable
 
@@ -23,6 +25,15 @@ NO_JOB_OPTIONS = frozenset(
 # Their one-letter forms (-n, -t, -l, -S, -D, -v, -h), alone or among others (-np).
 NO_JOB_LETTERS = frozenset("ntlSDvh")
 _LETTERS = re.compile(r"-[A-Za-z]+")
+
+
+def interpreter_first_on_path() -> None:
+    """Put this interpreter's bin folder first on PATH, so ``python`` in rule shells (and the server
+    :func:`start_as_workflow_loads` starts) is this one."""
+    folder = str(Path(sys.executable).parent)
+    parts = os.environ.get("PATH", "").split(os.pathsep)
+    if parts[:1] != [folder]:
+        os.environ["PATH"] = os.pathsep.join([folder, *parts])
 
 
 def runs_jobs(argv: list[str]) -> bool:

@@ -183,16 +183,6 @@ def load_workflow_config(
     return WorkflowConfig(parsed, apps, problems)
 
 
-def interpreter_first_on_path() -> None:
-    """Put this interpreter's bin folder first on PATH, so ``python`` in rule shells is this one."""
-    import os
-
-    folder = str(Path(sys.executable).parent)
-    parts = os.environ.get("PATH", "").split(os.pathsep)
-    if parts[:1] != [folder]:
-        os.environ["PATH"] = os.pathsep.join([folder, *parts])
-
-
 def config_hash(config_json: str) -> str:
     """The first 16 hex digits of the sha256 of a config, as canonical JSON (the history's
     ``config_hash``: which configuration a night ran with)."""

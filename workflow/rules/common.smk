@@ -15,22 +15,40 @@ PKG = REPO / "roofline"
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+# Every rule is a shell command `python -m roofline...`. Without a conda environment, `python` is the
+# interpreter running Snakemake (the project's environment), whether or not it was activated: jobs
+# inherit the PATH. Under --software-deployment-method conda, each rule's environment comes first.
+from roofline.job_prestart import interpreter_first_on_path, start_as_workflow_loads  # noqa: E402
+
+interpreter_first_on_path()
+
+
+def python_command():
+    """`python` with this workflow's own package first on the import path: used as a module, or in
+    a conda environment that holds only the dependencies, a job runs the code the rule lists as its
+    inputs."""
+    return f"PYTHONPATH={shlex.quote(str(REPO))}${{PYTHONPATH:+:$PYTHONPATH}} python"
+
+
+# The jobs' warm server (roofline/job_server.py) imports its modules while Snakemake reads the config
+# and builds the DAG, so that the first job finds it: started here, first, for a run that executes
+# jobs with the interpreter on the PATH (not under conda or apptainer, whose jobs run another one; not
+# in a cluster job).
+if workflow.is_main_process and not workflow.deployment_settings.deployment_method:
+    from snakemake.shell import shell as _shell
+
+    start_as_workflow_loads(python_command(), _shell.get_executable(), sys.argv[1:])
+
 from roofline.config import ConfigError  # noqa: E402
 from roofline.workflow_config import (  # noqa: E402
     catalog_path,
     config_hash,
-    interpreter_first_on_path,
     load_workflow_config,
 )
 from roofline.jobs import json_argument  # noqa: E402
 from roofline.stage_code import code_digests  # noqa: E402
 from roofline.inputs import folder_exports  # noqa: E402
 from roofline.rate_limit import lift_default_rate_limit  # noqa: E402
-
-# Every rule is a shell command `python -m roofline...`. Without a conda environment, `python` is the
-# interpreter running Snakemake (the project's environment), whether or not it was activated: jobs
-# inherit the PATH. Under --software-deployment-method conda, each rule's environment comes first.
-interpreter_first_on_path()
 
 # Only a malformed config stops the run, here, before any job: one message naming the key and the
 # fix (exit status 1). What the inputs: patterns find is judged per input (config/README.md).
@@ -69,13 +87,6 @@ def pkg_code(stage):
     return code_digests(stage, PKG)
 
 
-def python_command():
-    """`python` with this workflow's own package first on the import path: used as a module, or in
-    a conda environment that holds only the dependencies, a job runs the code the rule lists as its
-    inputs."""
-    return f"PYTHONPATH={shlex.quote(str(REPO))}${{PYTHONPATH:+:$PYTHONPATH}} python"
-
-
 def python_m(module):
     """:func:`python_command` `-m MODULE`, as a rule's shell command (its braces doubled for Snakemake)."""
     return python_command().replace("{", "{{").replace("}", "}}") + f" -m {module}"
@@ -87,15 +98,6 @@ def stage(name):
     return python_m("roofline.jobs") + f" {name} {{log:q}}"
 
 
-# The jobs' warm server (roofline/job_server.py) imports its modules while Snakemake builds the DAG,
-# so that the first job finds it: started here, for a run that executes jobs with the interpreter
-# on the PATH (not under conda or apptainer, whose jobs run another one; not in a cluster job).
-if workflow.is_main_process and not workflow.deployment_settings.deployment_method:
-    from snakemake.shell import shell as _shell
-
-    from roofline.job_prestart import start_as_workflow_loads
-
-    start_as_workflow_loads(python_command(), _shell.get_executable(), sys.argv[1:])
 
 
 # The aggregate jobs' joined tables, kept between runs: a rerun reads only the apps' tables that
