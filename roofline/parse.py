@@ -13,6 +13,7 @@ stage); :func:`parse_input` gives the same table as a frame.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import sys
@@ -141,8 +142,15 @@ def counters_columns(path: str | Path, app: str, kind: str, device: str | None =
     # the input's hash overlaps the parsing (no Python code of this stage runs on its thread, at
     # nice 19: a thread at nice 19 that holds the GIL would hold up this one)
     digest = hash_beside(path)
-    raw, rows = read_input_columns(path, kind)
-    counters = derive_columns(raw, rows)
+    try:
+        raw, rows = read_input_columns(path, kind)
+        counters = derive_columns(raw, rows)
+    except BaseException:
+        # the hash ends with the stage, whatever happens: a job server's worker closes what a job
+        # left open, and runs the next job only beside an idle hashing thread
+        with contextlib.suppress(Exception):
+            digest()
+        raise
     counters["device"] = _device_names(counters.get("device"), counters["compute_capability"], device, rows)
     provenance = {"app": app, "source_file": str(path), "convention": metrics.CONVENTION}
     if kind == "ncu-rep":

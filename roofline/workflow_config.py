@@ -6,7 +6,6 @@ the config files, the GPU catalog with its overrides. The configuration's keys a
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import NamedTuple
 

@@ -363,3 +363,18 @@ def test_the_hash_beside_the_parsing_starts_before_it_returns_and_works_after_a_
     os.waitpid(pid, 0)
     with pytest.raises(FileNotFoundError):
         hash_beside(tmp_path / "absent.bin")()
+
+
+def test_a_refused_input_leaves_the_hashing_thread_idle(tmp_path):
+    # hand-made: 44 MB of binary bytes named .csv, which the reader refuses from its first bytes; the
+    # stage raises only once the hash of the input ended (a job server's worker runs its next job
+    # only beside an idle hashing thread, and closes what the job left open)
+    from roofline.ncu_csv import NcuCsvError
+    from roofline.parse import parse_table
+
+    path = tmp_path / "binary.csv"
+    path.write_bytes(b"\x00\x01not a csv" * 4_000_000)
+    with pytest.raises(NcuCsvError, match="binary file, not a CSV export"):
+        parse_table(path, "app", "csv")
+    (hasher,) = [thread for thread in threading.enumerate() if thread.name == "roofline-hash"]
+    assert hasher.idle_between_jobs()
