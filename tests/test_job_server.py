@@ -228,39 +228,18 @@ def test_a_worker_runs_no_job_after_one_that_failed_or_that_left_it_large(runtim
             time.sleep(0.05)
 
 
-def test_between_two_jobs_a_worker_puts_back_what_a_job_changed(tmp_path):
-    """What a job may change in its worker, changed by hand in a forked process (the check writes
-    what it found to a pipe): put back by the worker before it waits for the next job."""
+def _found_in_a_forked_process(check) -> dict:
+    """What ``check()`` returns (a dict, as JSON), run in a forked process: a worker's place, which ends
+    without the test process's exit handlers ({} where ``check`` raised)."""
     import json
-    import logging
-    import socket
-    import warnings
-
-    from roofline import job_worker
 
     reading, writing = os.pipe()
     pid = os.fork()
     if pid == 0:
         found = {}
         try:
-            channel, _ = socket.socketpair()
-            between = job_worker._Between(channel.fileno(), set())
-            before = (list(logging.getLogger().handlers), logging.getLogger().level, list(warnings.filters),
-                      sys.stdout, sys.stderr)
-            logging.basicConfig(level=logging.DEBUG, stream=open(tmp_path / "job.log", "w"))  # noqa: SIM115
-            logging.getLogger("roofline.parse").setLevel(logging.ERROR)
-            warnings.simplefilter("error")
-            sys.stderr = open(tmp_path / "stderr.txt", "w")  # noqa: SIM115
-            left_open = os.open(tmp_path / "left-open.txt", os.O_WRONLY | os.O_CREAT)
-            os.chdir(tmp_path)
-            between.restore()
-            after = (list(logging.getLogger().handlers), logging.getLogger().level, list(warnings.filters),
-                     sys.stdout, sys.stderr)
-            found = {"same": [a == b for a, b in zip(before, after, strict=True)],
-                     "parse level": logging.getLogger("roofline.parse").level,
-                     "left open": os.path.exists(f"/proc/self/fd/{left_open}"),
-                     "channel open": os.path.exists(f"/proc/self/fd/{channel.fileno()}"),
-                     "cwd": os.getcwd(), "streams": [os.readlink(f"/proc/self/fd/{n}") for n in (0, 1, 2)]}
+            signal.alarm(30)  # a check that hangs ends the child, not the test
+            found = check()
         finally:
             os.write(writing, json.dumps(found).encode())
             os._exit(0)
@@ -268,14 +247,46 @@ def test_between_two_jobs_a_worker_puts_back_what_a_job_changed(tmp_path):
     with os.fdopen(reading) as pipe:
         found = json.loads(pipe.read())
     os.waitpid(pid, 0)
-    assert found == {"same": [True] * 5, "parse level": logging.NOTSET, "left open": False, "channel open": True,
-                     "cwd": "/", "streams": [os.devnull] * 3}
+    return found
+
+
+def test_between_two_jobs_a_worker_puts_back_what_a_job_changed(tmp_path):
+    """What a job may change in its worker, changed by hand in a forked process: put back by the
+    worker before it waits for the next job."""
+    import logging
+    import socket
+    import warnings
+
+    from roofline import job_worker
+
+    def check() -> dict:
+        channel, _ = socket.socketpair()
+        between = job_worker._Between(channel.fileno(), set())
+        before = (list(logging.getLogger().handlers), logging.getLogger().level, list(warnings.filters),
+                  sys.stdout, sys.stderr)
+        logging.basicConfig(level=logging.DEBUG, stream=open(tmp_path / "job.log", "w"))  # noqa: SIM115
+        logging.getLogger("roofline.parse").setLevel(logging.ERROR)
+        warnings.simplefilter("error")
+        sys.stderr = open(tmp_path / "stderr.txt", "w")  # noqa: SIM115
+        left_open = os.open(tmp_path / "left-open.txt", os.O_WRONLY | os.O_CREAT)
+        os.chdir(tmp_path)
+        between.restore()
+        after = (list(logging.getLogger().handlers), logging.getLogger().level, list(warnings.filters),
+                 sys.stdout, sys.stderr)
+        return {"same": [a == b for a, b in zip(before, after, strict=True)],
+                "parse level": logging.getLogger("roofline.parse").level,
+                "left open": os.path.exists(f"/proc/self/fd/{left_open}"),
+                "channel open": os.path.exists(f"/proc/self/fd/{channel.fileno()}"),
+                "cwd": os.getcwd(), "streams": [os.readlink(f"/proc/self/fd/{n}") for n in (0, 1, 2)]}
+
+    assert _found_in_a_forked_process(check) == {
+        "same": [True] * 5, "parse level": logging.NOTSET, "left open": False, "channel open": True, "cwd": "/",
+        "streams": [os.devnull] * 3}
 
 
 def test_a_worker_runs_another_job_beside_the_idle_hashing_thread_only(tmp_path):
     """In a forked process (a worker's place): after a parse's hash, its idle hashing thread leaves
     the worker reusable; a thread a job left running does not (hand-made bytes hashed)."""
-    import json
     import socket
     import threading
 
@@ -284,34 +295,26 @@ def test_a_worker_runs_another_job_beside_the_idle_hashing_thread_only(tmp_path)
 
     path = tmp_path / "data.bin"
     path.write_bytes(b"roofline" * 10_000)
-    reading, writing = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        found = {}
-        try:
-            signal.alarm(30)
-            job_worker.RESIDENT_MAX = 2**62  # the test process's size is not what is tested
-            between = job_worker._Between(socket.socketpair()[0].fileno(), set())
-            found["nothing"] = between.reusable()
-            hash_beside(path)()
-            found["after a hash"] = between.reusable()
-            release = threading.Event()
-            left = threading.Thread(target=release.wait)
-            left.start()
-            found["a thread left running"] = between.reusable()
-            release.set()
-            left.join()
-            found["after it ended"] = between.reusable()
-            found["hashing threads"] = [t.name for t in threading.enumerate()].count("roofline-hash")
-        finally:
-            os.write(writing, json.dumps(found).encode())
-            os._exit(0)
-    os.close(writing)
-    with os.fdopen(reading) as pipe:
-        found = json.loads(pipe.read())
-    os.waitpid(pid, 0)
-    assert found == {"nothing": True, "after a hash": True, "a thread left running": False, "after it ended": True,
-                     "hashing threads": 1}
+
+    def check() -> dict:
+        job_worker.RESIDENT_MAX = 2**62  # the test process's size is not what is tested
+        between = job_worker._Between(socket.socketpair()[0].fileno(), set())
+        found = {"nothing": between.reusable()}
+        hash_beside(path)()
+        found["after a hash"] = between.reusable()
+        release = threading.Event()
+        left = threading.Thread(target=release.wait)
+        left.start()
+        found["a thread left running"] = between.reusable()
+        release.set()
+        left.join()
+        found["after it ended"] = between.reusable()
+        found["hashing threads"] = [t.name for t in threading.enumerate()].count("roofline-hash")
+        return found
+
+    assert _found_in_a_forked_process(check) == {
+        "nothing": True, "after a hash": True, "a thread left running": False, "after it ended": True,
+        "hashing threads": 1}
 
 
 def _shell_job(cwd: Path, env: dict, before: str, *argv: str) -> subprocess.CompletedProcess:
