@@ -42,10 +42,9 @@ def _lowest_priority() -> None:
 
     The parse stage hashes the input on a thread beside the read; at equal priority the hash competes
     for the cores with pyarrow's threaded CSV read, so it should take only a core the read leaves
-    idle (643 MB long CSV on 2 cores, best of 6 interleaved: parse_input 1.33-1.36 s at equal
-    priority, 1.23-1.25 s with the hash at nice 19). Linux sets nice per thread (PRIO_PROCESS with
-    a thread id) and lowering it needs no privilege; a system without per-thread nice, or that
-    refuses, leaves the thread as it is.
+    idle (a large export parses measurably faster so: benchmarks/README.md). Linux sets nice per
+    thread (PRIO_PROCESS with a thread id) and lowering it needs no privilege; a system without
+    per-thread nice, or that refuses, leaves the thread as it is.
     """
     try:
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)

@@ -37,8 +37,8 @@ class StrictLoader(yaml.SafeLoader):
 
 
 class FastStrictLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
-    """The same through libyaml where PyYAML has it (the catalog, loaded by every run and job: ~6 ms
-    instead of ~50 ms)."""
+    """The same through libyaml where PyYAML has it: the catalog is loaded by every run and job, and
+    the pure-Python parser takes several times as long."""
 
     construct_mapping = _unique_keys
 

@@ -104,8 +104,8 @@ def check_config_files(paths) -> None:
             text = Path(path).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"config file {path}: cannot be read ({exc})") from None
-        # libyaml's parser first (a thousand apps' config: 20 ms, not 140 ms); the pure-Python one,
-        # which Snakemake reads the config with, where libyaml refuses the text
+        # libyaml's parser first (several times faster on a thousand apps' config); the pure-Python
+        # one, which Snakemake reads the config with, where libyaml refuses the text
         for loader in dict.fromkeys((FastStrictLoader, StrictLoader)):
             try:
                 yaml.load(text, Loader=loader)
