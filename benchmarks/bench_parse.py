@@ -53,9 +53,10 @@ from _common import BENCH_TMP, REPO, best_time, record  # noqa: E402
 from generate import NERSC_DEVICE, generate_big  # noqa: E402
 
 from roofline import metrics  # noqa: E402
+from roofline.errors import InputError  # noqa: E402
 from roofline.job_client import without_huge_pages  # noqa: E402
 from roofline.ncu_csv import is_kept_metric, read_ncu_csv  # noqa: E402
-from roofline.ncu_rep import InputError, read_ncu_rep  # noqa: E402
+from roofline.ncu_rep import read_ncu_rep  # noqa: E402
 from roofline.parse import parse_table  # noqa: E402
 
 LONG_COLUMNS = ["ID", "Kernel Name", "Metric Name", "Metric Unit", "Metric Value"]

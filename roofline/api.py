@@ -94,10 +94,10 @@ def read(path: PathLike, device: str | None = None, app: str | None = None) -> p
     Raises
     ------
     ValueError
-        (``roofline.ncu_rep.InputError`` and others) when the file cannot be read; the message
+        (``roofline.errors.InputError`` and others) when the file cannot be read; the message
         names the file and the fix.
     """
-    from roofline.ncu_rep import InputError
+    from roofline.errors import InputError
     from roofline.parse import parse_input
     from roofline.workflow_config import input_kind
 

@@ -23,7 +23,7 @@ from typing import BinaryIO
 
 import pyarrow as pa
 
-from roofline.ncu_rep import InputError
+from roofline.errors import InputError
 
 # compression -> (magic bytes, the command that tests a file, the one that decompresses it)
 COMPRESSIONS: dict[str, tuple[bytes, str, str]] = {

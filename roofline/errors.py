@@ -9,7 +9,8 @@ rerun after the cause is fixed writes the same outputs as an undisturbed run.
 the filesystem at /scratch and rerun: outputs written so far are complete or absent``
 
 A capture that cannot succeed as configured (ncu missing, counters admin-only, the application
-failing under ncu) raises :class:`CaptureError`, whose one message likewise says the fix.
+failing under ncu) raises :class:`CaptureError`, whose one message likewise says the fix; an input
+that cannot be analysed, :class:`InputError`, naming the file and the fix.
 """
 
 from __future__ import annotations
@@ -42,6 +43,13 @@ OUTPUT_DIRS = (".snakemake", "logs", "data", "reports")
 
 class CaptureError(RuntimeError):
     """A capture that cannot succeed as configured; the message says the fix."""
+
+
+class InputError(ValueError):
+    """An input that cannot be analysed; the message names the file and the fix.
+
+    Raised by every reader of the parse stage but the CSV one (:class:`roofline.ncu_csv.NcuCsvError`).
+    """
 
 
 class CannotWrite(OSError):

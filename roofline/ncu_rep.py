@@ -15,17 +15,10 @@ import numpy as np
 import pandas as pd
 
 from roofline import metrics
+from roofline.compressed import compression_of, decompressed_copy
+from roofline.errors import InputError
 from roofline.ncu_rules import launch_rules
 from roofline.units import UnitError, si_factor, unknown_unit_warning
-
-
-class InputError(ValueError):
-    """An input that cannot be analysed; the message names the file and the fix.
-
-    Raised by every reader of the parse stage but the CSV one (:class:`roofline.ncu_csv.NcuCsvError`);
-    defined here, the module :mod:`roofline.parse` builds on, so that both can raise it.
-    """
-
 
 _NEEDED_METRICS = frozenset(metrics.all_input_metrics())
 _TENSOR_PREFIX = "sm__ops_path_tensor_"
@@ -167,9 +160,6 @@ def read_ncu_rep_columns(path: str | Path) -> tuple[dict[str, object], int]:
 
 def _read_launches(path: str | Path) -> tuple[list[tuple], list[dict[str, float]]]:
     """Each launch's identity (:data:`_IDENTITY`) and metric values in SI units, in report order."""
-    # imported here: compressed builds on this module's InputError
-    from roofline.compressed import compression_of, decompressed_copy
-
     path = Path(path)
     if path.stat().st_size == 0:
         raise InputError(f"{path}: the file is empty; re-run ncu with --export {path.name}")

@@ -28,9 +28,10 @@ import pyarrow.compute as pc
 from roofline import metrics
 from roofline.compressed import plain_name
 from roofline.derive import arrow_texts, derive_columns, raw_columns
+from roofline.errors import InputError
 from roofline.input_hash import hash_beside
 from roofline.inputs import is_what_if_csv, write_refusal
-from roofline.ncu_rep import InputError, read_ncu_rep, read_ncu_rep_columns
+from roofline.ncu_rep import read_ncu_rep, read_ncu_rep_columns
 from roofline.report_provenance import report_provenance
 from roofline.schemas import conform_columns, conform_some
 from roofline.table_files import arrow_from_columns, write_arrow, write_table

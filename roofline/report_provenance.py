@@ -13,6 +13,7 @@ import mmap
 import re
 from pathlib import Path
 
+from roofline.compressed import compression_of, read_bytes
 from roofline.ncu_rep import REPORT_MAGIC
 
 _HEAD_BYTES = 8_000_000  # the command line is looked for in a report's first 8 MB,
@@ -29,8 +30,6 @@ def report_provenance(path: str | Path) -> tuple[str, str]:
     """The ncu version and command line a report stores (see :func:`report_version` and
     :func:`report_command_line`), from one read of the report's first 8 MB: mapped, not copied,
     for a plain report (reading megabytes into fresh memory costs more than finding the texts)."""
-    from roofline.compressed import compression_of, read_bytes  # here: compressed imports roofline.ncu_rep
-
     path = Path(path)
     if compression_of(path) is None and path.stat().st_size:
         with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as view:

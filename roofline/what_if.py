@@ -20,8 +20,8 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, cr
 from pydantic_core import PydanticCustomError
 
 from roofline.compressed import compression_of, read_bytes
+from roofline.errors import InputError
 from roofline.metrics import COMPUTE_CLASSES, MEMORY_LEVELS
-from roofline.ncu_rep import InputError
 from roofline.units import parse_number
 
 _WHAT_IF_WORK = {f"flop_{c}" for c in COMPUTE_CLASSES}

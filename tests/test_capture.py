@@ -449,7 +449,7 @@ def test_real_capture_of_a_tiny_cuda_program(tmp_path):
 
 
 def test_a_failed_capture_is_recorded_and_parse_reports_it(tmp_path, caplog):
-    from roofline.ncu_rep import InputError
+    from roofline.errors import InputError
     from roofline.parse import parse_input
 
     report, sidecar = tmp_path / "a.ncu-rep", tmp_path / "a.capture.json"

@@ -24,7 +24,7 @@ from roofline.compressed import (
     plain_name,
     read_bytes,
 )
-from roofline.ncu_rep import InputError
+from roofline.errors import InputError
 
 TEXT = b'"ID","Kernel Name"\n"0","hand-made"\n' * 2000
 

@@ -19,6 +19,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
+from roofline.errors import InputError
 from roofline.metrics import all_input_metrics
 from roofline.ncu_csv import (
     IDENTITY_COLUMNS,
@@ -30,7 +31,6 @@ from roofline.ncu_csv import (
     read_ncu_csv,
     read_ncu_csvs,
 )
-from roofline.ncu_rep import InputError
 from roofline.units import UnitWarning
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "real"

@@ -12,7 +12,8 @@ import pytest
 from conftest import get, real_fixture, real_reports, report_actions, report_id, report_metrics, smsp_cycles
 
 from roofline import metrics
-from roofline.ncu_rep import InputError, read_ncu_rep, report_structure_problem
+from roofline.errors import InputError
+from roofline.ncu_rep import read_ncu_rep, report_structure_problem
 from roofline.report_provenance import report_provenance
 from roofline.units import UnitError, UnitWarning
 

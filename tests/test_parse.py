@@ -26,7 +26,7 @@ from conftest import (
     smsp_cycles,
 )
 
-from roofline.ncu_rep import InputError
+from roofline.errors import InputError
 from roofline.parse import diagnostics_for, parse_input, read_input
 
 REPORTS = real_reports()

@@ -8,8 +8,8 @@ import pytest
 import yaml
 from conftest import REPO
 
+from roofline.errors import InputError
 from roofline.metrics import COMPUTE_CLASSES, MEMORY_LEVELS
-from roofline.ncu_rep import InputError
 from roofline.what_if import read_what_if, read_what_if_csv
 
 TEXTBOOK = REPO / "data" / "examples" / "textbook.yaml"
