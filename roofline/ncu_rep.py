@@ -9,6 +9,8 @@ command (:mod:`roofline.report_provenance`).
 from __future__ import annotations
 
 import itertools
+import mmap
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -47,29 +49,41 @@ def _string_metric(action, name: str) -> str:
     return "" if value is None else str(value)
 
 
+def block_ends(data: bytes | mmap.mmap, end: int) -> Iterator[int]:
+    """Where a report's header ends, then where each of its blocks ends, as far as ``data[:end]``
+    holds a block's size field (the last block may end past ``end``: a cut file); nothing where
+    ``data`` lacks the report's signature.
+
+    A report is the signature ``NVR\\0``, a little-endian uint32 header size and the header, then
+    length-prefixed blocks (uint32 size + payload) up to the last byte.
+    """
+    if len(data) < 8 or data[:4] != REPORT_MAGIC:
+        return
+    offset = 8 + int.from_bytes(data[4:8], "little")
+    yield offset
+    while offset + 4 <= end:
+        offset += 4 + int.from_bytes(data[offset : offset + 4], "little")
+        yield offset
+
+
 def report_structure_problem(path: str | Path) -> str | None:
     """Why the bytes of an ``.ncu-rep`` are truncated or damaged, or None when they look whole.
 
-    A report is the signature ``NVR\\0``, a little-endian uint32 header size and the header, then
-    length-prefixed blocks (uint32 size + payload) up to the last byte; every real fixture, ncu
-    2019 to 2025, ends exactly at a block boundary. ncu_report silently loads the launches before a
-    cut, so a copy cut short would otherwise lose launches without a word. A cut that falls exactly
-    on a block boundary cannot be seen. Files without the signature return None (the loader judges).
+    Its blocks (:func:`block_ends`) end exactly at the file's last byte in every real fixture, ncu
+    2019 to 2025. ncu_report silently loads the launches before a cut, so a copy cut short would
+    otherwise lose launches without a word. A cut that falls exactly on a block boundary cannot be
+    seen. Files without the signature return None (the loader judges).
     """
     path = Path(path)
     size = path.stat().st_size
-    with open(path, "rb") as handle:  # seeks from size field to size field: reads a few bytes per block
-        head = handle.read(8)
-        if len(head) < 8 or not head.startswith(REPORT_MAGIC):
-            return None
-        offset = 8 + int.from_bytes(head[4:8], "little")
-        blocks = 0
-        while offset + 4 <= size:
-            handle.seek(offset)
-            offset += 4 + int.from_bytes(handle.read(4), "little")
-            blocks += 1
-    if offset == size:
+    if size < 8:
         return None
+    # mapped: the walk reads a few bytes per block, from the page cache
+    with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as view:
+        ends = list(block_ends(view, size))
+    if not ends or ends[-1] == size:
+        return None
+    blocks, offset = len(ends) - 1, ends[-1]
     if offset > size:
         return (
             f"the file is truncated or damaged: its block {blocks} ends at byte {offset:,} but the file has "

@@ -2,19 +2,20 @@
 profiled command line, found in the report's bytes (``ncu_report`` does not expose them).
 
 A report is the signature ``NVR\\0``, a header and length-prefixed blocks (see
-:func:`roofline.ncu_rep.report_structure_problem`): ncu writes the version in a small block of its
+:func:`roofline.ncu_rep.block_ends`): ncu writes the version in a small block of its
 own and the command (newer versions) beside it, so neither needs a search through the launches'
 megabytes.
 """
 
 from __future__ import annotations
 
+import itertools
 import mmap
 import re
 from pathlib import Path
 
 from roofline.compressed import compression_of, read_bytes
-from roofline.ncu_rep import REPORT_MAGIC
+from roofline.ncu_rep import block_ends
 
 _HEAD_BYTES = 8_000_000  # the command line is looked for in a report's first 8 MB,
 _VERSION_BYTES = 4_000_000  # the version in its first 4 MB
@@ -82,20 +83,15 @@ def report_version(head: bytes | mmap.mmap) -> str:
 
 def _version_in_small_blocks(head: bytes | mmap.mmap) -> re.Match | None:
     """The version's match in the first of the report's small blocks that holds one (see
-    :func:`report_structure_problem` for the blocks): ncu writes it in a block of its own, of
-    118-172 bytes in every real report (ncu 2021 to 2025), so the launches' megabytes need not be
-    searched. None where no small block holds one (or the bytes are no report)."""
-    if head[:4] != REPORT_MAGIC or len(head) < 8:
-        return None
+    :func:`roofline.ncu_rep.block_ends`): ncu writes it in a block of its own, of 118-172 bytes in
+    every real report (ncu 2021 to 2025), so the launches' megabytes need not be searched. None where
+    no small block holds one (or the bytes are no report)."""
     end = min(len(head), _VERSION_BYTES)
-    offset = 8 + int.from_bytes(head[4:8], "little")
-    while offset + 4 <= end:
-        size = int.from_bytes(head[offset : offset + 4], "little")
-        if size <= _SMALL_BLOCK:
-            match = _VERSION.search(head, offset + 4, min(offset + 4 + size, end))
+    for start, stop in itertools.pairwise(block_ends(head, end)):  # a block: its size field, then its payload
+        if stop - start - 4 <= _SMALL_BLOCK:
+            match = _VERSION.search(head, start + 4, min(stop, end))
             if match is not None:
                 return match
-        offset += 4 + size
     return None
 
 
