@@ -230,14 +230,17 @@ def _derive_quantity(quantity, usable: list[Recipe], raw: Mapping[str, object], 
 
     ``nothing``: all-NaN values, all-zero codes and all-one codes (every row from the first recipe),
     read-only, shared by the quantities the input cannot give (most of them, for any one input) and
-    by those whose first recipe gives every row.
+    by those whose first recipe gives every row. Each recipe is evaluated once.
     """
+    first_values = None  # the values of the first usable recipe that evaluates, where none are given
     if quantity.name not in raw:
-        if not usable:
+        first = _first_result(usable, operand, cc)
+        if first is None:
             return nothing[0], ([""], nothing[1]), {}
-        whole = _whole_from_first(quantity, usable, operand, cc)
-        if whole is not None:
-            return whole[1], (["", whole[0].name], nothing[2]), {}
+        position, recipe, first_values = first
+        usable = usable[position:]  # those before it gave nothing
+        if len(first_values) and all_plausible(quantity, first_values):  # every row from it: the rule
+            return first_values, (["", recipe.name], nothing[2]), {}
     value = np.full(rows, np.nan)
     texts: list = [""]
     text_code = np.zeros(rows, dtype=np.int64)
@@ -251,10 +254,10 @@ def _derive_quantity(quantity, usable: list[Recipe], raw: Mapping[str, object], 
     open_rows = np.isnan(value)  # rows still without a value, and not refused
     if refused:
         open_rows[list(refused)] = False
-    for recipe in usable:
+    for position, recipe in enumerate(usable):
         if not open_rows.any():
             break
-        result = _evaluate(recipe, operand, cc)
+        result = first_values if position == 0 and first_values is not None else _evaluate(recipe, operand, cc)
         if result is None:
             continue
         fill = open_rows & np.isfinite(result)  # overflow and 0/0 give no value
@@ -273,17 +276,14 @@ def _derive_quantity(quantity, usable: list[Recipe], raw: Mapping[str, object], 
     return value, (texts, text_code), refused
 
 
-def _whole_from_first(quantity, usable: list[Recipe], operand: Callable, cc: np.ndarray):
-    """The first usable recipe and its values when they give every row a plausible value (the rule
-    for an input's quantities: the loop of :func:`_derive_quantity` would end after it, having
-    filled every row from it), else None."""
-    for recipe in usable:
+def _first_result(usable: list[Recipe], operand: Callable, cc: np.ndarray) -> tuple[int, Recipe, np.ndarray] | None:
+    """The position in ``usable`` of the first recipe that evaluates, the recipe and its values; None
+    where none does. Where they give every row a plausible value (the rule for an input's
+    quantities), the quantity is that; else the recipes fill the rows in order from it."""
+    for position, recipe in enumerate(usable):
         result = _evaluate(recipe, operand, cc)
-        if result is None:
-            continue
-        if len(result) and all_plausible(quantity, result):
-            return recipe, result
-        return None
+        if result is not None:
+            return position, recipe, result
     return None
 
 
