@@ -59,7 +59,7 @@ rule parse:
     localrule: True
     input: "inputs/{{app}}.csv"
     output: c="data/counters/{{app}}.parquet", d="data/diagnostics/{{app}}.parse.parquet"
-    shell: "cp {{input}} {{output.c}}; cp {{input}} {{output.d}}"
+    shell: {parse_shell!r}
 checkpoint ceilings:
     localrule: True
     input: expand("data/counters/{{app}}.parquet", app=APPS)
@@ -96,11 +96,15 @@ onstart:
 """
 
 
-def noop_workflow(work: Path, n: int) -> Path:
+NOOP_PARSE = "cp {input} {output.c}; cp {input} {output.d}"
+
+
+def noop_workflow(work: Path, n: int, parse_shell: str = NOOP_PARSE) -> Path:
     """A fresh folder ``work`` with :data:`NOOP_SNAKEFILE` for ``n`` apps, its inputs and the
-    workflow's own profile: what Snakemake alone costs for the workflow's DAG."""
+    workflow's own profile: what Snakemake alone costs for the workflow's DAG. ``parse_shell`` is the
+    parse jobs' command (Snakemake's ``shell:`` text; it must write ``{output.c}`` and ``{output.d}``)."""
     work = fresh_dir(work)
-    (work / "Snakefile").write_text(NOOP_SNAKEFILE.format(repo=str(REPO), n=n))
+    (work / "Snakefile").write_text(NOOP_SNAKEFILE.format(repo=str(REPO), n=n, parse_shell=parse_shell))
     profile = work / "workflow" / "profiles" / "default"
     profile.mkdir(parents=True)
     shutil.copy2(REPO / "workflow" / "profiles" / "default" / "config.yaml", profile / "config.yaml")
