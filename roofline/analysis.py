@@ -23,6 +23,7 @@ import argparse
 import json
 import logging
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import pandas as pd
 
@@ -129,8 +130,13 @@ def classify_app(paths: tuple[str, str, str], ceilings: pd.DataFrame, annotation
 
     counters_path, classified_path, kernels_path = paths
     counters = apply_annotations(read_table(counters_path, "counters"), annotations)
-    write_table(classify_launches(counters, ceilings, **options), "classified", classified_path)
-    kernels = aggregate_kernels(counters, ceilings, **options)
+    classified = classify_launches(counters, ceilings, **options)
+    # The launches' table is written (Arrow's encoding, without the GIL) while the kernels are summed:
+    # a large app's two steps then share the cores; its failure is raised here, as a plain write's.
+    with ThreadPoolExecutor(max_workers=1) as writer:
+        written = writer.submit(write_table, classified, "classified", classified_path)
+        kernels = aggregate_kernels(counters, ceilings, **options)
+        written.result()
     write_table(kernels, "kernels", kernels_path)
     return kernels
 

@@ -8,6 +8,7 @@ from pandas.testing import assert_frame_equal
 from test_parse import TEXTBOOK
 
 from roofline import analysis, app_job, parse
+from roofline.classify import wide_ceilings
 from roofline.table_files import read_table
 
 CATALOG = str(parse.__file__).replace("parse.py", "data/gpus.yaml")
@@ -95,3 +96,19 @@ def test_an_app_job_classifies_and_writes_the_page_as_the_two_stages_do(counters
                              f"--summary={tmp_path / 'reports' / 'summary.html'}"]) == 0
     page = (tmp_path / "reports" / "apps" / "silu_a100.html").read_text()
     assert page == (tmp_path / "reports" / "apps" / "again.html").read_text() and "silu" in page
+
+
+def test_a_launches_table_that_cannot_be_written_fails_the_app_and_writes_no_kernels(counters, tmp_path):
+    """The classified table is written beside the kernels' sums (roofline.analysis.classify_app): its
+    failure still ends the app, with the write's own error, before the kernels table is written."""
+    ceilings = tmp_path / "ceilings.parquet"
+    assert analysis.ceilings_main(["--counters", counters[0], "--catalog", CATALOG, f"--ceilings={ceilings}",
+                                   f"--ceilings-diagnostics={tmp_path / 'd.parquet'}"]) == 0
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("a file where the classified table's folder should be\n")
+    kernels = tmp_path / "kernels.parquet"
+    with pytest.raises(OSError) as raised:
+        analysis.classify_app((counters[0], str(blocked / "a.parquet"), str(kernels)),
+                              wide_ceilings(read_table(ceilings, "ceilings")), [], {})
+    assert str(blocked) in str(raised.value)
+    assert not kernels.exists()
