@@ -59,6 +59,11 @@ print(len(per_kernel))
 '''
 
 
+def leaves(seconds: float) -> str:
+    """What a goal leaves, said plainly when it leaves nothing."""
+    return f"{seconds:.2f} s" if seconds > 0 else f"nothing ({seconds:+.2f} s)"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=3)
@@ -112,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = [
         ["polars: read + pivot + sum per kernel (peer)", f"{best_peer.wall_s:.2f} s", "1.00x",
          gb(best_peer.max_proc_rss), ""],
-        ["ours: `snakemake --cores 2 data/kernels/big.parquet` (parse + analysis jobs)", f"{best.wall_s:.2f} s",
+        ["ours: `snakemake --cores 2 data/kernels/big.parquet` (parse, ceilings and app jobs)", f"{best.wall_s:.2f} s",
          f"{ratio:.2f}x", gb(best.max_proc_rss), "<= 2x: " + ("met" if ratio <= 2 else "**not met**")],
         ["Snakemake alone: the same three jobs doing nothing (no-op workflow of the same shape)",
          f"{best_noop.wall_s:.2f} s", f"{best_noop.wall_s / best_peer.wall_s:.2f}x", gb(best_noop.max_proc_rss), ""],
@@ -120,14 +125,15 @@ def main(argv: list[str] | None = None) -> int:
          f"{best_floor.wall_s:.2f} s", f"{best_floor.wall_s / best_peer.wall_s:.2f}x", gb(best_floor.max_proc_rss),
          "the least a workflow of jobs takes for the peer's work alone"],
     ]
+    left_by_floor = 2 * best_peer.wall_s - best_floor.wall_s
     notes = [f"{size:.0f} MB long CSV, 100k launches, 5,000 kernels (`generate.py big`); best of {args.repeat} "
              "whole processes each, run alternately; ours includes Snakemake's start and three jobs (parse, "
              "ceilings, the app's analysis), the peer its interpreter start; the peer computes no units, recipes, "
              "ceilings or verdicts.",
              f"The peer's script as the parse job of a workflow of the same shape takes "
-             f"{best_floor.wall_s / best_peer.wall_s:.2f}x the peer: the goal leaves "
-             f"{2 * best_peer.wall_s - best_floor.wall_s:.2f} s for everything ours does beyond the peer's read, "
-             "sums and pivot.",
+             f"{best_floor.wall_s / best_peer.wall_s:.2f}x the peer: the goal leaves {leaves(left_by_floor)} for "
+             "everything ours does beyond the peer's read, sums and pivot (units, recipes, ceilings, verdicts, the "
+             "four tables, the page).",
              f"What the goal leaves for our work: 2x the peer less Snakemake alone = "
              f"{2 * best_peer.wall_s - best_noop.wall_s:.2f} s to read the 643 MB, derive, classify and write "
              f"the four tables and the page; ours spends {best.wall_s - best_noop.wall_s:.2f} s on them "
