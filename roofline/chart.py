@@ -100,36 +100,39 @@ def kernel_count_text(n: int) -> str:
     return f"{n} kernel{'s' if n != 1 else ''}"
 
 
-def roofline_chart(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str) -> alt.LayerChart:
+def roofline_chart(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str,
+                   top_kernels: int = TOP_N_DEFAULT) -> alt.LayerChart:
     """Hierarchical roofline of one device: roofs, ridge points and one point per kernel and level.
 
     The kernels are one row each in the dataset named :data:`KERNEL_DATA`; the spec folds each
     into one point per memory level, with the same performance and that level's intensity. Inputs
     (bound params) switch the colour between app and bound, filter by app, compute class and
-    bound, and keep the top N kernels by GPU time; a click highlights a kernel.
+    bound, and keep the top N kernels by GPU time (``top_kernels`` at first); a click highlights a kernel.
     """
-    chart, points = roofline_layers(kernels, ceilings, device)
+    chart, points = roofline_layers(kernels, ceilings, device, top_kernels)
     # Set, not passed to .properties(): validating thousands of rows against the schema takes seconds.
     chart.datasets = {KERNEL_DATA: chart_records(points[["kid", *CHART_FIELDS]])}
     return chart
 
 
-def roofline_spec(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str, rows: bool = True) -> dict:
+def roofline_spec(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str, rows: bool = True,
+                  top_kernels: int = TOP_N_DEFAULT) -> dict:
     """``roofline_chart(...).to_dict()``, its kernel rows put in after the conversion (which would
     copy and walk every row of them: seconds for thousands of kernels); ``rows=False`` leaves the
     dataset empty, for a page that fills it from its own table."""
-    chart, points = roofline_layers(kernels, ceilings, device)
+    chart, points = roofline_layers(kernels, ceilings, device, top_kernels)
     spec = chart.to_dict(validate=False)
     spec.setdefault("datasets", {})[KERNEL_DATA] = chart_records(points[["kid", *CHART_FIELDS]]) if rows else []
     return spec
 
 
-def roofline_layers(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str) -> tuple[alt.LayerChart, pd.DataFrame]:
+def roofline_layers(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str,
+                    top_kernels: int = TOP_N_DEFAULT) -> tuple[alt.LayerChart, pd.DataFrame]:
     """The chart of :func:`roofline_chart` without its kernel rows, and those rows."""
     on_device = kernels[kernels["device"] == device]
     points = plot_points(on_device)
     classes = _used_classes(on_device)
-    shown = points[points["rank"] <= TOP_N_DEFAULT]  # labels avoid the points visible at first
+    shown = points[points["rank"] <= top_kernels]  # labels avoid the points visible at first
     layers, xy, sources, _ = roof_base(points, ceilings, device, classes, shown)
 
     n = max(len(points), 1)
@@ -140,7 +143,7 @@ def roofline_layers(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str) 
             options=[ALL, *sorted(points[field].unique())], name=f"{label} "))
         for field, label in (("app", "app"), ("compute_class", "compute class"), ("bound", "bound"))
     }
-    top_n = alt.param(name="top_n", value=min(n, TOP_N_DEFAULT),
+    top_n = alt.param(name="top_n", value=min(n, top_kernels),
                       bind=alt.binding_range(min=1, max=n, step=1, name="top N kernels by GPU time "))
     pick = alt.selection_point(name="pick", fields=["kid"], on="click", clear="dblclick")
     test = " && ".join(f"({p.name} == '{ALL}' || datum.{f} == {p.name})" for f, p in filters.items())

@@ -110,7 +110,10 @@ class ClassifyConfig(Strict):
 
 class ReportConfig(Strict):
     title: str = Field("Roofline summary", description="page title")
-    top_kernels: int = Field(5000, ge=1, description="at most this many kernels drawn per device")
+    top_kernels: int = Field(
+        200, ge=1,
+        description="kernels each device's roofline draws at first, by GPU time (its slider draws the others)",
+    )
 
 
 class SeriesConfig(Strict):

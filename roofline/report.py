@@ -10,7 +10,8 @@ numbers to 4 significant digits, rows by priority). A small inline script (``ass
 style sheet is ``assets/report.css``) draws the kernels table from it (a page of rows at a time, with
 find and "show all"), builds the CSV download in the browser and fills each chart's kernel points (one
 row per kernel; the spec folds them into one point per memory level). Charts draw the top
-:data:`roofline.chart.TOP_N_DEFAULT` kernels by GPU time at first.
+``top_kernels`` kernels by GPU time at first (the config's ``report.top_kernels``, default
+:data:`roofline.chart.TOP_N_DEFAULT`); their slider draws the others.
 
 Kernel names are data: HTML text is escaped, the script sets names with ``textContent`` only, and
 every embedded JSON has ``<`` escaped, so a name cannot close a tag or open a script.
@@ -93,20 +94,23 @@ def _app_href(app: str, prefix: str) -> str:
     return prefix + urllib.parse.quote(f"{app}.html")
 
 
-def _chart_spec(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str) -> dict:
+def _chart_spec(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str, top_kernels: int) -> dict:
     """``roofline_chart(...).to_dict()`` without its kernel rows (the page fills them in from its
     table), kept on its content (:func:`roofline.pages.cache.device_spec`): the summary and an app
     page often draw the same device from the same rows, and so does the next run for every device
     whose apps did not change."""
-    return device_spec(kernels, ceilings, device, lambda: roofline_spec(kernels, ceilings, device, rows=False))
+    return device_spec(kernels, ceilings, device,
+                       lambda: roofline_spec(kernels, ceilings, device, rows=False, top_kernels=top_kernels),
+                       top_kernels)
 
 
 def chart_controls(n: int, apps: list[str]) -> dict:
     """What fits a device chart to the page's rows, which the page's script sets in the spec before
     drawing it (``narrow`` in assets/report.js): the kernel count of its subtitle, the top-N
-    slider's value and end for its ``n`` kernels, the app filter's choices for its ``apps`` (the
-    chart is built from every kernel of the device, as the summary draws it)."""
-    return {"count": kernel_count_text(n), "top": min(n, TOP_N_DEFAULT), "max": max(n, 1), "apps": [ALL, *apps]}
+    slider's end for its ``n`` kernels (the slider starts at the chart's own top N, or ``n`` when
+    fewer), the app filter's choices for its ``apps`` (the chart is built from every kernel of the
+    device, as the summary draws it)."""
+    return {"count": kernel_count_text(n), "max": max(n, 1), "apps": [ALL, *apps]}
 
 
 def chart_devices(kernels: pd.DataFrame, ceilings: pd.DataFrame) -> list[str]:
@@ -119,7 +123,8 @@ def chart_devices(kernels: pd.DataFrame, ceilings: pd.DataFrame) -> list[str]:
 def _body(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFrame, title: str,
           app_prefix: str | None, nav: str, csv_name: str,
           chart_kernels: pd.DataFrame | None = None, chart_cache: dict | None = None, limit: int | None = None,
-          after_glance: str = "", shared_charts: bool = False) -> tuple[str, list[dict | None], str]:
+          after_glance: str = "", shared_charts: bool = False,
+          top_kernels: int = TOP_N_DEFAULT) -> tuple[str, list[dict | None], str]:
     """The page's body, its chart specs and its embedded data (JSON text).
 
     ``limit``: the page's table and charts carry at most this many kernels
@@ -156,7 +161,8 @@ def _body(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFra
                     specs.append(copy.deepcopy(chart_cache[device]))
                 else:
                     frame = kernels if chart_kernels is None else conform(chart_kernels, "kernels")
-                    spec = _chart_spec(frame[frame["device"] == device], ceilings[ceilings["device"] == device], device)
+                    spec = _chart_spec(frame[frame["device"] == device], ceilings[ceilings["device"] == device], device,
+                                       top_kernels)
                     if chart_cache is not None:
                         chart_cache[device] = copy.deepcopy(spec)
                     specs.append(spec)
@@ -205,7 +211,7 @@ def _body(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFra
 def summary_html(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFrame, title: str,
                  chart_cache: dict | None = None, sources: Mapping[str, str] | None = None,
                  inputs: Sequence[Mapping] = (), apps: Sequence[str] = (), vega: str | None = None,
-                 series_links: Mapping[str, str] | None = None) -> str:
+                 series_links: Mapping[str, str] | None = None, top_kernels: int = TOP_N_DEFAULT) -> str:
     """The whole offline summary page: the inputs that gave no app, a chart per device, kernel
     table, ceilings, diagnostics. Each app is listed with its input's file name (``sources``,
     default: the tables' ``source_file``). The page carries at most :data:`SUMMARY_KERNELS`
@@ -228,7 +234,7 @@ def summary_html(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.
         diagnostics = pd.concat([conform(pd.DataFrame(rows), "diagnostics"), diagnostics], ignore_index=True)
     return page_html(title, *_body(kernels, ceilings, diagnostics, title, "apps/", nav, "kernels.csv",
                                    chart_cache=chart_cache, limit=SUMMARY_KERNELS,
-                                   after_glance=apps_html(kernels, apps, sources)), vega=vega)
+                                   after_glance=apps_html(kernels, apps, sources), top_kernels=top_kernels), vega=vega)
 
 
 def app_html(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFrame, app: str,
@@ -265,7 +271,7 @@ def write_pages(
     kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFrame,
     output: str | os.PathLike, apps_dir: str | os.PathLike | None, title: str, apps: Sequence[str] = (),
     sources: Mapping[str, str] | None = None, inputs: Sequence[Mapping] = (),
-    series_links: Mapping[str, str] | None = None,
+    series_links: Mapping[str, str] | None = None, top_kernels: int = TOP_N_DEFAULT,
 ) -> list[Path]:
     """Write the summary page and one page per app in ``apps_dir`` (atomically); return the pages
     written. With ``apps_dir`` None only the summary is written (the workflow writes each app's page
@@ -298,11 +304,12 @@ def write_pages(
     # one copy of the Vega bundle for every page, beside the summary (the pages still open offline)
     bundle = write_vega_asset(output.parent)
     write_text_atomic(output, summary_html(kernels, ceilings, diagnostics, title, charts, sources, inputs, apps,
-                                           vega=asset_src(output, bundle), series_links=series_links))
+                                           vega=asset_src(output, bundle), series_links=series_links,
+                                           top_kernels=top_kernels))
     # every device an app page may chart: the summary's own charts skip devices none of its carried rows reach
     shared = write_charts_asset(output.parent, {
         device: charts[device] if device in charts else _chart_spec(
-            kernels[kernels["device"] == device], ceilings[ceilings["device"] == device], device)
+            kernels[kernels["device"] == device], ceilings[ceilings["device"] == device], device, top_kernels)
         for device in chart_devices(kernels, ceilings)})
     written = [output]
     if apps_dir is None:
@@ -333,12 +340,13 @@ def write_report(
     series: Mapping[str, Mapping] | None = None,
     compare_dir: str | os.PathLike | None = None,
     keep_joined: str | os.PathLike | None = None,
+    top_kernels: int = TOP_N_DEFAULT,
 ) -> list[Path]:
     """Read the stage tables (Parquet) and write the pages with :func:`write_pages`, and a compare
     page per ``series`` (the config's ``series:``) in ``compare_dir`` (default: ``compare/`` beside
     ``output``), sharing the summary's Vega bundle. ``keep_joined``: a folder where the joined
     kernels and diagnostics are kept between runs, so that a rerun reads only the apps' tables that
-    changed (:mod:`roofline.kept_join`)."""
+    changed (:mod:`roofline.kept_join`). ``top_kernels``: the kernels each device chart draws at first."""
     from roofline.pages.compare import write_series
 
     kernels = read_tables(kernels_paths, "kernels", keep_joined)
@@ -347,7 +355,8 @@ def write_report(
     series = series or {}
     folder = Path(compare_dir) if compare_dir else Path(output).parent / "compare"
     written = write_pages(kernels, ceilings, diagnostics, output, apps_dir, title, apps, sources, inputs,
-                          series_links={name: asset_src(output, folder / f"{name}.html") for name in series})
+                          series_links={name: asset_src(output, folder / f"{name}.html") for name in series},
+                          top_kernels=top_kernels)
     return written + write_series(series, kernels, ceilings, folder, Path(output).parent, title,
                                   {**app_sources(conform(kernels, "kernels"), conform(diagnostics, "diagnostics")),
                                    **(sources or {})})
@@ -372,11 +381,15 @@ def main(argv: list[str] | None = None) -> int:
                         "the summary gets a slot that shows tonight against the baseline from it")
     parser.add_argument("--keep-joined", help="a folder where the joined tables are kept between runs: a rerun "
                         "reads only the tables that changed (the workflow: .snakemake/roofline-joined)")
+    parser.add_argument("--top-kernels", type=int, default=TOP_N_DEFAULT,
+                        help="kernels each device chart draws at first, by GPU time (its slider draws the others)")
     args = parser.parse_args(argv)
+    if args.top_kernels < 1:
+        parser.error(f"--top-kernels={args.top_kernels}: draw at least 1 kernel at first")
     series = {name: ({"steps": s} if isinstance(s, list) else s) for name, s in json.loads(args.series).items()}
     sources, problems = jobs.read_json_argument(args.sources), jobs.read_json_argument(args.input_problems)
     write_report(args.kernels, args.ceilings, args.diagnostics, args.output, args.apps_dir, args.title, args.apps,
-                 sources, problems, series, args.compare_dir, args.keep_joined)
+                 sources, problems, series, args.compare_dir, args.keep_joined, args.top_kernels)
     if args.tonight_script:
         add_tonight_slot(args.output, args.tonight_script)
     return 0

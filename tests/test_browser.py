@@ -410,6 +410,22 @@ def test_an_app_page_draws_the_summarys_chart_fitted_to_its_rows(app_pages, tmp_
     assert "12 kernels" in (app_pages / "assets" / "charts.js").read_text()  # the summary's, before fitting
 
 
+def test_the_configured_count_of_kernels_is_drawn_first_on_the_summary_and_an_app_page(tmp_path):
+    """``report.top_kernels`` (write_pages' ``top_kernels``): the summary's chart and an app page's,
+    drawn from the summary's shared spec, start at that many kernels, or the page's own when fewer."""
+    write = tmp_path / "pages"
+    report.write_pages(make_kernels(12, seed=5), make_ceilings(), make_diagnostics(), write / "summary.html",
+                       write / "apps", "T", top_kernels=4)
+    summary = _drawn_app_page(write, write / "summary.html", tmp_path / "profile-summary")
+    app = _drawn_app_page(write / "apps", write / "apps" / "app1.html", tmp_path / "profile-app")
+    assert attribute(summary, "chart") == "yes" and attribute(app, "chart") == "yes", app["log"][-2000:]
+    assert attribute(summary, "top") == "4" and attribute(app, "top") == "4"
+    report.write_pages(make_kernels(12, seed=5), make_ceilings(), make_diagnostics(), write / "summary.html",
+                       write / "apps", "T", top_kernels=9)
+    app = _drawn_app_page(write / "apps", write / "apps" / "app1.html", tmp_path / "profile-app-9")
+    assert attribute(app, "top") == "6"  # the app's own 6 kernels, fewer than 9
+
+
 def test_an_app_page_without_the_summarys_charts_says_how_to_get_them(app_pages, tmp_path):
     alone = tmp_path / "apps"
     alone.mkdir()

@@ -25,17 +25,18 @@ def folder(tmp_path, monkeypatch):
 class Builds:
     """A spec builder that counts its calls."""
 
-    def __init__(self, kernels, ceilings, device="GPU-A"):
+    def __init__(self, kernels, ceilings, device="GPU-A", top_kernels=chart.TOP_N_DEFAULT):
         self.calls = 0
         self.args = kernels, ceilings, device
+        self.top_kernels = top_kernels
 
     def __call__(self):
         self.calls += 1
-        return chart.roofline_spec(*self.args, rows=False)
+        return chart.roofline_spec(*self.args, rows=False, top_kernels=self.top_kernels)
 
 
 def spec(kernels, ceilings, builds, device="GPU-A"):
-    return cache.device_spec(kernels, ceilings, device, builds)
+    return cache.device_spec(kernels, ceilings, device, builds, builds.top_kernels)
 
 
 def test_a_spec_is_built_once_then_read_back_as_built(folder, monkeypatch):
@@ -52,7 +53,7 @@ def test_a_spec_is_built_once_then_read_back_as_built(folder, monkeypatch):
     assert spec(kernels, ceilings, builds)["title"] != "changed by a caller"  # each caller its own copy
 
 
-@pytest.mark.parametrize("change", ["one kernel value", "row order", "ceiling", "device", "code"])
+@pytest.mark.parametrize("change", ["one kernel value", "row order", "ceiling", "device", "code", "kernels drawn"])
 def test_anything_the_spec_is_built_from_builds_it_again(folder, monkeypatch, change):
     kernels, ceilings, device = make_kernels(), make_ceilings(), "GPU-A"
     builds = Builds(kernels, ceilings)
@@ -68,6 +69,8 @@ def test_anything_the_spec_is_built_from_builds_it_again(folder, monkeypatch, ch
         ceilings.loc[ceilings["name"] == "dram", "value"] *= 2
     elif change == "device":
         device = "GPU-B"
+    elif change == "kernels drawn":
+        builds.top_kernels = 3
     else:
         monkeypatch.setattr(cache, "_code_key", lambda: "another version of the pages")
     spec(kernels, ceilings, builds, device)
@@ -143,7 +146,8 @@ def test_pages_written_from_the_cache_equal_pages_built_without_it(folder, tmp_p
 
     built = []
     real = chart.roofline_spec
-    monkeypatch.setattr(report, "roofline_spec", lambda k, c, d, rows=True: built.append(d) or real(k, c, d, rows))
+    monkeypatch.setattr(report, "roofline_spec", lambda k, c, d, rows=True, top_kernels=chart.TOP_N_DEFAULT:
+                        built.append(d) or real(k, c, d, rows, top_kernels))
     assert written(kernels, "cold", True) == written(kernels, "off", False)
     moved = kernels.copy()
     moved.loc[moved["device"] == "GPU-B", "duration_s"] *= 1.5

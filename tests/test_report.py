@@ -108,7 +108,7 @@ def test_table_data_sorted_by_priority_with_app_links(page):
     assert 'href="apps/app0.html"' in page and 'href="apps/app1.html"' in page  # the nav
     assert rows["rank"].notna().all()
     assert data["charts"] == [{"device": "GPU-A", "canvas": False, "controls": {
-        "count": "6 kernels", "top": 6, "max": 6, "apps": [chart.ALL, "app0", "app1"]}}]
+        "count": "6 kernels", "max": 6, "apps": [chart.ALL, "app0", "app1"]}}]
 
 
 def test_csv_columns_are_the_table_and_full_name(page):
@@ -158,7 +158,7 @@ def test_app_page_draws_the_summary_chart_with_its_own_controls(tmp_path):
     n_app1 = int((kernels["app"] == "app1").sum())  # every row is drawn (the what-if one at its attainable)
     [entry] = page_data(app_page)["charts"]
     assert entry == {"device": "GPU-A", "canvas": False, "shared": True, "controls": {
-        "count": f"{n_app1} kernels", "top": n_app1, "max": n_app1, "apps": [chart.ALL, "app1"]}}
+        "count": f"{n_app1} kernels", "max": n_app1, "apps": [chart.ALL, "app1"]}}
     [summary_entry] = page_data(summary_page)["charts"]
     assert summary_entry["controls"]["count"] == f"{len(kernels)} kernels" and "shared" not in summary_entry
     assert summary_entry["controls"]["apps"] == [chart.ALL, "app0", "app1"]
@@ -230,7 +230,7 @@ def test_thousands_of_kernels():
     data = page_data(page)
     # the summary carries the kernels that matter most: half by priority, half by GPU time
     assert data["n"] == report.SUMMARY_KERNELS and data["charts"] == [{"device": "GPU-A", "canvas": True, "controls": {
-        "count": "2000 kernels", "top": chart.TOP_N_DEFAULT, "max": 2000, "apps": [chart.ALL, "app0", "app1"]}}]
+        "count": "2000 kernels", "max": 2000, "apps": [chart.ALL, "app0", "app1"]}}]
     carried = set(data["rows"]["kernel"])
     half = report.SUMMARY_KERNELS // 2
     assert set(kernels.sort_values("priority", ascending=False)["kernel"].head(half)) <= carried
@@ -258,6 +258,15 @@ def test_write_report_and_main(tmp_path):
     assert "No kernels." in (tmp_path / "reports" / "apps" / "quiet.html").read_text()
     assert not list((tmp_path / "reports").glob(".*.tmp"))
     assert out.stat().st_mode & 0o044  # readable by others, as a report should be
+    # the config's report.top_kernels, as the workflow's report job passes it: every device chart's first count
+    again = tmp_path / "again" / "summary.html"
+    assert report.main(["--kernels", str(paths["kernels"]), "--ceilings", str(paths["ceilings"]),
+                        "--output", str(again), "--top-kernels=3"]) == 0
+    for spec in [*_specs(again.read_text()), *_charts_asset(again.parent / "assets" / "charts.js").values()]:
+        top = next(p for p in spec["params"] if p["name"] == "top_n")
+        assert top["value"] == 3 and top["bind"]["max"] == len(make_kernels())
+    with pytest.raises(SystemExit):
+        report.main(["--kernels", str(paths["kernels"]), "--output", str(again), "--top-kernels=0"])
 
 
 def test_bad_app_name_is_refused(tmp_path):

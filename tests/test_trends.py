@@ -131,7 +131,7 @@ def test_tonights_rooflines_draw_the_summarys_charts_from_the_pages_rows():
     tonight = at_roof()
     specs, entries, blocks, rows = trends.roofline_specs(tonight, pd.DataFrame(), [], shared=True)
     assert specs == [None] and entries[0]["shared"] is True and entries[0]["device"] == "G"
-    assert entries[0]["controls"] == {"count": "4 kernels", "top": 4, "max": 4, "apps": [chart.ALL, "a"]}
+    assert entries[0]["controls"] == {"count": "4 kernels", "max": 4, "apps": [chart.ALL, "a"]}
     assert sorted(rows["kernel"]) == sorted(tonight["kernel"]) and rows["rank"].notna().all()
     assert '<p class="drawn" id="drawn0"></p>' in "".join(blocks)
     page = trends.trends_html(_decisions(tonight), _summary([]), tonight, None, vega="assets/vega-bundle.js",

@@ -151,6 +151,17 @@ def test_no_command_argument_grows_past_what_linux_takes_at_many_apps(tmp_path):
     assert len(written) == 400 and all(path.startswith(inputs.name) for path in written.values())
 
 
+def test_the_configured_kernels_drawn_first_reach_the_report_job(tmp_path):
+    """``report.top_kernels`` is the report job's ``--top-kernels`` (its charts, which every page draws)."""
+    shutil.copy(REPO / "data" / "examples" / "textbook.yaml", tmp_path / "textbook.yaml")
+    (tmp_path / "config.yaml").write_text("# hand-made test config\ninputs: [textbook.yaml]\n"
+                                          "report: {top_kernels: 7}\n")
+    dry = _run(tmp_path, "--configfile", str(tmp_path / "config.yaml"), "-n", "-p", "--forceall",
+               "reports/summary.html")
+    [command] = [line for line in dry.stdout.splitlines() if "roofline.jobs report " in line]
+    assert " --top-kernels=7 " in command
+
+
 _NODE = re.compile(r'^\s*(\d+)\[label = "([^"]+)"')
 _EDGE = re.compile(r"^\s*(\d+) -> (\d+)")
 

@@ -111,7 +111,7 @@ function narrow(spec, controls) {
   if (Array.isArray(subtitle) && subtitle.length) subtitle[0] = controls.count + subtitle[0].slice(subtitle[0].indexOf(';'));
   (spec.params || []).forEach(function (param) {
     if (!param.bind) return;
-    if (param.name === 'top_n') { param.value = controls.top; param.bind.max = controls.max; }
+    if (param.name === 'top_n') { param.value = Math.min(param.value, controls.max); param.bind.max = controls.max; }
     if (param.name === 'app_filter') param.bind.options = controls.apps;
   });
 }

@@ -5,10 +5,10 @@ each device's roofline spec (:func:`device_spec`). Altair takes ~0.2 s to build 
 and the report builds one per device from every app's kernels on it; when one app of hundreds
 changes, the other devices' charts come from the very rows they came from last time. A spec is
 kept under the digest of everything it is built from: the device, its kernel rows and ceilings
-(every column, in order), the code of the pages (:func:`roofline.stage_code.code_digests`, the
-files whose edit reruns the report) and Altair's version. Any problem with the folder (read-only,
-full, a damaged entry) just builds the spec again; ``ROOFLINE_CHART_CACHE=off`` never reads or
-writes it.
+(every column, in order), how many kernels it draws at first, the code of the pages
+(:func:`roofline.stage_code.code_digests`, the files whose edit reruns the report) and Altair's
+version. Any problem with the folder (read-only, full, a damaged entry) just builds the spec
+again; ``ROOFLINE_CHART_CACHE=off`` never reads or writes it.
 
 The folder is ``$XDG_CACHE_HOME/roofline`` (``~/.cache/roofline`` without it); the specs keep to
 the :data:`KEPT_SPECS` newest.
@@ -58,12 +58,13 @@ _BUILT: dict[str, dict] = {}
 
 
 def device_spec(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str,
-                build: Callable[[], dict]) -> dict:
-    """``build()``, the spec of ``device``'s chart from ``kernels`` and ``ceilings``, or the one
-    built from the same rows, ceilings and code before (in this process or a run before). The
-    caller gets its own copy."""
+                build: Callable[[], dict], top_kernels: int) -> dict:
+    """``build()``, the spec of ``device``'s chart from ``kernels`` and ``ceilings`` drawing
+    ``top_kernels`` at first, or the one built from the same rows, ceilings, count and code before
+    (in this process or a run before). The caller gets its own copy."""
     key = hashlib.blake2b(
-        f"{device}\n{frame_digest(kernels)}\n{frame_digest(ceilings)}\n{_code_key()}".encode(), digest_size=16,
+        f"{device}\n{frame_digest(kernels)}\n{frame_digest(ceilings)}\n{top_kernels}\n{_code_key()}".encode(),
+        digest_size=16,
     ).hexdigest()
     if key not in _BUILT:
         if len(_BUILT) > 64:

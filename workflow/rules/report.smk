@@ -20,6 +20,7 @@ rule report:
         code=pkg_code("report"),
         kept_joins=KEPT_JOINS,
         title=CONFIG.report.title,
+        top_kernels=CONFIG.report.top_kernels,
         apps=sorted(APPS),
         sources=app_sources(),
         inputs=input_problems(),
@@ -30,7 +31,7 @@ rule report:
         ENV
     shell:
         stage("report") + " --kernels {input.kernels} --ceilings={input.ceilings} --diagnostics {input.diagnostics}"
-        " --output={output.summary} --title={params.title:q} --apps {params.apps}"
+        " --output={output.summary} --title={params.title:q} --top-kernels={params.top_kernels} --apps {params.apps}"
         " --sources={params.sources:q} --input-problems={params.inputs:q}"
         " --series={params.series:q} --compare-dir=reports/compare --tonight-script=reports/tonight.js"
         " --keep-joined={params.kept_joins}"
