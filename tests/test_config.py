@@ -137,3 +137,12 @@ def test_a_key_given_twice_in_a_config_file_is_refused_by_either_parser(tmp_path
 class _Refusing(yaml.SafeLoader):
     def get_single_data(self):
         raise yaml.YAMLError("refused")
+
+
+def test_the_configs_kernels_drawn_first_default_is_the_charts():
+    """report.top_kernels' default (config.py stays free of Altair) is the count a chart built
+    without the config draws first (roofline.chart.TOP_N_DEFAULT: the CLI's pages, api.plot)."""
+    from roofline.chart import TOP_N_DEFAULT
+    from roofline.config import ReportConfig
+
+    assert ReportConfig().top_kernels == TOP_N_DEFAULT
