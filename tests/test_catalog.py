@@ -269,6 +269,35 @@ def test_fp32_is_sm_count_times_lanes_times_clock(catalog: Catalog) -> None:
         assert gpu.compute.fp32.value == pytest.approx(expected, rel=0.02), key
 
 
+# Dense FLOP (ops) per clock and SM of GH100's tensor cores, from the H100 whitepaper's per-SM
+# rates (4 tensor cores per SM; FP16/BF16 512 dense FMA each per clock = 4,096 FLOP/clk/SM),
+# not from the catalog: a Hopper tensor value over its clock and SM count must give these.
+GH100_TENSOR_PER_SM_CLOCK = {
+    "tensor_fp64": 256, "tensor_tf32": 2048, "tensor_fp16": 4096, "tensor_bf16": 4096, "tensor_fp8": 8192,
+    "tensor_int8": 8192,
+}  # fmt: skip
+
+
+def test_every_hopper_tensor_value_is_the_per_sm_rate_at_its_clock() -> None:
+    """Each Hopper entry's tensor value / its clock (the value's clock_hz, else the entry's boost
+    clock) / SM count = GH100's per-SM rate: NVIDIA quotes dense tensor peaks at 1.83 GHz (SXM) or
+    1.62 GHz (PCIe), below the FP32 peak's clock, so an entry missing that per-class clock is off
+    by ~8 %. Read from the raw YAML, so the check does not go through the loader's defaults."""
+    gpus = yaml.safe_load(CATALOG_PATH.read_text(encoding="utf-8"))["gpus"]
+    hopper = {key: gpu for key, gpu in gpus.items() if gpu["architecture"] == "Hopper"}
+    assert {"h100_sxm", "h100_pcie", "h200_sxm", "gh200_96gb", "gh200_144gb"} <= set(hopper)
+    off = []
+    for key, gpu in hopper.items():
+        for name, rate in GH100_TENSOR_PER_SM_CLOCK.items():
+            given = gpu["compute"].get(name)
+            if given is None:
+                continue
+            per_sm = given["value"] / given.get("clock_hz", gpu["boost_clock_hz"]) / gpu["sm_count"]
+            if abs(per_sm / rate - 1) > 0.01:
+                off.append(f"{key} {name}: {per_sm:,.0f} FLOP/clk/SM, GH100 has {rate:,}")
+    assert not off, "\n".join(off)
+
+
 def test_seed_machine_a100_fp16_gemm(catalog: Catalog) -> None:
     # Guide section 2, "A100 FP16 GEMM": pi 312 TFLOP/s, beta 2039 GB/s, ridge 153.0 FLOP/B.
     rows = catalog_ceilings(catalog, "NVIDIA A100-SXM4-80GB").set_index("name")["value"]
