@@ -37,12 +37,13 @@ def layered(layers: list, title: alt.Title, width: int = WIDTH, height: int = HE
 
 
 def _class_label(cls: str) -> str:
-    """"FP32", "Tensor FP16", "Tensor FP16 (FP32 acc.)", "Tensor INT8 2:4 sparse"."""
+    """"FP32", "Tensor FP16", "Tensor FP16 (FP32 acc.)", "Tensor INT8 2:4 sparse", "Tensor BF16 mma.sync"."""
     if not cls.startswith("tensor_"):
         return cls.upper()
     base = metrics.SPARSE_OF.get(cls, cls)
-    words = base.removeprefix("tensor_").split("_")
+    words = metrics.MMA_OF.get(base, base).removeprefix("tensor_").split("_")
     label = "Tensor " + words[0].upper() + (" (FP32 acc.)" if words[1:] == ["acc32"] else "")
+    label += " mma.sync" if base in metrics.MMA_OF else ""
     return label + (" 2:4 sparse" if cls in metrics.SPARSE_OF else "")
 
 

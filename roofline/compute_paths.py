@@ -4,6 +4,22 @@ A compute class is one instruction path with one roof: FP64/FP32/FP16 on the CUD
 the tensor cores one datatype and accumulator, dense or 2:4 sparse. :data:`TENSOR_PATHS` lists,
 per tensor class and architecture, the ``sm__ops_path_tensor_*`` counters that hold its work and
 the one whose peak is its roof; roofline.metrics turns them into recipes.
+
+Hopper has two tensor instruction paths with two roofs: wgmma (``op_hgmma``/``op_igmma``) and the
+legacy mma.sync (``op_hmma``/``op_imma``), whose ``peak_sustained`` is 2/3 of wgmma's dense rate and
+1/2 of its 2:4-sparse one (BF16 on H100/H200: 2,730.67 against 4,096 ops per SM per cycle dense,
+4,096 against 8,192 sparse). Its work is its own classes, ``tensor_<inputs>_mma`` (:data:`MMA_OF`),
+counted on sm_90 only, each with the ``op_hmma``/``op_imma`` peak as its roof; the datasheet gives
+no value for them (vendors quote the wgmma rate), so a device without the report's peak has no roof
+for them rather than the wgmma one. Separate classes, rather than two paths' work and peaks kept
+apart inside one class, because everything downstream is keyed by class: the report's per-device
+ceiling is a median per class over every launch (a class whose roof depended on which path a launch
+took would mix two rates in it), the chart draws one roof line per class and a point's class names
+the line it is judged against, and the catalog, the what-if tables and the schemas take their
+columns from the class list. A launch on both paths is judged like any mix of classes
+(roofline.classify): each path's work against its own roof, never against the other's. Hopper's
+aggregate ``src_*`` counters (both paths' work, one peak) are read only where the per-instruction
+split is absent.
 """
 
 from __future__ import annotations
@@ -20,7 +36,8 @@ from roofline.recipe import Quantity, Recipe
 # ``tensor_fp8`` includes Blackwell's combined FP4/FP6/FP8 (kind::f8f6f4) path, and
 # ``tensor_fp8_acc32`` its FP32-accumulate half where the counters split it (Blackwell); Ada's and
 # Hopper's FP8 counters do not, and go to ``tensor_fp8``. ``tensor_fp4`` is block-scaled FP4 (and
-# GeForce Blackwell's FP4/FP6 counters).
+# GeForce Blackwell's FP4/FP6 counters). ``<class>_mma`` is the same inputs on Hopper's mma.sync path
+# (module docstring).
 CUDA_CORE_CLASSES = ("fp64", "fp32", "fp16")
 TENSOR_DENSE_CLASSES = (
     "tensor_fp64",
@@ -36,9 +53,14 @@ TENSOR_DENSE_CLASSES = (
 # The FP32-accumulate classes, and the class of the same inputs whose datasheet entry gives them
 # (``fp32_accumulate``, or ``value`` where the part runs both at one rate).
 ACC32_OF = {"tensor_fp16_acc32": "tensor_fp16", "tensor_fp8_acc32": "tensor_fp8"}
+# Hopper's mma.sync classes -> the class of the same inputs on the wgmma path; listed after the
+# others (the report's and the charts' order of the classes before them stays).
+MMA_OF = {f"{c}_mma": c for c in ("tensor_fp16", "tensor_fp16_acc32", "tensor_bf16", "tensor_tf32", "tensor_int8")}
+_SPARSE_MAIN = {f"{c}_sparse": c for c in TENSOR_DENSE_CLASSES if c != "tensor_fp64"}
+_SPARSE_MMA = {f"{c}_sparse": c for c in MMA_OF}
 # sparse class -> its dense class
-SPARSE_OF: dict[str, str] = {f"{c}_sparse": c for c in TENSOR_DENSE_CLASSES if c != "tensor_fp64"}
-TENSOR_CLASSES = TENSOR_DENSE_CLASSES + tuple(SPARSE_OF)
+SPARSE_OF: dict[str, str] = {**_SPARSE_MAIN, **_SPARSE_MMA}
+TENSOR_CLASSES = TENSOR_DENSE_CLASSES + tuple(_SPARSE_MAIN) + tuple(MMA_OF) + tuple(_SPARSE_MMA)
 COMPUTE_CLASSES = CUDA_CORE_CLASSES + TENSOR_CLASSES
 # The classes a datasheet entry names; the FP32-accumulate and sparse classes are derived from an
 # entry's ``fp32_accumulate`` and ``sparse`` values (roofline/catalog_entries.py).
@@ -199,54 +221,23 @@ def _tensor_paths() -> dict[str, tuple[TensorPath, ...]]:
                 129,
             ),
         )
-        # Hopper (sm_90-99): wgmma (op_hgmma/op_igmma) beside mma.sync; the wgmma rate is the roof
-        add(
-            "tensor_fp16",
-            TensorPath(
-                "hopper_gmma",
-                (f"op_hgmma_src_fp16_{sp}", f"op_hmma_src_fp16_dst_fp16_{sp}"),
-                f"op_hgmma_src_fp16_{sp}",
-                90,
-                99,
-            ),
-        )
-        add(
-            "tensor_fp16_acc32",
-            TensorPath(
-                "hopper_gmma",
-                (f"op_hmma_src_fp16_dst_fp32_{sp}",),
-                f"op_hgmma_src_fp16_{sp}",
-                90,
-                99,
-                note="wgmma accumulates FP16 and FP32 at one rate",
-            ),
-        )
-        add(
-            "tensor_bf16",
-            TensorPath(
-                "hopper_gmma",
-                (f"op_hgmma_src_bf16_dst_fp32_{sp}", f"op_hmma_src_bf16_dst_fp32_{sp}"),
-                f"op_hgmma_src_bf16_dst_fp32_{sp}",
-                90,
-                99,
-            ),
-        )
-        add(
-            "tensor_tf32",
-            TensorPath(
-                "hopper_gmma",
-                (f"op_hgmma_src_tf32_dst_fp32_{sp}", f"op_hmma_src_tf32_dst_fp32_{sp}"),
-                f"op_hgmma_src_tf32_dst_fp32_{sp}",
-                90,
-                99,
-            ),
-        )
-        add(
-            "tensor_int8",
-            TensorPath(
-                "hopper_gmma", (f"op_igmma_src_int8_{sp}", f"op_imma_src_int8_{sp}"), f"op_igmma_src_int8_{sp}", 90, 99
-            ),
-        )
+        # Hopper (sm_90-99): wgmma (op_hgmma/op_igmma) and mma.sync (op_hmma/op_imma) are two paths
+        # with two roofs, so two sets of classes; wgmma does not split the FP16 accumulators.
+        for cls, variant in (
+            ("tensor_fp16", f"op_hgmma_src_fp16_{sp}"),
+            ("tensor_bf16", f"op_hgmma_src_bf16_dst_fp32_{sp}"),
+            ("tensor_tf32", f"op_hgmma_src_tf32_dst_fp32_{sp}"),
+            ("tensor_int8", f"op_igmma_src_int8_{sp}"),
+        ):
+            add(cls, TensorPath("hopper_gmma", (variant,), variant, 90, 99))
+        for cls, variant in (
+            ("tensor_fp16_mma", f"op_hmma_src_fp16_dst_fp16_{sp}"),
+            ("tensor_fp16_acc32_mma", f"op_hmma_src_fp16_dst_fp32_{sp}"),
+            ("tensor_bf16_mma", f"op_hmma_src_bf16_dst_fp32_{sp}"),
+            ("tensor_tf32_mma", f"op_hmma_src_tf32_dst_fp32_{sp}"),
+            ("tensor_int8_mma", f"op_imma_src_int8_{sp}"),
+        ):
+            add(cls, TensorPath("hopper_mma_sync", (variant,), variant, 90, 99))
         add("tensor_fp8", TensorPath("hopper", (f"src_fp8_{sp}",), f"src_fp8_{sp}", 90, 99))
         # Ampere and Ada (sm_80-89): per-accumulator, per-sparsity counters
         add("tensor_fp16", TensorPath("ampere", (f"src_fp16_dst_fp16_{sp}",), f"src_fp16_dst_fp16_{sp}", 80, 89))
@@ -256,7 +247,8 @@ def _tensor_paths() -> dict[str, tuple[TensorPath, ...]]:
         add("tensor_int8", TensorPath("ampere", (f"src_int8_{sp}",), f"src_int8_{sp}", 80, 89))
         add("tensor_fp8", TensorPath("ada", (f"src_fp8_{sp}",), f"src_fp8_{sp}", 89, 89))
     # Dense-only paths: FP64 DMMA; Turing's combined counters; the aggregates of Hopper and GeForce
-    # Blackwell where the per-instruction splits are absent (the sparse rate halved).
+    # Blackwell where the per-instruction splits are absent (the sparse rate halved). Hopper's hold
+    # both paths' work at the wgmma roof: without the split, mma.sync work cannot be told apart.
     paths["tensor_fp64"].append(TensorPath("fp64", ("src_fp64",), "src_fp64", 80, 999))
     for cls, variant in (
         ("tensor_fp16", "src_fp16"),
@@ -294,6 +286,8 @@ def _tensor_description(cls: str) -> str:
         "tensor_fp4": "FP4 inputs",
         "tensor_fp8_acc32": "FP8 inputs (Blackwell: FP4/FP6/FP8), FP32 accumulate",
     }
+    if base in MMA_OF:
+        return f"{_tensor_description(MMA_OF[base] + ('_sparse' if cls in SPARSE_OF else ''))}, mma.sync (Hopper HMMA/IMMA)"
     return f"{inputs.get(base, base.removeprefix('tensor_').upper() + ' inputs')}, {kind}"
 
 

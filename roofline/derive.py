@@ -162,11 +162,19 @@ def derive_columns(raw: Mapping[str, object], rows: int) -> dict[str, object]:
     for shared in nothing:
         shared.flags.writeable = False
     with np.errstate(all="ignore"):  # overflow and 0/0 in a recipe: inf/NaN, which give no value
+        def usable(name: str) -> list[Recipe]:
+            return [recipe for recipe, inputs in _RECIPE_INPUTS[name]
+                    if present >= inputs and _applies(recipe, capabilities)]
+
         for quantity in QUANTITIES:
-            usable = [recipe for recipe, inputs in _RECIPE_INPUTS[quantity.name]
-                      if present >= inputs and _applies(recipe, capabilities)]
             values[quantity.name], recipes[quantity.name], refusals[quantity.name] = _derive_quantity(
-                quantity, usable, raw, rows, operand, cc, nothing)
+                quantity, usable(quantity.name), raw, rows, operand, cc, nothing)
+            traffic = _TRAFFIC_OF_PEAK.get(quantity.name)
+            if traffic is not None and traffic.name not in raw and quantity.name not in raw:
+                derive_family = functools.partial(_derive_quantity, raw=raw, rows=rows, operand=operand, cc=cc,
+                                                  nothing=nothing)
+                _pair_level(traffic, quantity, usable(traffic.name), usable(quantity.name), values, recipes,
+                            refusals, derive_family)
         refuse_rates(values, recipes, refusals)
     out: dict[str, object] = {}
     # Text as Arrow (64-bit offsets, the tables' type), never with a missing value. Most quantities
@@ -212,6 +220,63 @@ def derive_columns(raw: Mapping[str, object], rows: int) -> dict[str, object]:
 # Each quantity's recipes with the raw metrics each reads: a recipe the input lacks one of is passed by.
 _RECIPE_INPUTS = {quantity.name: tuple((recipe, frozenset(recipe.inputs())) for recipe in quantity.recipes)
                   for quantity in QUANTITIES}
+
+
+# peak quantity -> the traffic quantity whose family it must share (metrics.LEVEL_PAIRS)
+_TRAFFIC_OF_PEAK = {peak: metrics.QUANTITY_BY_NAME[traffic] for traffic, peak in metrics.LEVEL_PAIRS.values()}
+
+
+def _family_per_row(recipe_codes: tuple[list, np.ndarray], recipes: list[Recipe]) -> np.ndarray:
+    """Each row's counter family, from the recipe that gave its value ("" where none did)."""
+    family = {recipe.name: recipe.family for recipe in recipes}
+    texts, codes = recipe_codes
+    return np.array([family.get(text, "") for text in texts], dtype=object)[codes]
+
+
+def _pair_level(traffic, peak, traffic_usable: list[Recipe], peak_usable: list[Recipe], values: dict,
+                recipes: dict, refusals: dict, derive_family: Callable) -> None:
+    """Make a memory level's bytes and roof come from one counter family per launch, in place.
+
+    Each quantity was derived on its own (first usable recipe). Where a launch's bytes and roof came
+    from different families, or its bytes have no roof: the first family (in the traffic recipes'
+    order) that gives both gives both; failing any, the bytes stay and the roof is left empty (a
+    roof of another family would judge the bytes in another convention). A launch without bytes keeps
+    its roof (it judges nothing of its own; the device's other launches may share its family). A
+    value refused as absurd is never replaced.
+    """
+    t_name, p_name = traffic.name, peak.name
+    t_family = _family_per_row(recipes[t_name], traffic_usable)
+    p_family = _family_per_row(recipes[p_name], peak_usable)
+    has_bytes = ~np.isnan(values[t_name])
+    mismatched = has_bytes & (t_family != p_family)
+    if not mismatched.any():
+        return  # the rule: every launch with bytes has its roof from the same family
+    refused = np.zeros(len(has_bytes), dtype=bool)
+    refused[[*refusals[t_name], *refusals[p_name]]] = True
+    open_rows = mismatched & ~refused
+    t_value, p_value = values[t_name].copy(), values[p_name].copy()
+    t_text = np.array(recipes[t_name][0], dtype=object)[recipes[t_name][1]]
+    p_text = np.array(recipes[p_name][0], dtype=object)[recipes[p_name][1]]
+    p_value[open_rows], p_text[open_rows] = np.nan, ""  # no roof unless a family gives both
+    for family in dict.fromkeys(r.family for r in traffic.recipes):
+        if not open_rows.any():
+            break
+        own_t = [r for r in traffic_usable if r.family == family]
+        own_p = [r for r in peak_usable if r.family == family]
+        if not own_t or not own_p:
+            continue
+        tv, (tt, tc), tr = derive_family(traffic, own_t)
+        pv, (pt, pc), pr = derive_family(peak, own_p)
+        both = open_rows & np.isfinite(tv) & np.isfinite(pv)
+        if tr or pr:
+            both[[*tr, *pr]] = False
+        t_value[both], p_value[both] = tv[both], pv[both]
+        t_text[both] = np.array(tt, dtype=object)[tc[both]]
+        p_text[both] = np.array(pt, dtype=object)[pc[both]]
+        open_rows &= ~both
+    for name, value, text in ((t_name, t_value, t_text), (p_name, p_value, p_text)):
+        codes, uniques = pd.factorize(text, use_na_sentinel=False)
+        values[name], recipes[name] = value, (list(uniques), codes.astype(np.int64))
 
 
 def _applies(recipe: Recipe, capabilities: frozenset[float]) -> bool:

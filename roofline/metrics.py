@@ -30,6 +30,7 @@ from roofline.compute_paths import (  # noqa: F401 - re-exported: the classes ar
     COMPUTE_CLASSES,
     CUDA_CORE_CLASSES,
     MEMORY_LEVELS,
+    MMA_OF,
     SPARSE_OF,
     TENSOR_CLASSES,
     TENSOR_DENSE_CLASSES,

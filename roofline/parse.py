@@ -235,6 +235,7 @@ def diagnostics_for(counters, app: str) -> pd.DataFrame:
                     "message": f"launch {row['launch']} ({row['kernel_short']}): {'; '.join(problems)}",
                 })
     measured = ~what_if
+    rows += _level_gaps(counters, names, measured)
     devices = _text_values(counters["device"] if "device" in names else None, len(missing))[measured]
     distinct = sorted(d for d in set(devices) if d)
     if len(distinct) > 1:
@@ -257,6 +258,37 @@ def diagnostics_for(counters, app: str) -> pd.DataFrame:
     frame.insert(1, "stage", "parse")
     frame.insert(2, "severity", "warning")
     return frame
+
+
+def _level_gaps(counters, names: list[str], measured: np.ndarray) -> list[dict]:
+    """One row per memory level of :data:`roofline.metrics.LEVEL_PAIRS` whose measured launches
+    lack a roof there: those with bytes but no roof of the same counter family (the level is left
+    out of their verdict), and those without the level's counters at all, with the ncu flags that
+    supply both."""
+    if not measured.any() or "source_file" not in names:
+        return []
+    source = _texts(counters["source_file"])[measured][0]
+    launches = int(measured.sum())
+    rows = []
+    for level, (traffic, peak) in metrics.LEVEL_PAIRS.items():
+        if traffic not in names or peak not in names:
+            continue
+        has_bytes = ~np.isnan(_numbers(counters[traffic]).astype("float64")[measured])
+        has_roof = ~np.isnan(_numbers(counters[peak]).astype("float64")[measured])
+        unjudged, absent = has_bytes & ~has_roof, ~has_bytes
+        name = level.upper()
+        if unjudged.any():
+            used = sorted(set(_texts(counters[f"{traffic}_recipe"])[measured][unjudged]) - {""})
+            message = (f"{source}: {int(unjudged.sum())} of {launches} launch(es) have {name} bytes "
+                       f"(recipe {', '.join(used)}) but the report holds no {name} peak of the same counter "
+                       f"family, so the {name} level is left out of their verdict (a roof of another family "
+                       f"counts other bytes); collect it with {metrics.level_hint(level)}")
+            rows.append({"source_file": source, "launch": np.nan, "message": message})
+        if absent.any():
+            message = (f"{source}: {int(absent.sum())} of {launches} launch(es) have no {name} traffic counters, "
+                       f"so no {name} level on their roofline; collect them with {metrics.level_hint(level)}")
+            rows.append({"source_file": source, "launch": np.nan, "message": message})
+    return rows
 
 
 def _numbers(values) -> np.ndarray:

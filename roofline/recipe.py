@@ -23,6 +23,9 @@ class Recipe:
     # Compute capabilities (major*10+minor) the recipe is valid for; None = any.
     cc_min: int | None = None
     cc_max: int | None = None
+    # The counter family of a memory level's traffic or peak recipe: a level's bytes and its roof
+    # are taken from recipes of one family (roofline.metrics.LEVEL_PAIRS); empty elsewhere.
+    family: str = ""
 
     def inputs(self) -> tuple[str, ...]:
         """The ncu metric names this recipe reads (quantities excluded)."""

@@ -65,6 +65,9 @@ CLASS_ORDER = (
     "tensor_fp8_acc32", "tensor_int8",
     "tensor_tf32_sparse", "tensor_fp16_sparse", "tensor_fp16_acc32_sparse", "tensor_bf16_sparse",
     "tensor_fp8_sparse", "tensor_fp8_acc32_sparse", "tensor_int8_sparse",
+    "tensor_fp16_mma", "tensor_fp16_acc32_mma", "tensor_bf16_mma", "tensor_tf32_mma", "tensor_int8_mma",
+    "tensor_fp16_mma_sparse", "tensor_fp16_acc32_mma_sparse", "tensor_bf16_mma_sparse", "tensor_tf32_mma_sparse",
+    "tensor_int8_mma_sparse",
 )  # fmt: skip
 
 # Dense tensor variants per architecture: class -> the sm__ops_path_tensor_* variant. The sparse
@@ -79,13 +82,18 @@ _AMPERE_ADA = {
     "tensor_fp64": "src_fp64",
 }
 _HOPPER = {  # wgmma per-instruction split: the aggregates src_fp16 etc. are the 2:4-sparse rates
-    "tensor_fp16": "op_hgmma_src_fp16_sparsity_off",
-    "tensor_fp16_acc32": "op_hgmma_src_fp16_sparsity_off",
+    "tensor_fp16": "op_hgmma_src_fp16_sparsity_off",  # wgmma: either accumulator, one counter
     "tensor_bf16": "op_hgmma_src_bf16_dst_fp32_sparsity_off",
     "tensor_tf32": "op_hgmma_src_tf32_dst_fp32_sparsity_off",
     "tensor_int8": "op_igmma_src_int8_sparsity_off",
     "tensor_fp8": "src_fp8_sparsity_off",
     "tensor_fp64": "src_fp64",
+    # mma.sync beside wgmma: its own variants and peaks (no datasheet value)
+    "tensor_fp16_mma": "op_hmma_src_fp16_dst_fp16_sparsity_off",
+    "tensor_fp16_acc32_mma": "op_hmma_src_fp16_dst_fp32_sparsity_off",
+    "tensor_bf16_mma": "op_hmma_src_bf16_dst_fp32_sparsity_off",
+    "tensor_tf32_mma": "op_hmma_src_tf32_dst_fp32_sparsity_off",
+    "tensor_int8_mma": "op_imma_src_int8_sparsity_off",
 }
 _BLACKWELL_GEFORCE = {
     "tensor_fp16": "op_hmma_src_fp16_dst_fp16_sparsity_off",
@@ -514,7 +522,10 @@ def test_peak_recipes_per_architecture():
     assert ampere["tensor_fp16_acc32"][0] == TENSOR.format("src_fp16_dst_fp32_sparsity_off")
     assert ampere["tensor_int8_sparse"][0] == TENSOR.format("src_int8_sparsity_on")
     assert "tensor_fp64_sparse" not in ampere
-    assert hopper["tensor_fp16"] == hopper["tensor_fp16_acc32"] == (TENSOR.format("op_hgmma_src_fp16_sparsity_off"), 1)
+    assert hopper["tensor_fp16"] == (TENSOR.format("op_hgmma_src_fp16_sparsity_off"), 1)
+    assert "tensor_fp16_acc32" not in hopper  # wgmma does not split the accumulator
+    assert hopper["tensor_bf16_mma"] == (TENSOR.format("op_hmma_src_bf16_dst_fp32_sparsity_off"), 1)
+    assert hopper["tensor_int8_mma_sparse"][0] == TENSOR.format("op_imma_src_int8_sparsity_on")
     assert hopper["tensor_int8"][0] == TENSOR.format("op_igmma_src_int8_sparsity_off")
     assert blackwell["tensor_fp8_acc32"][0] == TENSOR.format("src_fp8_dst_fp32_sparsity_off")
     assert "tensor_fp64" not in blackwell

@@ -86,7 +86,8 @@ def test_ampere_dense_and_sparse_tensor_work_have_their_own_roofs():
 
 def test_hopper_splits_win_over_the_aggregates_and_the_sparse_rate_is_never_a_dense_roof():
     """Hand-made sm_90 launch: wgmma and mma.sync dense work plus some 2:4-sparse wgmma work; the
-    aggregate ``src_fp16`` counts all of it and peaks at the sparse rate (as in the H100 report)."""
+    aggregate ``src_fp16`` counts all of it and peaks at the sparse rate (as in the H100 report).
+    The two paths are two classes, each against its own peak (mma.sync's: 2/3 of wgmma's)."""
     split = {
         _ops("op_hgmma_src_fp16_sparsity_off"): 3e12,
         _ops("op_hmma_src_fp16_dst_fp16_sparsity_off"): 1e12,
@@ -95,19 +96,29 @@ def test_hopper_splits_win_over_the_aggregates_and_the_sparse_rate_is_never_a_de
         _ops("op_hmma_src_fp16_dst_fp16_sparsity_on"): 0.0,
         _ops("op_hgmma_src_fp16_sparsity_off", ".peak_sustained"): 4096.0 * 114,
         _ops("op_hgmma_src_fp16_sparsity_on", ".peak_sustained"): 8192.0 * 114,
+        _ops("op_hmma_src_fp16_dst_fp16_sparsity_off", ".peak_sustained"): 2730.67 * 114,
+        _ops("op_hmma_src_fp16_dst_fp32_sparsity_off", ".peak_sustained"): 2730.67 * 114,
+        _ops("op_hmma_src_fp16_dst_fp16_sparsity_on", ".peak_sustained"): 4096.0 * 114,
     }
     aggregate = {_ops("src_fp16"): 6.5e12, _ops("src_fp16", ".peak_sustained"): 8192.0 * 114}
     row = derive_counters(_raw("9.0", **split, **aggregate)).iloc[0]
-    assert row["flop_tensor_fp16"] == 4e12 and row["flop_tensor_fp16_acc32"] == 0.5e12
-    assert row["flop_tensor_fp16_sparse"] == 2e12
+    assert row["flop_tensor_fp16"] == 3e12 and row["flop_tensor_fp16_sparse"] == 2e12
+    assert row["flop_tensor_fp16_mma"] == 1e12 and row["flop_tensor_fp16_acc32_mma"] == 0.5e12
+    assert row["flop_tensor_fp16_mma_sparse"] == 0.0
+    assert math.isnan(row["flop_tensor_fp16_acc32"])  # wgmma does not split the accumulator
+    assert row["flop_tensor"] == 6.5e12  # each op in one class: the aggregate's total
     assert row["peak_flops_tensor_fp16"] == pytest.approx(4096 * 114 * SM_CLOCK)
-    assert row["peak_flops_tensor_fp16_acc32"] == pytest.approx(4096 * 114 * SM_CLOCK)
     assert row["peak_flops_tensor_fp16_sparse"] == pytest.approx(8192 * 114 * SM_CLOCK)
+    assert row["peak_flops_tensor_fp16_mma"] == pytest.approx(2730.67 * 114 * SM_CLOCK)
+    assert row["peak_flops_tensor_fp16_acc32_mma"] == pytest.approx(2730.67 * 114 * SM_CLOCK)
+    assert row["peak_flops_tensor_fp16_mma_sparse"] == pytest.approx(4096 * 114 * SM_CLOCK)
+    assert math.isnan(row["peak_flops_tensor_fp16_acc32"])
     only_aggregate = derive_counters(_raw("9.0", **aggregate)).iloc[0]
     assert only_aggregate["flop_tensor_fp16"] == 6.5e12
     assert only_aggregate["flop_tensor_fp16_recipe"] == "hopper_aggregate_count"
     assert only_aggregate["peak_flops_tensor_fp16"] == pytest.approx(4096 * 114 * SM_CLOCK)  # halved
     assert math.isnan(only_aggregate["flop_tensor_fp16_sparse"])
+    assert math.isnan(only_aggregate["flop_tensor_fp16_mma"])
 
 
 def test_blackwell_tcgen05_and_fp4_fp6_fp8_names():

@@ -25,7 +25,7 @@ BASIC = ("rtx3070-vecadd-basic-ncu2022.3", "CuVectorAddDrv.ncu-rep")
 # factors to SI, written out here rather than taken from roofline.units.
 SI = dict.fromkeys(
     ["", "%", "inst", "inst/cycle", "cycle", "block", "byte/block", "register/thread", "byte", "byte/cycle"]
-    + ["byte/s", "sector", "sector/s", "hz"],
+    + ["byte/s", "sector", "sector/s", "sector/cycle", "hz"],
     1.0,
 ) | {"ns": 1e-9}
 

@@ -30,12 +30,15 @@ GLANCE_FIELDS = ("app", "kernel", "kernel_short", "grid", "block", "duration_s",
 
 
 def class_words(cls: str) -> str:
-    """A compute class in words: "FP32", "FP16 tensor (FP32 accumulate)", "INT8 tensor 2:4 sparse"."""
+    """A compute class in words: "FP32", "FP16 tensor (FP32 accumulate)", "INT8 tensor 2:4 sparse",
+    "BF16 tensor mma.sync"."""
     if not cls.startswith("tensor_"):
         return cls.upper()
     sparse = cls in metrics.SPARSE_OF
-    words = metrics.SPARSE_OF.get(cls, cls).removeprefix("tensor_").split("_")
+    base = metrics.SPARSE_OF.get(cls, cls)
+    words = metrics.MMA_OF.get(base, base).removeprefix("tensor_").split("_")
     text = f"{words[0].upper()} tensor" + (" (FP32 accumulate)" if words[1:] == ["acc32"] else "")
+    text += " mma.sync" if base in metrics.MMA_OF else ""
     return text + (" 2:4 sparse" if sparse else "")
 
 
