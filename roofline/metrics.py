@@ -18,8 +18,11 @@ compute path, applied to work and roof alike whichever source gives the roof (ve
   datatype, accumulator (where the counters split it) and sparsity (dense and 2:4 sparse are
   separate classes; a sparse rate is never the roof of dense work); Volta as 512 x tensor-pipe
   instructions (NERSC);
-- L2 bytes are the L2 tag traffic (``lts__t_bytes`` or 32 B sectors); L1 bytes the L1TEX tag traffic
-  where reported, else the LSU writeback path (128 B per active cycle, ncu 2025 sections).
+- a memory level's bytes and its roof come from one counter family (:data:`LEVEL_PAIRS`): L2 the
+  L2 tag traffic (``lts__t_bytes``, or 32 B ``lts__t_sectors``) with that counter's own peak, else
+  ncu 2025's L2-to-crossbar path (``lts2xbar``, 32 B per active cycle) with its peak; L1 the L1TEX
+  tag traffic (``l1tex__t_bytes``) where reported, else the LSU writeback path (128 B per active
+  cycle, ncu 2025 sections), each with its own peak.
 """
 
 from __future__ import annotations
@@ -48,6 +51,17 @@ CONVENTION = "2026.12"
 
 SECTOR_BYTES = 32.0
 L1_WRITEBACK_BYTES_PER_CYCLE = 128.0
+L2_SLICES = "device__attribute_l2s_count"  # L2 (LTS) slices: the unit instances of lts__ counters
+# L1TEX units: SMs x L1TEX per SM, the unit instances of l1tex__ counters
+L1TEX_UNITS = ("device__attribute_multiprocessor_count", "device__attribute_num_tex_per_multiprocessor")
+# The LSU writeback families, newest first (family, ncu counter, compute capabilities): _mem_lgds on
+# sm_90+ (with distributed shared memory), _mem_lg on sm_75-89, the plain counter up to sm_72 (the
+# architecture filters of ncu's 2025 sections).
+L1_WRITEBACK_FAMILIES = (
+    ("lsu_writeback_lgds", "l1tex__lsu_writeback_active_mem_lgds", 90, None),
+    ("lsu_writeback_lg", "l1tex__lsu_writeback_active_mem_lg", 75, 89),
+    ("lsu_writeback", "l1tex__lsu_writeback_active", None, 72),
+)
 SMSP_PER_SM = 4.0
 # The compiler's HFMA2.MMA register moves, which ncu's hfma counter includes: thread instructions of
 # that opcode from the per-opcode SASS counts of full-set reports (SourceCounters section), read by
@@ -114,12 +128,39 @@ QUANTITIES: tuple[Quantity, ...] = (
     Quantity(
         "dram_clock_hz", "Hz", (Recipe("dram_cycles_per_second", ((1.0, "dram__cycles_elapsed.avg.per_second"),)),)
     ),
-    Quantity("l2_clock_hz", "Hz", (Recipe("lts_cycles_per_second", ((1.0, "lts__cycles_elapsed.avg.per_second"),)),)),
+    Quantity(
+        "l2_clock_hz",
+        "Hz",
+        (
+            Recipe("lts_cycles_per_second", ((1.0, "lts__cycles_elapsed.avg.per_second"),)),
+            Recipe("lts_cycles_over_duration", ((1.0, "lts__cycles_elapsed.avg"),), divide=("@duration_s",)),
+            Recipe(
+                "lts_cycles_sum_over_slices_over_duration",
+                ((1.0, "lts__cycles_elapsed.sum"),),
+                divide=(L2_SLICES, "@duration_s"),
+                note="ncu 2023 reports: elapsed cycles of all L2 slices / slices / duration",
+            ),
+            Recipe(
+                "lts_sector_rate_over_sectors_per_cycle",
+                ((1.0, "lts__t_sectors.sum.per_second"),),
+                divide=("lts__t_sectors.avg.per_cycle_elapsed", L2_SLICES),
+                note="ncu 2021-2023 reports without L2 cycles: (sectors/s) / (sectors per slice-cycle) / slices; "
+                "none for a launch without L2 traffic",
+            ),
+        ),
+        "L2 (LTS) clock measured during the launch",
+    ),
     Quantity(
         "l1_clock_hz",
         "Hz",
         (
             Recipe("l1tex_cycles_per_second", ((1.0, "l1tex__cycles_elapsed.avg.per_second"),)),
+            Recipe(
+                "l1tex_cycles_sum_over_units_over_duration",
+                ((1.0, "l1tex__cycles_elapsed.sum"),),
+                divide=(*L1TEX_UNITS, "@duration_s"),
+                note="ncu 2023 reports: elapsed cycles of all L1TEX units / units / duration",
+            ),
             Recipe(
                 "sm_cycles_per_second", ((1.0, "sm__cycles_elapsed.avg.per_second"),), note="L1TEX runs at the SM clock"
             ),
@@ -196,31 +237,49 @@ QUANTITIES: tuple[Quantity, ...] = (
         "l2_bytes",
         "B",
         (
-            Recipe("lts_t_bytes", ((1.0, "lts__t_bytes.sum"),)),
-            Recipe("lts_t_sectors_x32", ((SECTOR_BYTES, "lts__t_sectors.sum"),)),
-            Recipe("lts_t_bytes_rate_x_duration", ((1.0, "lts__t_bytes.sum.per_second"),), scale=("@duration_s",)),
+            Recipe("lts_t_bytes", ((1.0, "lts__t_bytes.sum"),), family="lts_t_bytes"),
+            Recipe("lts_t_sectors_x32", ((SECTOR_BYTES, "lts__t_sectors.sum"),), family="lts_t_sectors"),
+            Recipe(
+                "lts_t_bytes_rate_x_duration",
+                ((1.0, "lts__t_bytes.sum.per_second"),),
+                scale=("@duration_s",),
+                family="lts_t_bytes",
+            ),
             Recipe(
                 "lts_t_sectors_rate_x_duration",
                 ((SECTOR_BYTES, "lts__t_sectors.sum.per_second"),),
                 scale=("@duration_s",),
+                family="lts_t_sectors",
+            ),
+            Recipe(
+                "lts2xbar_x32", ((SECTOR_BYTES, "lts__lts2xbar_cycles_active.sum"),), family="lts2xbar"
+            ),
+            Recipe(
+                "lts2xbar_bytes_rate_x_duration",
+                ((1.0, "derived__lts__lts2xbar_bytes.sum.per_second"),),
+                scale=("@duration_s",),
+                family="lts2xbar",
+            ),
+            Recipe(
+                "lts2xbar_rate_x32_x_duration",
+                ((SECTOR_BYTES, "lts__lts2xbar_cycles_active.sum.per_second"),),
+                scale=("@duration_s",),
+                family="lts2xbar",
             ),
         ),
-        "L2 (LTS tag) bytes",
+        "L2 bytes: LTS tag traffic, else the L2-to-crossbar path (peak_l2_bw from the same family)",
     ),
     Quantity(
         "l1_bytes",
         "B",
         (
-            Recipe("l1tex_t_bytes", ((1.0, "l1tex__t_bytes.sum"),)),
-            Recipe(
-                "lsu_writeback_lgds_x128", ((L1_WRITEBACK_BYTES_PER_CYCLE, "l1tex__lsu_writeback_active_mem_lgds.sum"),)
+            Recipe("l1tex_t_bytes", ((1.0, "l1tex__t_bytes.sum"),), family="l1tex_t_bytes"),
+            *(
+                Recipe(f"{family}_x128", ((L1_WRITEBACK_BYTES_PER_CYCLE, f"{metric}.sum"),), family=family)
+                for family, metric, _, _ in L1_WRITEBACK_FAMILIES
             ),
-            Recipe(
-                "lsu_writeback_lg_x128", ((L1_WRITEBACK_BYTES_PER_CYCLE, "l1tex__lsu_writeback_active_mem_lg.sum"),)
-            ),
-            Recipe("lsu_writeback_x128", ((L1_WRITEBACK_BYTES_PER_CYCLE, "l1tex__lsu_writeback_active.sum"),)),
         ),
-        "L1/TEX bytes",
+        "L1/TEX bytes: L1TEX tag traffic, else the LSU writeback path (peak_l1_bw from the same family)",
     ),
     Quantity(
         "shared_bytes",
@@ -250,39 +309,84 @@ QUANTITIES: tuple[Quantity, ...] = (
         "B/s",
         (
             Recipe(
-                "lts_t_bytes_peak_x_lts_clock", ((1.0, "lts__t_bytes.sum.peak_sustained"),), scale=("@l2_clock_hz",)
+                "lts_t_bytes_peak_x_lts_clock",
+                ((1.0, "lts__t_bytes.sum.peak_sustained"),),
+                scale=("@l2_clock_hz",),
+                family="lts_t_bytes",
             ),
             Recipe(
                 "lts_t_sectors_peak_x32_x_lts_clock",
                 ((SECTOR_BYTES, "lts__t_sectors.sum.peak_sustained"),),
                 scale=("@l2_clock_hz",),
+                family="lts_t_sectors",
+            ),
+            # --set full reports carry the per-slice peak (.avg), not the .sum one: x the slices the
+            # counters count (.sum / .avg of the L2 cycles; the device attribute can count slices
+            # the counters do not, 96 vs 94 on the H200), x the L2 clock
+            Recipe(
+                "lts_t_sectors_slice_peak_x32_x_slices_x_lts_clock",
+                ((SECTOR_BYTES, "lts__t_sectors.avg.peak_sustained"),),
+                scale=("lts__cycles_elapsed.sum", "@l2_clock_hz"),
+                divide=("lts__cycles_elapsed.avg",),
+                family="lts_t_sectors",
+            ),
+            Recipe(
+                "lts_t_sectors_slice_peak_x32_x_l2s_count_x_lts_clock",
+                ((SECTOR_BYTES, "lts__t_sectors.avg.peak_sustained"),),
+                scale=(L2_SLICES, "@l2_clock_hz"),
+                family="lts_t_sectors",
+                note="reports without L2 cycle counts, whose L2 clock is per slice of the same count",
             ),
             Recipe(
                 "lts2xbar_peak_x_lts_clock",
                 ((1.0, "derived__lts__lts2xbar_bytes.sum.peak_sustained"),),
                 scale=("@l2_clock_hz",),
+                family="lts2xbar",
                 note="ncu 2025 L2 roof: 32 B per L2-to-crossbar active cycle",
             ),
+            Recipe(
+                "lts2xbar_cycles_peak_x32_x_lts_clock",
+                ((SECTOR_BYTES, "lts__lts2xbar_cycles_active.sum.peak_sustained"),),
+                scale=("@l2_clock_hz",),
+                family="lts2xbar",
+            ),
         ),
+        "L2 roof: the peak of the counter family l2_bytes came from, x the L2 clock",
     ),
     Quantity(
         "peak_l1_bw",
         "B/s",
         (
             Recipe(
-                "l1tex_t_bytes_peak_x_l1_clock", ((1.0, "l1tex__t_bytes.sum.peak_sustained"),), scale=("@l1_clock_hz",)
-            ),
-            Recipe(
-                "lsu_writeback_lgds_peak_x128",
-                ((L1_WRITEBACK_BYTES_PER_CYCLE, "l1tex__lsu_writeback_active_mem_lgds.sum.peak_sustained"),),
+                "l1tex_t_bytes_peak_x_l1_clock",
+                ((1.0, "l1tex__t_bytes.sum.peak_sustained"),),
                 scale=("@l1_clock_hz",),
+                family="l1tex_t_bytes",
             ),
-            Recipe(
-                "lsu_writeback_lg_peak_x128",
-                ((L1_WRITEBACK_BYTES_PER_CYCLE, "l1tex__lsu_writeback_active_mem_lg.sum.peak_sustained"),),
-                scale=("@l1_clock_hz",),
+            *(
+                recipe
+                for family, metric, cc_min, cc_max in L1_WRITEBACK_FAMILIES
+                for recipe in (
+                    Recipe(
+                        f"{family}_peak_x128",
+                        ((L1_WRITEBACK_BYTES_PER_CYCLE, f"{metric}.sum.peak_sustained"),),
+                        scale=("@l1_clock_hz",),
+                        family=family,
+                    ),
+                    Recipe(
+                        f"{family}_one_per_cycle_x128",
+                        ((L1_WRITEBACK_BYTES_PER_CYCLE, L1TEX_UNITS[0]),),
+                        scale=(*L1TEX_UNITS[1:], "@l1_clock_hz"),
+                        family=family,
+                        cc_min=cc_min,
+                        cc_max=cc_max,
+                        note="a cycles-active counter counts at most one per cycle and unit; reports before "
+                        "ncu 2024 omit the peak",
+                    ),
+                )
             ),
         ),
+        "L1 roof: the peak of the counter family l1_bytes came from, x the L1TEX clock",
     ),
     Quantity(
         "peak_shared_bw",
@@ -299,6 +403,29 @@ QUANTITIES: tuple[Quantity, ...] = (
 )
 
 QUANTITY_BY_NAME: dict[str, Quantity] = {q.name: q for q in QUANTITIES}
+
+# Per memory level with several counter families, its traffic quantity and its peak quantity: a
+# launch's bytes and roof at the level come from recipes of one family (``Recipe.family``), the
+# first family, in the traffic recipes' order, that gives both; a launch with none gets bytes but
+# no roof at that level (the parse diagnostics say why, with level_hint's flags).
+LEVEL_PAIRS: dict[str, tuple[str, str]] = {"l2": ("l2_bytes", "peak_l2_bw"), "l1": ("l1_bytes", "peak_l1_bw")}
+
+
+def level_families(level: str) -> tuple[str, ...]:
+    """The counter families of a :data:`LEVEL_PAIRS` level, in order of preference."""
+    traffic, _ = LEVEL_PAIRS[level]
+    return tuple(dict.fromkeys(r.family for r in QUANTITY_BY_NAME[traffic].recipes))
+
+
+def level_hint(level: str) -> str:
+    """The ncu flags that give a level's traffic and roof in one family: the full set, or the
+    metrics of the first family's first traffic and peak recipes (what capture asks for)."""
+    traffic, peak = (QUANTITY_BY_NAME[q] for q in LEVEL_PAIRS[level])
+    family = level_families(level)[0]
+    recipes = [next(r for r in q.recipes if r.family == family) for q in (traffic, peak)]
+    recipes += [QUANTITY_BY_NAME[d].recipes[0] for r in recipes for d in r.depends_on() if d != "duration_s"]
+    names = dict.fromkeys(n for r in recipes for n in r.inputs())
+    return f"--set full (or --metrics {','.join(names)})"
 
 # Launch configuration read into grid/block/stream columns; capture asks for them explicitly.
 LAUNCH_METRICS = (
@@ -363,7 +490,8 @@ def recipe_markdown() -> str:
             arch = ""
             if recipe.cc_min or recipe.cc_max:
                 arch = f" [sm_{recipe.cc_min}–sm_{recipe.cc_max}]"
-            parts.append(f"{i}. **{recipe.name}**{arch}: {terms}")
+            family = f" (family `{recipe.family}`)" if recipe.family else ""
+            parts.append(f"{i}. **{recipe.name}**{arch}{family}: {terms}")
         lines.append(f"| `{quantity.name}` | {quantity.unit} | {'<br>'.join(parts)} |")
     return "\n".join(lines) + "\n"
 
