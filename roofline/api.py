@@ -208,7 +208,7 @@ def analyse(
         ``errors="raise"`` for the first input that cannot be analysed.
     """
     from roofline.catalog import CATALOG_PATH
-    from roofline.ceilings import build_ceilings, cross_check
+    from roofline.ceilings import build_ceilings, clock_notes, cross_check
     from roofline.kernels import aggregate_kernels
 
     unknown = [s for s in policy if s not in SOURCES]
@@ -244,7 +244,7 @@ def analyse(
         ceilings = build_ceilings(everything, catalog, list(policy), measured=measured)
         kernels = aggregate_kernels(everything, ceilings)
         notes.extend({"app": "", "stage": "ceilings", "severity": "warning", "source_file": "", "message": text}
-                     for text in cross_check(ceilings, CROSS_CHECK_MARGIN))
+                     for text in cross_check(ceilings, CROSS_CHECK_MARGIN) + clock_notes(ceilings))
         notes.extend(_no_ceiling(everything, ceilings, catalog, device_hint))
     diagnostics = conform(pd.DataFrame(notes), "diagnostics") if notes else conform(pd.DataFrame(), "diagnostics")
     return Analysis(everything, ceilings, kernels, diagnostics, tuple(problems))

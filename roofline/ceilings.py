@@ -11,6 +11,7 @@ in its order that has a value; a cross-check warns when sources disagree.
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection
 from pathlib import Path
 
 import numpy as np
@@ -20,13 +21,15 @@ from roofline.report_peaks import PEAK_COLUMNS as _PEAK_COLUMNS
 from roofline.report_peaks import (
     SHORT_LAUNCH_S,
     ceilings_from_samples,
+    launch_clocks,
     peak_columns,
+    peak_samples,
     read_peaks,
     report_ceilings,
 )
 
-__all__ = ["SHORT_LAUNCH_S", "build_ceilings", "cross_check", "device_ceilings", "report_ceilings", "ridge_points",
-           "select_ceilings"]
+__all__ = ["SHORT_LAUNCH_S", "build_ceilings", "clock_notes", "cross_check", "device_ceilings",
+           "hold_at_launch_clock", "report_ceilings", "ridge_points", "select_ceilings"]
 from roofline.schemas import conform
 
 log = logging.getLogger("roofline.ceilings")
@@ -135,6 +138,75 @@ def select_ceilings(
 
 # Report and datasheet compute roofs of one class agree per clock within this (docs/ceilings.md).
 PER_CLOCK_TOLERANCE = 0.05
+# The citation of a compute roof that stays at the clock its source assumes (clock_notes finds it),
+# and of one on a device of what-if kernels only, which ran at no clock (nothing to bring it to).
+NOT_HELD = "not brought to the launches' clock"
+AT_SOURCE_CLOCK = "at its source's clock: what-if kernels, no measured clock"
+
+
+def hold_at_launch_clock(candidates: pd.DataFrame, clocks: pd.Series, measured: Collection[str] = ()) -> pd.DataFrame:
+    """Every compute candidate held at the SM clock its device's launches ran at (``clocks``:
+    device -> Hz, :func:`roofline.report_peaks.launch_clocks`), so that one device's compute roofs
+    share the clock its performance was measured at; ``per_clock`` filled for every row with a clock.
+
+    A compute roof is a per-clock rate x a clock: ``value / clock_hz x`` the launches' clock (ncu's
+    locked base clock by default, where vendors quote the boost clock). A device without a clock
+    reading is held at its report roofs' clock; without either, datasheet and measured roofs keep
+    their own clocks. On a device of ``measured`` launches (a CSV export with no clock reading) their
+    citation says so (:data:`NOT_HELD`); the kernels of a what-if table ran at no clock, and are
+    judged at the vendor's. Memory roofs keep their own clocks: DRAM bandwidth does not follow the SM
+    clock (the report's DRAM peaks at base clock match the datasheets within ~1 %). What-if peaks
+    are definitions, at no clock.
+    """
+    frame = candidates.copy()
+    if frame.empty:
+        frame["per_clock"] = pd.Series(dtype="float64")
+        return conform(frame, "ceilings")
+    frame["per_clock"] = frame["value"] / frame["clock_hz"]
+    compute = frame["kind"] == "compute"
+    report_clock = frame[compute & (frame["source"] == "report")].groupby("device")["clock_hz"].median()
+    held = frame["device"].map(clocks.dropna()).fillna(frame["device"].map(report_clock))
+    held = held.to_numpy(dtype="float64", na_value=np.nan)
+    given = frame["clock_hz"].to_numpy(dtype="float64", na_value=np.nan)
+    citations = frame["citation"].tolist()
+    for i in np.flatnonzero(compute & (frame["source"] != "what-if")):
+        clock, target, value = given[i], held[i], float(frame["value"].iat[i])
+        if not np.isfinite(target) or not np.isfinite(clock):
+            if frame["source"].iat[i] != "report" and frame["device"].iat[i] in measured:
+                why = "no SM clock reading in its launches" if not np.isfinite(target) else "no clock given with it"
+                at = f"it stays at {clock / 1e6:.0f} MHz" if np.isfinite(clock) else "its clock is unknown"
+                citations[i] += f"; {NOT_HELD} ({why}): {at}"
+            elif frame["source"].iat[i] != "report":
+                citations[i] += f"; {AT_SOURCE_CLOCK}"
+            continue
+        if target == clock:
+            continue
+        unit = "OP" if frame["name"].iat[i].startswith("tensor_int8") else "FLOP"
+        citations[i] += (f"; held at {target / 1e6:.0f} MHz, the launches' SM clock: {value / 1e12:.4g} T{unit}/s at "
+                         f"{clock / 1e6:.0f} MHz = {value / clock:,.0f} {unit}/cycle x {target / 1e6:.0f} MHz")
+        frame.iloc[i, frame.columns.get_loc("value")] = value / clock * target
+        frame.iloc[i, frame.columns.get_loc("clock_hz")] = target
+    frame["citation"] = citations
+    return conform(frame, "ceilings")
+
+
+def clock_notes(ceilings: pd.DataFrame) -> list[str]:
+    """One message per device whose selected compute roofs could not all be held at the clock its
+    launches ran at (:func:`hold_at_launch_clock`): a percentage of such a roof mixes two clocks."""
+    held = ceilings[ceilings["selected"] & (ceilings["kind"] == "compute")
+                    & ceilings["citation"].str.contains(NOT_HELD, regex=False)]
+    messages = []
+    for device, group in held.groupby("device"):
+        clocks = group["clock_hz"].to_numpy(dtype="float64", na_value=np.nan)
+        at = sorted({f"{c / 1e6:.0f} MHz" if np.isfinite(c) else "an unknown clock" for c in clocks})
+        messages.append(
+            f"{device}: {len(group)} compute roof(s) ({', '.join(sorted(set(group['source'])))}: "
+            f"{', '.join(group['name'])}) stay at {' and '.join(at)}, {NOT_HELD}: its launches carry no SM clock "
+            "reading (sm__cycles_elapsed.avg.per_second) or the roof no clock. ncu locks the base clock by "
+            "default, so a launch's percentage of these roofs can read low; capture the SM clock (e.g. --set "
+            "roofline) to have them held at the clock the launches ran at"
+        )
+    return messages
 
 
 def cross_check(ceilings: pd.DataFrame, margin: float) -> list[str]:
@@ -193,20 +265,25 @@ def build_ceilings(
     """All candidate ceilings for the devices of ``counters``, the selected ones flagged."""
     devices = sorted(d for d in counters["device"].dropna().unique() if d)
     counters = _narrow(counters)
-    return _selected([report_ceilings(counters[counters["source_format"] != "what-if"]), what_if_ceilings(counters)],
-                     devices, catalog_path, policy, device_policy, measured, overrides)
+    ran = counters[counters["source_format"] != "what-if"]
+    samples = peak_samples(ran)
+    return _selected([ceilings_from_samples(samples), what_if_ceilings(counters)],
+                     (launch_clocks(samples), set(ran["device"].dropna())), devices, catalog_path, policy,
+                     device_policy, measured, overrides)
 
 
-def _selected(parts: list[pd.DataFrame], devices: list[str], catalog_path: str | Path, policy: list[str],
-              device_policy: dict[str, list[str]] | None, measured: str | Path | None,
-              overrides: dict | None) -> pd.DataFrame:
-    """The report's and what-if ``parts``, the catalog's and the measured rows of ``devices``, selected."""
+def _selected(parts: list[pd.DataFrame], clocks: tuple[pd.Series, Collection[str]], devices: list[str],
+              catalog_path: str | Path, policy: list[str], device_policy: dict[str, list[str]] | None,
+              measured: str | Path | None, overrides: dict | None) -> pd.DataFrame:
+    """The report's and what-if ``parts``, the catalog's and the measured rows of ``devices``, held
+    at the launches' ``clocks`` (per device, and the devices of measured launches:
+    :func:`hold_at_launch_clock`) and selected."""
     parts = [*parts, datasheet_ceilings(devices, catalog_path, overrides)]
     measured_rows = measured_ceilings(measured)
     parts.append(measured_rows[measured_rows["device"].isin(devices)])
     parts = [p for p in parts if len(p)]
     candidates = pd.concat(parts, ignore_index=True) if parts else conform(pd.DataFrame(), "ceilings")
-    return select_ceilings(candidates, policy, device_policy)
+    return select_ceilings(hold_at_launch_clock(candidates, *clocks), policy, device_policy)
 
 
 def ridge_points(ceilings: pd.DataFrame) -> pd.DataFrame:
@@ -238,8 +315,9 @@ def device_ceilings(
     # each file's peaks table from its metadata (a file without: its launches, a batch of files at a time)
     inputs = read_peaks(counter_paths, keep_joined)
     ceilings = _selected([ceilings_from_samples(inputs.samples), what_if_ceilings(inputs.what_if)],
-                         [d for d in inputs.devices if d], catalog, policy, device_policy, measured or None, overrides)
-    messages = cross_check(ceilings, margin) + what_if_conflicts(inputs.what_if)
+                         (launch_clocks(inputs.samples), inputs.measured), [d for d in inputs.devices if d],
+                         catalog, policy, device_policy, measured or None, overrides)
+    messages = cross_check(ceilings, margin) + what_if_conflicts(inputs.what_if) + clock_notes(ceilings)
     for device in sorted(set(inputs.devices) - set(ceilings.loc[ceilings["selected"], "device"])):
         messages.append(
             f"{device or '(unnamed device)'}: no ceiling from any source; add it to the catalog "

@@ -25,6 +25,7 @@ from roofline.chart_roofs import (  # noqa: F401 - the scales and labels, import
     _used_classes,
     layered,
     roof_base,
+    roof_clock_text,
     si,
 )
 from roofline.metrics import COMPUTE_CLASSES, MEMORY_LEVELS
@@ -218,6 +219,7 @@ def roofline_layers(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str,
     title = alt.Title(device, subtitle=[
         f"{kernel_count_text(len(points))}; ceilings: {', '.join(sources) or 'none'}; "
         "click a kernel to highlight its levels, double-click to clear",
+        *([clock] if (clock := roof_clock_text(ceilings, device)) else []),
         *(["hollow points: what-if kernels without a duration, drawn at their predicted (at-roof) "
            "performance"] if (points["timing"] == PREDICTED).any() else []),
     ])

@@ -102,6 +102,28 @@ def _selected(ceilings: pd.DataFrame, device: str) -> dict[tuple[str, str], tupl
     return out
 
 
+def roof_clock_text(ceilings: pd.DataFrame, device: str) -> str:
+    """The clock ``device``'s compute roofs are held at, as a chart's subtitle says it (e.g.
+    "compute roofs at 765 MHz SM clock, ..."); empty where it has no compute roof."""
+    from roofline.ceilings import AT_SOURCE_CLOCK, NOT_HELD
+
+    rows = ceilings[(ceilings["device"] == device) & ceilings["selected"] & (ceilings["kind"] == "compute")
+                    & (ceilings["value"] > 0)]
+    if rows.empty:
+        return ""
+    if (rows["source"] == "what-if").all():
+        return "roofs as the what-if machine defines them, at no clock"
+    if rows["citation"].str.contains(AT_SOURCE_CLOCK, regex=False).any():
+        return "compute roofs at the clocks their sources assume (what-if kernels ran at no measured clock)"
+    if rows["citation"].str.contains(NOT_HELD, regex=False).any():
+        return (f"some compute roofs {NOT_HELD} (no SM clock reading): they stay at their sources' clocks "
+                "(see the diagnostics)")
+    clocks = sorted({round(c / 1e6) for c in rows["clock_hz"] if np.isfinite(c)})
+    held = " and ".join(f"{c} MHz" for c in clocks)
+    return (f"compute roofs at {held} SM clock, the clock measured while profiling (ncu locks the base clock "
+            "by default); datasheet roofs brought there per clock; memory roofs at their own clocks")
+
+
 def _used_classes(kernels: pd.DataFrame) -> list[str]:
     """The classes a kernel was judged on: its compute class, or any with a time bound (FP16 work
     taken for HFMA2.MMA register moves has none and draws no roof)."""

@@ -14,7 +14,7 @@ import math
 import altair as alt
 import pandas as pd
 
-from roofline.chart_roofs import FONT, LEVEL_LABEL, PALETTE, _used_classes, layered, roof_base
+from roofline.chart_roofs import FONT, LEVEL_LABEL, PALETTE, _used_classes, layered, roof_base, roof_clock_text
 from roofline.metrics import MEMORY_LEVELS
 from roofline.units import si
 
@@ -96,6 +96,7 @@ def trajectory_chart(points: pd.DataFrame, kernels: pd.DataFrame, ceilings: pd.D
         f"{drawn} kernel path(s){more} across {n_steps} steps; ceilings: {', '.join(sources) or 'none'}",
         "each point: a step (numbered), at the intensity of the memory level its verdict used; arrows point to "
         "the later step",
+        *([clock] if (clock := roof_clock_text(ceilings, device)) else []),
     ]))
     chart.datasets = {STEP_DATA: rows.astype(object).where(rows.notna(), None).to_dict("records")}
     return chart

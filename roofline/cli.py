@@ -42,12 +42,12 @@ KERNEL_FIELDS = [
     "compute_class", "binding_level", "roof_pct", "time_share", "duration_s", "flop", "performance",
     "attainable", "roof_flops", "ai_dram", "ai_l2", "ai_l1", "ai_shared", "ceiling_source", "priority", "note",
 ]
-CEILING_COLUMNS = ["device", "kind", "name", "value", "source", "selected", "clock", "launches", "spread",
-                   "citation"]
-KERNEL_TEXT, CEILING_TEXT = range(4), (0, 1, 2, 4, 5, 9)  # the left-aligned (text) columns of the tables
+CEILING_COLUMNS = ["device", "kind", "name", "value", "source", "selected", "clock", "per clock", "launches",
+                   "spread", "citation"]
+KERNEL_TEXT, CEILING_TEXT = range(4), (0, 1, 2, 4, 5, 10)  # the left-aligned (text) columns of the tables
 # ... and the ceilings' machine-readable columns: the ceilings table's (data/ceilings/devices.parquet), with the unit
-CEILING_FIELDS = ["device", "kind", "name", "value", "unit", "source", "selected", "clock_hz", "launches", "spread",
-                  "citation"]
+CEILING_FIELDS = ["device", "kind", "name", "value", "unit", "source", "selected", "clock_hz", "per_clock", "launches",
+                  "spread", "citation"]
 DEVICE_HINT = "name the GPU with --device NAME (a name of the GPU catalog, e.g. \"NVIDIA A100-SXM4-80GB\")"
 EPILOG = """\
 exit status:
@@ -138,10 +138,12 @@ def _ceiling_cells(ceilings: pd.DataFrame) -> list[list[str]]:
     rows = []
     for r in ceilings.to_dict("records"):
         unit = "FLOP/s" if r["kind"] == "compute" else "B/s"
-        clock, spread = r["clock_hz"], r["spread"]
+        clock, spread, per_clock = r["clock_hz"], r["spread"], r["per_clock"]
         rows.append([
             r["device"], r["kind"], r["name"], si(r["value"], unit), r["source"], "yes" if r["selected"] else "",
-            si(clock, "Hz") if math.isfinite(clock) else "-", str(r["launches"]) if r["launches"] > 0 else "-",
+            si(clock, "Hz") if math.isfinite(clock) else "-",
+            f"{per_clock:,.0f} {unit.split('/')[0]}/clk" if math.isfinite(per_clock) else "-",
+            str(r["launches"]) if r["launches"] > 0 else "-",
             f"{spread:.3f}" if math.isfinite(spread) else "-", r["citation"],
         ])
     return rows
@@ -363,7 +365,7 @@ def run(args: argparse.Namespace) -> int:
     if args.command == "ceilings":
         frame = api.ceilings_of(analysis, args.selected)
         frame = frame.assign(unit=frame["kind"].map({"compute": "FLOP/s", "memory": "B/s"}))
-        text = render(frame, args.format, CEILING_FIELDS, _ceiling_cells, CEILING_COLUMNS, CEILING_TEXT, {9: 70})
+        text = render(frame, args.format, CEILING_FIELDS, _ceiling_cells, CEILING_COLUMNS, CEILING_TEXT, {10: 70})
     else:
         frame = select_kernels(analysis.kernels, args.sort, args.filter, args.top)
         if args.filter is not None and frame.empty and len(analysis.kernels):

@@ -35,6 +35,10 @@ PEAK_COLUMNS = {
     ("memory", "l1"): ("peak_l1_bw", "l1_clock_hz"),
     ("memory", "shared"): ("peak_shared_bw", "sm_clock_hz"),
 }
+# The SM clock of every launch that has a reading, sampled like a peak (value = clock) under this
+# ceiling number: the clock a device's roofs are held at (roofline.ceilings.hold_at_launch_clock),
+# also for launches without any peak metric (a CSV export, basic sections).
+SM_CLOCK_ORDER = len(PEAK_COLUMNS)
 LISTED_LAUNCHES = 8  # launch ids a citation names
 _SAMPLE_KEY = ["device", "ceiling", "long", "value", "clock"]
 _GROUP_KEY = ["device", "ceiling", "long"]
@@ -80,7 +84,7 @@ def _report_launches(counters: pd.DataFrame, given: dict[str, np.ndarray],
         return {}
     has_device = kept(counters["device"].notna().to_numpy())
     parts: dict[str, list[np.ndarray]] = {name: [] for name in ("row", "ceiling", "value", "clock", "recipe")}
-    for order, (column, clock) in enumerate(PEAK_COLUMNS.values()):
+    for order, (column, clock) in enumerate([*PEAK_COLUMNS.values(), ("sm_clock_hz", "sm_clock_hz")]):
         if column not in counters:
             continue
         values = kept(counters[column].to_numpy(dtype="float64", na_value=np.nan))
@@ -164,16 +168,19 @@ def _joined(counts: list[pd.DataFrame], heads: list[pd.DataFrame], merge: bool |
     return Samples(count, head.groupby(_GROUP_KEY, sort=False).head(LISTED_LAUNCHES))
 
 
-def ceilings_from_samples(samples: Samples) -> pd.DataFrame:
-    """Per device and ceiling: the median over its launches, long launches preferred.
+def _medians(samples: Samples, clock: bool = False) -> list[dict]:
+    """Per device and ceiling (``clock``: the SM clock, :data:`SM_CLOCK_ORDER`, instead): the median
+    over its launches, long launches preferred, as a ceilings row.
 
     Very short launches show odd clock readings, so launches under 20 us are used only when a
     device has no longer one. ``spread`` is max/min of the values used; ``citation`` lists them.
     """
-    names = list(PEAK_COLUMNS)
+    names = [*PEAK_COLUMNS, ("clock", "sm")]
     rows = []
     heads = {key: group for key, group in samples.heads.groupby(_GROUP_KEY, sort=False)}
-    for (device, order), group in samples.counts.groupby(["device", "ceiling"], sort=True):
+    counts = samples.counts
+    counts = counts[(counts["ceiling"] == SM_CLOCK_ORDER) == clock]
+    for (device, order), group in counts.groupby(["device", "ceiling"], sort=True):
         has_long = group["long"].astype(bool)
         used = group[has_long] if has_long.any() else group
         caveat = "" if has_long.any() else "; only launches under 20 us, whose clock readings run low"
@@ -184,15 +191,29 @@ def ceilings_from_samples(samples: Samples) -> pd.DataFrame:
         kind, name = names[int(order)]
         launches = ",".join(str(int(i)) for i in head["launch"].head(LISTED_LAUNCHES))
         more = "…" if len(values) > LISTED_LAUNCHES else ""
+        value = float(np.median(values))
+        # one launch without a clock reading leaves the clock unknown, as the median of all would
+        clock = float(np.median(clocks)) if not np.isnan(clocks).all() else np.nan
         rows.append({
-            "device": device, "kind": kind, "name": name, "value": float(np.median(values)), "source": "report",
-            # one launch without a clock reading leaves the clock unknown, as the median of all would
-            "clock_hz": float(np.median(clocks)) if not np.isnan(clocks).all() else np.nan,
+            "device": device, "kind": kind, "name": name, "value": value, "source": "report",
+            "clock_hz": clock, "per_clock": value / clock,
             "citation": f"median of {len(values)} launch(es) [{launches}{more}] ({head['recipe'].iat[0]}){caveat}",
             "launches": len(values),
             "spread": float(values.max() / values.min()) if values.min() > 0 else np.nan,
         })
-    return conform(pd.DataFrame(rows), "ceilings")
+    return rows
+
+
+def ceilings_from_samples(samples: Samples) -> pd.DataFrame:
+    """Per device and ceiling: the median over its launches, long launches preferred (:func:`_medians`)."""
+    return conform(pd.DataFrame(_medians(samples)), "ceilings")
+
+
+def launch_clocks(samples: Samples) -> pd.Series:
+    """Per device: the median SM clock [Hz] of its launches (long launches preferred, as for the
+    peaks), the clock its launches ran at and so the clock its roofs are held at."""
+    rows = _medians(samples, clock=True)
+    return pd.Series({row["device"]: row["value"] for row in rows}, dtype="float64", name="clock_hz")
 
 
 def report_ceilings(counters: pd.DataFrame) -> pd.DataFrame:
@@ -202,11 +223,13 @@ def report_ceilings(counters: pd.DataFrame) -> pd.DataFrame:
 
 class PeakInputs(NamedTuple):
     """What the ceilings need of every app's counters: the report peaks' samples, the rows of
-    what-if machines (whose explicit peaks are ceilings), and every device named."""
+    what-if machines (whose explicit peaks are ceilings), every device named, and the devices of
+    measured launches (not what-if rows: those ran at a clock, which their roofs must share)."""
 
     samples: Samples
     what_if: pd.DataFrame
     devices: list[str]
+    measured: list[str] = []
 
 
 def peak_columns() -> list[str]:
@@ -245,6 +268,9 @@ def app_peaks(counters: pd.DataFrame) -> pd.DataFrame:
                       "ceiling": np.full(len(first), order, dtype="int64")})
     if "device" in counters and len(counters):
         parts.append({"device": pd.unique(counters["device"].astype(object)), "part": "device"})
+        ran = counters["device"].to_numpy(dtype=object) if measured is None else counters["device"].to_numpy(
+            dtype=object)[measured]
+        parts.append({"device": pd.unique(ran), "part": "measured"})
     if not parts:
         return conform(pd.DataFrame(), "peaks")
     apps = counters["app"].unique() if "app" in counters else []
@@ -296,8 +322,9 @@ def _inputs(peaks: pd.DataFrame, numbers: np.ndarray) -> PeakInputs:
     heads = [first[[*_GROUP_KEY, "position", "launch", "recipe"]].assign(
         position=first["position"].to_numpy() + numbers[is_first] * _PART_SPAN)] if is_first.any() else []
     devices = sorted(set(peaks.loc[part == "device", "device"]))
+    measured = sorted(set(peaks.loc[part == "measured", "device"]))
     merge = len(np.unique(numbers[is_sample])) > 1  # a sample in two tables: one row
-    return PeakInputs(_joined(counts, heads, merge), _what_if_rows([peaks[part == "what-if"]]), devices)
+    return PeakInputs(_joined(counts, heads, merge), _what_if_rows([peaks[part == "what-if"]]), devices, measured)
 
 
 def _what_if_rows(parts: list[pd.DataFrame]) -> pd.DataFrame:

@@ -92,8 +92,13 @@ CEILINGS = [
     Column("name", "str", "", "compute class (fp64, fp32, fp16, tensor_*) or memory level"),
     Column("value", "float", "FLOP/s or B/s", "the ceiling"),
     Column("source", "str", "", "report, datasheet, measured or what-if"),
-    Column("clock_hz", "float", "Hz", "clock the value assumes, where known"),
-    Column("citation", "str", "", "datasheet reference, or the launches it came from"),
+    Column("clock_hz", "float", "Hz", "clock the value is held at: for a compute roof the SM clock the device's "
+           "launches ran at (every compute roof of a device shares it), for a memory roof its own level's clock; "
+           "empty where unknown"),
+    Column("per_clock", "float", "FLOP/cycle or B/cycle", "value / clock_hz: the rate per cycle of that clock "
+           "(whole GPU); empty where the clock is unknown"),
+    Column("citation", "str", "", "datasheet reference (with the vendor's value and clock where the roof was "
+           "brought to another clock), or the launches it came from"),
     Column("launches", "int", "", "launches the report value was derived from (0 otherwise)"),
     Column("spread", "float", "", "max/min of per-launch values used (report source)"),
     Column("selected", "bool", "", "chosen by the selection policy"),
@@ -203,9 +208,11 @@ DIAGNOSTICS = [
 PEAKS = [
     Column("app", "str"),
     Column("part", "str", "", "sample: launches with one peak value and clock (count); first: a group's first "
-           "launches, which a citation names; what-if: a what-if machine's peak; device: a device the app ran on"),
+           "launches, which a citation names; what-if: a what-if machine's peak; device: a device the app ran on; "
+           "measured: a device of its measured (not what-if) launches"),
     Column("device", "str"),
-    Column("ceiling", "int", "", "the ceiling: its index in report_peaks.PEAK_COLUMNS"),
+    Column("ceiling", "int", "", "the ceiling: its index in report_peaks.PEAK_COLUMNS, or "
+           "report_peaks.SM_CLOCK_ORDER for the launches' SM clock"),
     Column("long", "bool", "", "launches of at least report_peaks.SHORT_LAUNCH_S"),
     Column("value", "float", "", "the peak (FLOP/s or B/s)"),
     Column("clock", "float", "Hz", "the clock measured in those launches"),

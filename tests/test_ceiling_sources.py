@@ -435,12 +435,19 @@ class Pair:
     catalog_key: str | None = None
     datasheet_value: float | None = None
     datasheet_clock: float | None = None
+    held_clock: float | None = None  # the device's median SM clock: every compute roof of it is held there
 
     @property
     def datasheet_per_cycle(self) -> float | None:
         if self.datasheet_value is None or not self.datasheet_clock:
             return None
         return self.datasheet_value / self.datasheet_clock
+
+    @property
+    def datasheet_held(self) -> float | None:
+        """The datasheet roof at the device's measured SM clock: per cycle x that clock."""
+        per_cycle = self.datasheet_per_cycle
+        return None if per_cycle is None or self.held_clock is None else per_cycle * self.held_clock
 
     @property
     def ratio(self) -> float | None:
@@ -480,6 +487,14 @@ def launches_of(folders: tuple[str, ...] | None = None) -> tuple[Launch, ...]:
     return tuple(x for x in all_launches() if folders is None or x.source.split("/")[0] in folders)
 
 
+def device_clock(launches, device: str) -> float | None:
+    """The median SM clock (raw ``sm__cycles_elapsed.avg.per_second``) of ``device``'s launches with a
+    reading, of those of at least 20 µs where there is one: the clock its launches ran at."""
+    read = [x for x in launches if x.device == device and not math.isnan(x.sm_hz)]
+    used = [x for x in read if x.long] or read
+    return statistics.median(x.sm_hz for x in used) if used else None
+
+
 def pairs(launches=None) -> list[Pair]:
     """Every (device, class) pair with a report peak, with its datasheet counterpart where one exists."""
     launches = all_launches() if launches is None else launches
@@ -488,8 +503,9 @@ def pairs(launches=None) -> list[Pair]:
     out = []
     for device, classes in device_peaks(launches).items():
         key, entry = catalog.get(device, (None, None))
+        held = device_clock(launches, device)
         for cls, peak in classes.items():
-            pair = Pair(device, cls, report=peak, catalog_key=key)
+            pair = Pair(device, cls, report=peak, catalog_key=key, held_clock=held)
             found = datasheet(entry, cls) if entry else None
             if found:
                 pair.datasheet_value, pair.datasheet_clock = found
@@ -680,6 +696,50 @@ def test_package_report_ceilings_match_oracle(kind, paths):
                 )
     assert checked
     assert not problems, f"{where}: {len(problems)} of {checked} classes:\n" + "\n".join(problems)
+
+
+HELD_FIXTURES = {  # fixture folder -> the datasheet compute classes its device must hold at its clock
+    "a100pcie-selfjoin-full-ncu2021.2": ("fp16", "tensor_fp64", "tensor_tf32", "tensor_fp16", "tensor_bf16",
+                                         "tensor_int8"),
+    "a100sxm-silu-full-ncu2025.1": (),  # the report gives every class: datasheet candidates only
+    "v100-kripke-full-ncu2023.3": ("fp16", "tensor_fp16"),
+}
+
+
+@pytest.mark.parametrize("folder", list(HELD_FIXTURES))
+def test_package_holds_every_compute_roof_at_the_launches_clock(folder):
+    """roofline.ceilings.build_ceilings on one fixture: every compute candidate (datasheet ones too)
+    = the datasheet's value / the clock it assumes (raw YAML) x the report's median SM clock (raw
+    ``sm__cycles_elapsed.avg.per_second``, read with ncu_report); every selected compute roof of the
+    device at that one clock; the vendor's value and clock kept in the datasheet row's citation."""
+    paths = sorted(real_fixture(folder).glob("*.ncu-rep"))
+    launches = [x for p in paths for x in rep_launches(p)]
+    [device] = {x.device for x in launches}
+    clock = device_clock(launches, device)
+    _, entry = catalog_by_name()[device]
+    import pandas as pd
+
+    from roofline.ceilings import build_ceilings
+    from roofline.parse import parse_input
+
+    counters = pd.concat([parse_input(p, p.stem, "ncu-rep") for p in paths], ignore_index=True)
+    table = build_ceilings(counters, CATALOG, ["report", "datasheet"])
+    compute = table[(table["kind"] == "compute") & (table["device"] == device)]
+    selected = compute[compute["selected"]]
+    assert selected["clock_hz"].to_numpy() == pytest.approx([clock] * len(selected), rel=1e-9)
+    sheet = compute[compute["source"] == "datasheet"].set_index("name")
+    problems = []
+    for name, row in sheet.iterrows():
+        value, vendor_clock = datasheet(entry, name)
+        expected = value / vendor_clock * clock
+        if abs(row["value"] / expected - 1) > 1e-9 or abs(row["per_clock"] / (value / vendor_clock) - 1) > 1e-9:
+            problems.append(f"{name}: package {row['value']:.6g} ({row['per_clock']:,.1f}/clk), oracle "
+                            f"{value:.6g} / {vendor_clock / 1e6:.0f} MHz x {clock / 1e6:.1f} MHz = {expected:.6g}")
+        if f"at {vendor_clock / 1e6:.0f} MHz" not in row["citation"]:
+            problems.append(f"{name}: the vendor's clock is not in the citation: {row['citation']}")
+    assert not problems, "\n".join(problems)
+    held = set(selected.loc[selected["source"] == "datasheet", "name"])
+    assert set(HELD_FIXTURES[folder]) <= held
 
 
 # ----------------------------------------------------------------------- tests: per-opcode SASS
@@ -874,16 +934,21 @@ def markdown(folders: tuple[str, ...] | None = None) -> str:
         "`sparse` (× fp32_accumulate / value for acc32). Pass: within 5 %. DRAM is not per SM clock: report",
         "`dram__bytes.sum.peak_sustained` × `dram__cycles_elapsed.avg.per_second` in GB/s, median over",
         "launches of at least 20 µs, against the datasheet GB/s; pass within 0.85–1.1.",
+        "Held at: the clock every compute roof of the device is held at, the median SM clock of its launches",
+        "(`sm__cycles_elapsed.avg.per_second`, launches of at least 20 µs where there are any): the report roof is",
+        "report /cycle × that clock, the datasheet roof (the next column) datasheet /cycle × that clock. DRAM",
+        "roofs keep their own clock.",
         "",
-        "| device | class | report metric | report /cycle | datasheet | datasheet /cycle | ratio | result |",
-        "|---|---|---|---|---|---|---|---|",
+        "| device | class | report metric | report /cycle | datasheet | datasheet /cycle | ratio | held at | "
+        "datasheet held | result |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for p in rows:
         if p.cls == "dram":
             ds = "—" if p.datasheet_value is None else f"{p.datasheet_value / 1e9:,.0f} GB/s"
             lines.append(
                 f"| {p.device} | dram | dram__bytes × dram clock | {p.report_bps / 1e9:,.0f} GB/s | {ds} | — | "
-                f"{'—' if p.ratio is None else f'{p.ratio:.3f}'} | {p.verdict} |"
+                f"{'—' if p.ratio is None else f'{p.ratio:.3f}'} | DRAM clock | {ds} | {p.verdict} |"
             )
             continue
         ds = (
@@ -891,10 +956,12 @@ def markdown(folders: tuple[str, ...] | None = None) -> str:
             if p.datasheet_value is None
             else f"{p.datasheet_value / 1e12:.4g} T/s @ {p.datasheet_clock / 1e6:.0f} MHz"
         )
+        held = "—" if p.held_clock is None else f"{p.held_clock / 1e6:.0f} MHz"
+        ds_held = "—" if p.datasheet_held is None else f"{p.datasheet_held / 1e12:.4g} T/s"
         lines.append(
             f"| {p.device} | {p.cls} | {recipe_label(p.report.metric, p.report.factor)} | "
             f"{_fmt(p.report.per_cycle)} | {ds} | {_fmt(p.datasheet_per_cycle)} | "
-            f"{'—' if p.ratio is None else f'{p.ratio:.3f}'} | {p.verdict} |"
+            f"{'—' if p.ratio is None else f'{p.ratio:.3f}'} | {held} | {ds_held} | {p.verdict} |"
         )
     devices = sorted({x.device for x in launches})
     with_peaks = {p.device for p in rows}

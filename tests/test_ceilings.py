@@ -6,8 +6,10 @@ import pytest
 from conftest import REPO, real_reports
 
 from roofline.ceilings import (
+    NOT_HELD,
     SHORT_LAUNCH_S,
     build_ceilings,
+    clock_notes,
     cross_check,
     ridge_points,
     select_ceilings,
@@ -127,3 +129,55 @@ def test_a_what_if_machine_defined_twice_with_different_peaks_is_a_diagnostic(tm
                        "machine name")
     _, alone = device_ceilings(paths[:1], CATALOG, ["report", "datasheet"])
     assert not any("what-if machine" in m for m in alone["message"])
+
+
+# A100 (GA100): 108 SMs x 1,024 dense FP16 FMA per clock and SM (NVIDIA A100 whitepaper), 2 FLOP
+# each; the clock ncu locks an A100 PCIe at (the a100pcie-selfjoin fixture reads 764.6 MHz).
+A100_TENSOR_FP16_PER_CLOCK = 108 * 1024 * 2
+BASE_CLOCK = 765e6
+A100_PCIE = "NVIDIA A100-PCIE-40GB"
+
+
+def _base_clock_tensor_launch(clock: float = BASE_CLOCK, fp32_peak: bool = True) -> pd.DataFrame:
+    """Hand-made counters row: one A100 PCIe launch at ncu's base clock doing tensor FP16 work at
+    exactly the per-clock peak x that clock for 1 ms; its report has an FP32 peak (or none) and no
+    tensor peak, so the tensor roof can only come from the datasheet."""
+    row = {"app": "hand-made", "kernel": "hgemm", "launch": 0, "device": A100_PCIE, "source_format": "ncu-rep",
+           "duration_s": 1e-3, "sm_clock_hz": clock, "flop_tensor_fp16": A100_TENSOR_FP16_PER_CLOCK * BASE_CLOCK * 1e-3,
+           "dram_bytes": 1e6, "peak_dram_bw": 1.554e12, "peak_dram_bw_recipe": "hand-made", "dram_clock_hz": 1.215e9}
+    if fp32_peak:
+        row |= {"peak_flops_fp32": 13824 * clock, "peak_flops_fp32_recipe": "hand-made"}
+    return conform(pd.DataFrame([row]), "counters")
+
+
+@pytest.mark.parametrize("fp32_peak", [True, False], ids=["report-fp32-roof", "no-report-compute-roof"])
+def test_a_tensor_kernel_at_the_per_clock_peak_at_base_clock_is_at_100_percent(fp32_peak):
+    """The datasheet's 312 TFLOP/s is quoted at the 1410 MHz boost clock; a launch at the 765 MHz
+    base clock can do at most 54 % of it. Held at the launch's clock, a kernel at the per-clock peak
+    is at 100 % of its roof, and every compute roof of the device is at that one clock."""
+    from roofline.classify import classify_launches
+
+    counters = _base_clock_tensor_launch(fp32_peak=fp32_peak)
+    ceilings = build_ceilings(counters, CATALOG, ["report", "datasheet"])
+    row = classify_launches(counters, ceilings).iloc[0]
+    assert row["compute_class"] == "tensor_fp16" and row["bound"] == "compute:tensor_fp16"
+    assert row["roof_pct"] == pytest.approx(100.0, rel=1e-3)  # the catalog's 312 T is 0.04 % above 2048 x 108
+    compute = ceilings[ceilings["selected"] & (ceilings["kind"] == "compute")]
+    assert (compute["clock_hz"] == BASE_CLOCK).all() and "datasheet" in set(compute["source"])
+    tensor = compute.set_index("name").loc["tensor_fp16"]
+    assert tensor["per_clock"] == pytest.approx(A100_TENSOR_FP16_PER_CLOCK, rel=1e-3)
+    assert "312 TFLOP/s at 1410 MHz" in tensor["citation"]  # the vendor's figure stays visible
+    assert ceilings.loc[ceilings["name"] == "dram", "value"].tolist() == [1.554e12, 1.555e12]  # memory: as given
+    assert clock_notes(ceilings) == []
+
+
+def test_a_roof_that_cannot_be_brought_to_the_launch_clock_is_said():
+    """Hand-made: the same launch without an SM clock reading (a CSV export without it): the tensor
+    roof stays at the vendor's 1410 MHz, its citation and a diagnostic say so."""
+    counters = _base_clock_tensor_launch(clock=np.nan, fp32_peak=False)
+    ceilings = build_ceilings(counters, CATALOG, ["report", "datasheet"])
+    tensor = ceilings[ceilings["selected"] & (ceilings["name"] == "tensor_fp16")].iloc[0]
+    assert tensor["value"] == 312e12 and tensor["clock_hz"] == 1.41e9
+    assert NOT_HELD in tensor["citation"]
+    [note] = clock_notes(ceilings)
+    assert note.startswith(f"{A100_PCIE}: ") and "1410 MHz" in note and "tensor_fp16" in note and NOT_HELD in note

@@ -282,3 +282,25 @@ def test_points_at_100_percent_lie_on_the_drawn_roof_of_their_class_and_level():
             assert k["performance"] == pytest.approx(slope * k[f"ai_{resource}"], rel=1e-9), k["kernel"]
     assert {k.split(":")[0] for k in kernels["bound"]} == {"compute", "memory"}
     assert "memory:l2" in set(kernels["bound"])
+
+
+def test_the_subtitle_names_the_clock_the_compute_roofs_are_held_at():
+    """Hand-made launches of an A100 PCIe at ncu's 765 MHz base clock, roofs from the catalog only:
+    the chart says its compute roofs are at 765 MHz, not the catalog's 1410 MHz; without a clock
+    reading it says they could not be brought there."""
+    from roofline.catalog import CATALOG_PATH
+    from roofline.ceilings import build_ceilings
+    from roofline.kernels import aggregate_kernels
+
+    def subtitle(clock: float) -> list[str]:
+        counters = conform(pd.DataFrame([{
+            "app": "hand-made", "kernel": "saxpy", "kernel_short": "saxpy", "launch": 0,
+            "device": "NVIDIA A100-PCIE-40GB", "source_format": "ncu-rep", "duration_s": 1e-3,
+            "sm_clock_hz": clock, "flop_fp32": 1e9, "dram_bytes": 1e9}]), "counters")
+        ceilings = build_ceilings(counters, CATALOG_PATH, ["datasheet"])
+        return chart.roofline_spec(aggregate_kernels(counters, ceilings), ceilings, "NVIDIA A100-PCIE-40GB")[
+            "title"]["subtitle"]
+
+    held = [s for s in subtitle(765e6) if "SM clock" in s]
+    assert len(held) == 1 and held[0].startswith("compute roofs at 765 MHz SM clock") and "1410" not in held[0]
+    assert any("not brought to the launches' clock" in s for s in subtitle(np.nan))

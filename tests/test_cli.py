@@ -40,6 +40,21 @@ def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
     return code, captured.out, captured.err
 
 
+def nersc_sm_clock(path: Path) -> float:
+    """The SM clock the NERSC export's launches ran at, read with the csv module: the median
+    sm__cycles_elapsed.avg.per_second of its launches of at least 20 us (short ones read low)."""
+    clock, duration = {}, {}
+    with path.open(newline="") as f:
+        for rec in csv.DictReader(f):
+            value = float(rec["Metric Value"].replace(",", ""))
+            if rec["Metric Name"] == "sm__cycles_elapsed.avg.per_second":
+                clock[rec["ID"]] = value * {"cycle/second": 1.0, "cycle/nsecond": 1e9}[rec["Metric Unit"]]
+            elif rec["Metric Name"] == "gpu__time_duration.sum":
+                duration[rec["ID"]] = value * {"nsecond": 1e-9, "usecond": 1e-6}[rec["Metric Unit"]]
+    long = [clock[i] for i in clock if duration.get(i, 0.0) >= 20e-6]
+    return statistics.median(long or list(clock.values()))
+
+
 def catalog_entry(device: str) -> dict:
     """The catalog's entry of ``device``, read from the YAML directly (not through roofline.catalog)."""
     gpus = yaml.safe_load(CATALOG_PATH.read_text())["gpus"]
@@ -132,7 +147,9 @@ def test_device_names_the_gpu_of_an_export_that_records_none(capsys):
     assert code == 0 and err == ""
     assert row["device"] == A100_80 and row["bound"] == "memory:dram" and row["ceiling_source"] == "datasheet"
     entry = catalog_entry(A100_80)
-    assert row["roof_flops"] == entry["compute"]["fp64"]["value"]  # the dominant class of this fp64 kernel
+    # the dominant class of this fp64 kernel; the catalog's 1410 MHz figure held at the launches' clock
+    held = entry["compute"]["fp64"]["value"] / entry["boost_clock_hz"] * nersc_sm_clock(path)
+    assert math.isclose(row["roof_flops"], held, rel_tol=1e-12)
     totals = {"dram__bytes.sum": 0.0, "gpu__time_duration.sum": 0.0}
     launches = set()
     with path.open(newline="") as f:
@@ -159,7 +176,13 @@ def test_ceilings_command_prints_every_source(capsys):
     assert (table.groupby(["device", "kind", "name"])["selected"].sum() == 1).all()
     entry = catalog_entry("NVIDIA A100-SXM4-40GB")
     sheet = table[table["source"] == "datasheet"].set_index("name")
-    assert sheet.at["fp32", "value"] == entry["compute"]["fp32"]["value"]
+    # every compute roof at the report's own SM clock: the catalog's per-clock rate x that clock
+    clock = statistics.median(get(m, "sm__cycles_elapsed.avg.per_second") for m in report_metrics(report))
+    assert math.isclose(sheet.at["fp32", "per_clock"], entry["compute"]["fp32"]["value"] / entry["boost_clock_hz"],
+                        rel_tol=1e-12)
+    assert math.isclose(sheet.at["fp32", "value"], sheet.at["fp32", "per_clock"] * clock, rel_tol=1e-12)
+    assert table.loc[table["kind"] == "compute", "clock_hz"].to_numpy() == pytest.approx(clock, rel=1e-12)
+    assert "19.5 TFLOP/s at 1410 MHz" in sheet.at["fp32", "citation"]
     assert sheet.at["dram", "value"] == entry["memory"]["dram"]["value"] and sheet.at["dram", "unit"] == "B/s"
     measured = table[table["source"] == "report"]
     assert (measured["launches"] == 3).all() and measured["citation"].str.len().gt(0).all()
@@ -181,10 +204,14 @@ def test_ceilings_command_prints_every_source(capsys):
 def test_ceilings_of_a_device_named_on_the_command_line(capsys):
     code, out, _ = run_cli(capsys, "ceilings", nersc_csv(), "--device", A100_80, "--format", "json")
     rows = {(r["kind"], r["name"]): r for r in json.loads(out)}
-    entry = catalog_entry(A100_80)
+    entry, clock = catalog_entry(A100_80), nersc_sm_clock(nersc_csv())
     assert code == 0 and rows[("memory", "dram")]["value"] == entry["memory"]["dram"]["value"]
-    assert rows[("compute", "tensor_fp16")]["value"] == entry["compute"]["tensor_fp16"]["value"]
-    assert all(r["source"] == "datasheet" and r["clock_hz"] in (None, entry["boost_clock_hz"]) for r in rows.values())
+    tensor = entry["compute"]["tensor_fp16"]["value"]
+    assert math.isclose(rows[("compute", "tensor_fp16")]["value"], tensor / entry["boost_clock_hz"] * clock,
+                        rel_tol=1e-12)
+    assert all(r["source"] == "datasheet" for r in rows.values())
+    assert all(r["clock_hz"] == pytest.approx(clock, rel=1e-12) for (kind, _), r in rows.items() if kind == "compute")
+    assert rows[("memory", "dram")]["clock_hz"] is None  # DRAM keeps its own clock
 
 
 def test_bad_file_is_reported_and_others_still_shown(capsys, tmp_path):

@@ -37,6 +37,14 @@ APPS = [  # device G: 11 long launches over three apps (one clock missing), 2 sh
 ]
 
 
+def test_the_launches_clock_by_hand():
+    """Per device: the median SM clock of its long launches (G: 1.4, 1.4, 1.5, 1.4, 1.45, 1.6, 1.5 x 4
+    GHz, the missing reading left out, the short launches' 1.9 and 1.8 too), of all launches where
+    none is long (H: 1.0 and 1.1 GHz)."""
+    clocks = report_peaks.launch_clocks(report_peaks.peak_samples(pd.concat(APPS, ignore_index=True)))
+    assert clocks.to_dict() == {"G": pytest.approx(1.5e9), "H": pytest.approx(1.05e9)}
+
+
 def test_the_median_of_the_long_launches_by_hand():
     table = report_ceilings(pd.concat(APPS, ignore_index=True)).set_index(["device", "name"])
     long_fp32 = [10e12, 10e12, 12e12, 10e12, 11e12, 11e12, 13e12, 12e12, 12e12, 9e12, 10e12]
@@ -101,9 +109,10 @@ def test_the_apps_peaks_tables_give_the_frames_ceilings(tmp_path):
     """What each app's parse job writes (a few rows) gives the ceilings of all the launches: the
     medians, spreads, clocks and the first launches cited across apps, in input order."""
     big = _launches("big", "G", [10e12] * 2000, [1.4e9] * 2000, [LONG] * 2000)
-    peaks = report_peaks.app_peaks(big)  # per ceiling: one sample (one value and clock), 8 first launches
-    assert peaks["part"].value_counts().to_dict() == {"first": 16, "sample": 2, "device": 1}
-    assert peaks.loc[peaks["part"] == "sample", "count"].tolist() == [2000, 2000]
+    # per ceiling (FP32, DRAM, the SM clock): one sample (one value and clock), 8 first launches
+    peaks = report_peaks.app_peaks(big)
+    assert peaks["part"].value_counts().to_dict() == {"first": 24, "sample": 3, "device": 1, "measured": 1}
+    assert peaks.loc[peaks["part"] == "sample", "count"].tolist() == [2000, 2000, 2000]
     paths = _peaks_files(tmp_path, APPS)
     inputs = report_peaks.read_peaks(paths)
     whole = report_ceilings(pd.concat(APPS, ignore_index=True))
@@ -212,9 +221,9 @@ def test_the_samples_of_every_ceiling_counted_by_hand():
     frame = pd.concat(APPS, ignore_index=True)
     samples = report_peaks.peak_samples(frame)
     orders = {column: order for order, (column, _) in enumerate(report_peaks.PEAK_COLUMNS.values())}
-    fp32, dram = orders["peak_flops_fp32"], orders["peak_dram_bw"]
+    fp32, dram, clock = orders["peak_flops_fp32"], orders["peak_dram_bw"], report_peaks.SM_CLOCK_ORDER
     counts = samples.counts
-    assert counts["ceiling"].is_monotonic_increasing and set(counts["ceiling"]) == {fp32, dram}
+    assert counts["ceiling"].is_monotonic_increasing and set(counts["ceiling"]) == {fp32, dram, clock}
 
     def count(ceiling, device, long, value, clock):
         same_clock = counts["clock"].isna() if np.isnan(clock) else counts["clock"] == clock
@@ -229,7 +238,9 @@ def test_the_samples_of_every_ceiling_counted_by_hand():
     assert count(fp32, "H", False, 7e12, 1.1e9) == 1  # no duration: not a long launch
     assert count(dram, "G", True, 1.5e12, 1.2e9) == 11 and count(dram, "G", False, 1.5e12, 1.2e9) == 2
     assert count(dram, "H", False, 1.5e12, 1.2e9) == 2
-    assert counts["count"].sum() == 2 * 15  # every launch once per ceiling it has
+    assert count(clock, "G", True, 1.4e9, 1.4e9) == 3  # the SM clock of every launch with a reading
+    assert count(clock, "G", True, 1.5e9, 1.5e9) == 5 and count(clock, "H", False, 1.1e9, 1.1e9) == 1
+    assert counts["count"].sum() == 2 * 15 + 14  # every launch once per ceiling it has, and per clock reading
     heads = samples.heads
     first = heads[(heads["ceiling"] == fp32) & (heads["device"] == "G") & heads["long"]]
     assert first["launch"].tolist() == [0, 1, 2, 10, 11, 12, 13, 20]  # input order, LISTED_LAUNCHES of them
