@@ -57,8 +57,26 @@ def _placeable(k: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
     y = k["performance"].where(measured, k["attainable"])
     ai = k[[f"ai_{lv}" for lv in MEMORY_LEVELS]]
     ok = np.isfinite(y) & (y > 0) & (np.isfinite(ai) & (ai > 0)).any(axis=1)
+    # a kernel without a verdict is never a point: its partial FLOP would draw it as a slow kernel
+    ok &= k["bound"] != "unknown"
     time = k["duration_s"].where(np.isfinite(k["duration_s"]), k["predicted_duration_s"])
     return ok, time.rank(ascending=False, method="first", na_option="bottom").astype(int)
+
+
+UNJUDGED_NAMED = 3  # kernels without a verdict named under a chart
+
+
+def unjudged_text(kernels: pd.DataFrame) -> str:
+    """The chart's line on the kernels it does not draw for want of a verdict (bound unknown), the
+    longest first, each with the start of its reason; empty where there are none."""
+    unjudged = kernels[kernels["bound"] == "unknown"]
+    if unjudged.empty:
+        return ""
+    unjudged = unjudged.sort_values("duration_s", ascending=False, na_position="last")
+    named = [f"{name} ({str(note).split(':')[0].split(';')[0] or 'evidence missing'})"
+             for name, note in zip(unjudged["kernel_short"].head(UNJUDGED_NAMED), unjudged["note"].fillna(""))]
+    more = f" and {len(unjudged) - len(named)} more" if len(unjudged) > len(named) else ""
+    return (f"not drawn, no verdict ({len(unjudged)}; the table's note says why): " + ", ".join(named) + more)
 
 
 def plot_points(kernels: pd.DataFrame) -> pd.DataFrame:
@@ -222,5 +240,6 @@ def roofline_layers(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str,
         *([clock] if (clock := roof_clock_text(ceilings, device)) else []),
         *(["hollow points: what-if kernels without a duration, drawn at their predicted (at-roof) "
            "performance"] if (points["timing"] == PREDICTED).any() else []),
+        *([unjudged] if (unjudged := unjudged_text(on_device)) else []),
     ])
     return layered(layers, title).add_params(colour_by, *filters.values(), top_n), points

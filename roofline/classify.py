@@ -12,8 +12,13 @@ Rules chosen, and why:
   kernel's compute class, its work the plotted FLOP. Every class's bound is kept as a column.
 - A tie between compute and memory (a point on the ridge) is compute-bound; ties are judged with a
   relative tolerance of 1e-9 so that 100/100e12 and 1/1e12 tie as the arithmetic says.
-- No floating-point work: ``bound = none``; ``roof_pct`` is then the achieved bandwidth over the peak
-  bandwidth at the busiest level.
+- No floating-point work: ``bound = none``; its binding roof is the instruction roofline's (the issue
+  rate or the busiest memory level, whichever bounds the time more: :mod:`roofline.instruction`), else
+  the busiest memory level's where the warp instructions are not counted. ``roof_pct`` is always the
+  achieved fraction of the roof ``binding_roof`` names, on launch rows, kernel rows and pages alike.
+- Right or silent: no verdict where the input cannot count what the launch did: tensor instructions
+  the tensor op counters do not account for (:func:`_invisible_tensor_work`), a launch ncu recorded
+  no values for (its replay failed: ``replay_failed``), a side of the roofline without evidence.
 """
 
 from __future__ import annotations
@@ -138,18 +143,26 @@ def classify_frame(
         memory_time = np.where(busiest >= 0, level_time[rows, np.maximum(busiest, 0)], np.nan)
         busiest_level = np.where(busiest >= 0, np.array(MEMORY_LEVELS, dtype=object)[np.maximum(busiest, 0)], "")
 
-        invisible_tensor = _invisible_tensor_work(merged, work)
+        replay_failed = _flag(merged, "replay_failed")
+        invisible_tensor = _invisible_tensor_work(merged, work) & ~replay_failed
+        silent = invisible_tensor | replay_failed
         # A verdict needs evidence on both sides: a missing counter never decides it.
-        judged_both = has_flop & np.isfinite(compute_time) & np.isfinite(memory_time) & ~invisible_tensor
+        judged_both = has_flop & np.isfinite(compute_time) & np.isfinite(memory_time) & ~silent
         compute_wins = judged_both & ~(memory_time > compute_time * (1 + TIE_RTOL))
-        flop_free = flop_known & ~has_flop & ~invisible_tensor
+        flop_free = flop_known & ~has_flop & ~silent
         bound = np.full(n, "unknown", dtype=object)
         bound[flop_free] = "none"
         bound[compute_wins] = "compute:" + compute_class[compute_wins].astype(str)
         memory_wins = judged_both & ~compute_wins
         bound[memory_wins] = "memory:" + busiest_level[memory_wins].astype(str)
-        bound_time = np.where(compute_wins, compute_time, np.where(memory_wins | flop_free, memory_time, np.nan))
         duration = _col(merged, "duration_s")
+        instruction = instruction_roofline(merged, level_time, duration)
+        # without FP work the instruction roofline binds where it judges: the larger of its issue and
+        # memory bounds (the memory one is the FLOP roofline's memory bound)
+        instruction_judged = instruction["instruction_bound"] != "unknown"
+        free_time = np.where(instruction_judged, np.fmax(instruction["time_bound_issue"], memory_time), memory_time)
+        bound_time = np.where(compute_wins, compute_time, np.where(memory_wins, memory_time,
+                                                                   np.where(flop_free, free_time, np.nan)))
         roof_fraction = bound_time / duration
         attainable = np.where(judged_both, flop / bound_time, np.nan)
         performance = flop / duration
@@ -160,6 +173,9 @@ def classify_frame(
     out["performance"] = performance
     out["bound"] = bound
     out["binding_level"] = busiest_level
+    issue_binds = flop_free & instruction_judged & (instruction["instruction_bound"] == "issue")
+    binding_roof = np.where(compute_wins, compute_class, np.where(memory_wins | flop_free, busiest_level, ""))
+    out["binding_roof"] = np.where(issue_binds, "issue", np.where(np.isfinite(bound_time), binding_roof, ""))
     out["roof_pct"] = 100.0 * roof_fraction
     out["headroom"] = 1.0 / roof_fraction
     out["attainable"] = attainable
@@ -176,7 +192,7 @@ def classify_frame(
         out["warp_ips"] = warp_instructions / duration
         busiest_bytes = np.where(busiest >= 0, level_bytes[rows, np.maximum(busiest, 0)], np.nan)
         out["instruction_intensity"] = np.where(busiest_bytes > 0, warp_instructions / (busiest_bytes / 32.0), np.nan)
-    out.update(instruction_roofline(merged, level_time, duration))
+    out.update(instruction)
     source_name = np.where(compute_wins, compute_class, busiest_level)
     ceiling_source = np.full(n, "", dtype=object)
     for name in pd.unique(source_name):
@@ -198,6 +214,7 @@ def classify_frame(
         "register_moves": register_moves,
         "moves": moves,
         "invisible_tensor": invisible_tensor,
+        "replay_failed": replay_failed,
         "compute_time": compute_time,
         "memory_time": memory_time,
     }
@@ -238,18 +255,60 @@ def _hfma2_mma_suspect(work: np.ndarray, tensor_pipe_pct: np.ndarray) -> np.ndar
         return (fp16 > 0) & (fp32 > 0) & (pipe_without_ops | small)
 
 
-# Tensor-pipe activity below this share (in %) without tensor op counters is not taken for tensor
-# work: HFMA2.MMA register moves also run there (0.01-2 % in the A100 reports).
+# Where the input does not count tensor instructions, tensor-pipe activity from this share (in %) is
+# taken for tensor work. The compiler's HFMA2.MMA register moves also run on that pipe: 0.01 % (A100
+# self-join, 1.1e9 moves) to 2.1 % (A100 SiLU, 69e6 moves) busy in the real reports, with zero MMA
+# instructions in their per-opcode counts; kernels with MMA instructions keep it 30-54 % busy (A40
+# Julia HMMA/IMMA, RTX 4060 Ti FlashAttention), a CUTLASS int8 GEMM 11.4 %.
 TENSOR_PIPE_BUSY_PCT = 5.0
 
 
+def _flag(frame: pd.DataFrame, name: str) -> np.ndarray:
+    if name in frame.columns:
+        return frame[name].fillna(False).to_numpy(dtype=bool)
+    return np.zeros(len(frame), dtype=bool)
+
+
 def _invisible_tensor_work(merged: pd.DataFrame, work: np.ndarray) -> np.ndarray:
-    """Rows whose tensor pipe was busy while no tensor op counter shows work."""
-    busy = _col(merged, "tensor_pipe_active_pct") >= TENSOR_PIPE_BUSY_PCT
-    if not len(work):
-        return busy
-    # counters present and zero are evidence (HFMA2.MMA moves also keep the pipe a little busy)
-    return busy & ~np.isfinite(work[:, _TENSOR]).any(axis=1)
+    """Rows with evidence of tensor instructions that the tensor op counters do not account for
+    (absent, or all zero while instructions ran).
+
+    Where the input counts tensor instructions (``tensor_instructions``: per-opcode SASS counts, or
+    tensor-pipe instructions), any of them is evidence: one instruction does 512 to over a million
+    FLOP by shape and datatype (Volta HMMA to Hopper HGMMA and Blackwell tcgen05), which a count
+    alone cannot tell, so no count is too small to matter. The real reports agree: 0 in every launch
+    without tensor work, HFMA2.MMA moves included; 8.4e6 to 7e8 in those with it. Elsewhere tensor
+    pipe activity from :data:`TENSOR_PIPE_BUSY_PCT` is the evidence.
+    """
+    instructions = _col(merged, "tensor_instructions")
+    with np.errstate(invalid="ignore"):
+        busy = _col(merged, "tensor_pipe_active_pct") >= TENSOR_PIPE_BUSY_PCT
+        evidence = np.where(np.isfinite(instructions), instructions > 0, busy)
+        if not len(work):
+            return evidence
+        counted = (np.nan_to_num(work[:, _TENSOR]) > 0).any(axis=1)
+    return evidence & ~counted
+
+
+def _tensor_evidence(merged: pd.DataFrame, i: int) -> str:
+    """What showed a row's tensor work, in words."""
+    count = _col(merged, "tensor_instructions")[i]
+    if np.isfinite(count):
+        recipe = str(_text(merged, "tensor_instructions_recipe")[i])
+        if recipe.startswith("sass_per_opcode"):
+            return f"{count:,.0f} MMA instructions (HMMA, IMMA, HGMMA, ... opcodes) in the SASS per-opcode counts"
+        if recipe.startswith("pipe_tensor"):
+            return f"{count:,.0f} tensor-pipe instructions (sm__inst_executed_pipe_tensor)"
+        return f"{count:,.0f} tensor instructions"
+    return f"the tensor pipe was {_col(merged, 'tensor_pipe_active_pct')[i]:.1f} % busy"
+
+
+# How to profile a launch again whose replay failed (ncu recorded no values for it).
+REPLAY_FIX = (
+    "profile it again; ncu's output names the replay error: where a kernel cannot be replayed (it changes "
+    "its own inputs, or memory ran out saving them) use --replay-mode application, else profile fewer "
+    "launches per run (--kernel-id, --launch-skip/--launch-count)"
+)
 
 
 _TENSOR_FLAGS = (
@@ -273,13 +332,18 @@ def _notes(merged, ceiling_source, above, fraction, low, evidence) -> list[str]:
     no_dram = e["has_flop"] & ~np.isfinite(e["level_bytes"][:, 0]) & np.isfinite(e["memory_time"]) if n else no_flop
     notes = [""] * n
     flagged = above | far_below | no_ceiling | no_flop | no_memory | no_compute | no_dram
-    flagged |= e["register_moves"] | e["invisible_tensor"]
+    flagged |= e["register_moves"] | e["invisible_tensor"] | e["replay_failed"]
     for i in np.flatnonzero(flagged):
         parts = []
+        if e["replay_failed"][i]:
+            notes[i] = ("ncu recorded no values (most of the input's counters empty, duration included): the "
+                        f"replay failed, so there is no verdict and no time; {REPLAY_FIX}")
+            continue
         if e["invisible_tensor"][i]:
+            counters = "are all zero" if np.isfinite(e["work"][i, _TENSOR]).any() else "are absent"
             parts.append(
-                f"tensor work not counted: the tensor pipe was {_col(merged, 'tensor_pipe_active_pct')[i]:.0f} % "
-                f"busy but the input has no tensor op counters; no verdict. Collect them with {_TENSOR_FLAGS}"
+                f"tensor work not counted: {_tensor_evidence(merged, i)}, but the input's tensor op counters "
+                f"{counters}; no verdict. Collect them with {_TENSOR_FLAGS}"
             )
         elif no_flop[i]:
             parts.append(f"no FLOP counters in the input: no verdict; collect them with {metrics.NCU_ROOFLINE_FLAGS}")

@@ -214,6 +214,7 @@ def derive_columns(raw: Mapping[str, object], rows: int) -> dict[str, object]:
     out["shared_mem_bytes"] = shared
     out["kernel_short"] = _text_per_key(arrow_texts(raw["kernel"]), short_kernel_name)
     out["missing"], out["missing_hint"] = _missing(values, refusals)
+    out["replay_failed"] = failed_replays(raw, rows, values["duration_s"])
     return out
 
 
@@ -277,6 +278,31 @@ def _pair_level(traffic, peak, traffic_usable: list[Recipe], peak_usable: list[R
     for name, value, text in ((t_name, t_value, t_text), (p_name, p_value, p_text)):
         codes, uniques = pd.factorize(text, use_na_sentinel=False)
         values[name], recipes[name] = value, (list(uniques), codes.astype(np.int64))
+
+
+# A launch without a duration that lacks more than this share of the counters the input's launches
+# carry failed its replay: ncu records NaN for almost every metric of such a launch.
+FAILED_REPLAY_SHARE = 0.5
+
+
+def failed_replays(raw: Mapping[str, object], rows: int, duration: np.ndarray) -> np.ndarray:
+    """Per launch, whether ncu recorded no values for it: no duration, and more than
+    :data:`FAILED_REPLAY_SHARE` of the counters some launch of the input has are empty for it (all of
+    them where no launch has any). Launch and device attributes are no counters: ncu records them
+    without a replay."""
+    failed = np.zeros(rows, dtype=bool)
+    lacking = np.isnan(duration)
+    if not lacking.any():
+        return failed
+    counters = [name for name in raw if "__" in name and not name.startswith(("launch__", "device__"))]
+    if not counters:
+        return failed
+    finite = np.column_stack([np.isfinite(_floats(raw[name])) for name in counters])
+    carried = finite.any(axis=0)
+    if not carried.any():  # no launch has a value: every launch lacks all of them
+        carried[:] = True
+    empty_share = 1.0 - finite[:, carried].sum(axis=1) / carried.sum()
+    return lacking & (empty_share > FAILED_REPLAY_SHARE)
 
 
 def _applies(recipe: Recipe, capabilities: frozenset[float]) -> bool:

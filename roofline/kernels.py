@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from roofline.classify import classify_frame
+from roofline.classify import REPLAY_FIX, classify_frame
 from roofline.instruction import issue_peak_ips
 from roofline.metrics import COMPUTE_CLASSES, MEMORY_LEVELS
 from roofline.ncu_rules import kernel_rules
@@ -30,10 +30,11 @@ def aggregate_kernels(counters: pd.DataFrame, ceilings: pd.DataFrame, **options)
         return conform(pd.DataFrame(), "kernels")
     quantities = [f"flop_{c}" for c in COMPUTE_CLASSES] + [f"{lv}_bytes" for lv in MEMORY_LEVELS]
     quantities += ["duration_s", "tensor_pipe_active_pct"]
-    sums = [*quantities, "flop_tensor", "algorithmic_flop", "algorithmic_bytes", "warp_instructions"]
+    sums = [*quantities, "flop_tensor", "algorithmic_flop", "algorithmic_bytes", "warp_instructions",
+            "tensor_instructions"]
     # only the columns the sums and verdicts read: a copy of every counters column costs more than the rest
     wanted = [*KERNEL_KEYS, *sums, "kernel_short", "missing", "convention", "ncu_rules", "compute_capability",
-              "sm_count", "sm_clock_hz", "issue_peak_ips"]
+              "sm_count", "sm_clock_hz", "issue_peak_ips", "replay_failed", "tensor_instructions_recipe"]
     frame = counters[list(dict.fromkeys(c for c in wanted if c in counters.columns))].copy()
     for key in KERNEL_KEYS:
         frame[key] = frame[key].astype("string").fillna("")
@@ -45,9 +46,12 @@ def aggregate_kernels(counters: pd.DataFrame, ceilings: pd.DataFrame, **options)
     somewhere = np.zeros((n_kernels, len(quantities)), dtype=bool)
     np.logical_or.at(somewhere, group, present)
     lacking = somewhere[group] & ~present
+    # a launch ncu recorded no values for (failed replay) is never used; its note says so apart
+    failed = frame["replay_failed"].fillna(False).to_numpy(dtype=bool) if "replay_failed" in frame else \
+        np.zeros(len(frame), dtype=bool)
     group_lacks = np.zeros_like(somewhere)  # per kernel (ngroup order = the totals' row order)
-    np.logical_or.at(group_lacks, group, lacking)
-    complete = ~lacking.any(axis=1)
+    np.logical_or.at(group_lacks, group, lacking & ~failed[:, None])
+    complete = ~lacking.any(axis=1) & ~failed
     used = frame[sums].to_numpy(dtype="float64", copy=True)
     used[~complete] = np.nan
     totals_of_used = pd.DataFrame(used, columns=sums).groupby(group, sort=False)
@@ -60,7 +64,9 @@ def aggregate_kernels(counters: pd.DataFrame, ceilings: pd.DataFrame, **options)
         "launches": np.bincount(group, minlength=n_kernels),
         "launches_used": np.bincount(group, weights=complete, minlength=n_kernels).astype(np.int64),
     })
-    for column in ("kernel_short", "missing", "convention"):  # the first launch's that has one
+    failed_launches = np.bincount(group, weights=failed, minlength=n_kernels).astype(np.int64)
+    totals["replay_failed"] = failed_launches == totals["launches"].to_numpy()
+    for column in ("kernel_short", "missing", "convention", "tensor_instructions_recipe"):  # the first launch's
         if column in frame.columns:
             totals[column] = frame[column].groupby(group, sort=False).first().to_numpy()
     time_all = frame["duration_s"].groupby(group, sort=False).sum(min_count=1).to_numpy()
@@ -75,10 +81,14 @@ def aggregate_kernels(counters: pd.DataFrame, ceilings: pd.DataFrame, **options)
     classified["time_share"] = time_all / app_time
     partial = (classified["launches_used"] < classified["launches"]).to_numpy()
     notes = classified["note"].to_numpy(dtype=object)
-    for i in np.flatnonzero(partial):
+    for i in np.flatnonzero(partial & (failed_launches < classified["launches"].to_numpy())):
         used_n, all_n = int(classified["launches_used"].iat[i]), int(classified["launches"].iat[i])
         lacks = ", ".join(q for q, miss in zip(quantities, group_lacks[i]) if miss)
-        text = f"totals over {used_n} of {all_n} launches: the others lack {lacks}"
+        parts = [f"the others lack {lacks}"] if lacks else []
+        if failed_launches[i]:
+            parts.insert(0, f"ncu recorded no values for {failed_launches[i]} of them, so the time share counts "
+                            f"only the other {all_n - failed_launches[i]} (failed replay: {REPLAY_FIX})")
+        text = f"totals over {used_n} of {all_n} launches: " + "; ".join(parts)
         notes[i] = f"{text}; {notes[i]}" if notes[i] else text
     classified["note"] = notes
     roof = (classified["roof_pct"] / 100).clip(upper=1.0)

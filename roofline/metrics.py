@@ -67,6 +67,10 @@ SMSP_PER_SM = 4.0
 # that opcode from the per-opcode SASS counts of full-set reports (SourceCounters section), read by
 # the .ncu-rep reader under this name (the metric's instance for that opcode).
 HFMA2_MMA_METRIC = "sass__thread_inst_executed_true_per_opcode_with_modifier_all[HFMA2.MMA]"
+# Warp instructions of the tensor cores' matrix opcodes (HMMA, IMMA, DMMA, BMMA, HGMMA, QGMMA,
+# UTCHMMA, ...; not HFMA2.MMA, whose opcode is HFMA2) from the per-opcode SASS counts of full-set
+# reports, read by the .ncu-rep reader under this name (the sum of those opcodes' instances).
+MMA_INSTRUCTIONS_METRIC = "sass__inst_executed_per_opcode[*MMA]"
 
 
 QUANTITIES: tuple[Quantity, ...] = (
@@ -209,6 +213,25 @@ QUANTITIES: tuple[Quantity, ...] = (
             ),
         ),
         "tensor pipe busy, % of peak: tells tensor work the op counters do not show",
+    ),
+    Quantity(
+        "tensor_instructions",
+        "inst",
+        (
+            Recipe(
+                "sass_per_opcode_mma",
+                ((1.0, MMA_INSTRUCTIONS_METRIC),),
+                note="warp instructions of the MMA opcodes in the per-opcode SASS counts (HFMA2.MMA moves excluded)",
+            ),
+            Recipe("pipe_tensor_inst", ((1.0, "sm__inst_executed_pipe_tensor.sum"),)),
+            Recipe(
+                "pipe_tensor_inst_rate",
+                ((1.0, "smsp__inst_executed_pipe_tensor.sum.per_cycle_elapsed"),),
+                scale=("@smsp_cycles",),
+            ),
+        ),
+        "tensor-core warp instructions: evidence of tensor work, whether or not the op counters show it",
+        capture=False,
     ),
     Quantity(
         "warp_instructions",

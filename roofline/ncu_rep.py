@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import mmap
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -237,6 +238,9 @@ def _read_report(path: Path, shown: Path) -> tuple[list[tuple], list[dict[str, f
             moves = _register_moves(action)
             if moves is not None:
                 values[metrics.HFMA2_MMA_METRIC] = moves
+            mma = _mma_instructions(action)
+            if mma is not None:
+                values[metrics.MMA_INSTRUCTIONS_METRIC] = mma
             for name in names:
                 if name not in _NUMERIC_METRICS and not name.startswith(_TENSOR_PREFIX):
                     continue
@@ -279,6 +283,24 @@ def _register_moves(action) -> float | None:
     return float(
         sum(metric.as_double(i) for i in range(metric.num_instances()) if opcodes.as_string(i).startswith("HFMA2.MMA"))
     )
+
+
+# The tensor cores' matrix opcodes: warp MMA (HMMA, IMMA, DMMA, BMMA, QMMA, OMMA), Hopper's warpgroup
+# MMA (HGMMA, IGMMA, QGMMA, BGMMA) and Blackwell's tcgen05 (UTCHMMA, UTCQMMA, ...). HFMA2.MMA (a
+# register move) is opcode HFMA2 with modifier MMA, so it never matches.
+_MMA_OPCODE = re.compile(r"(UTC)?[A-Z]G?MMA")
+_WARP_PER_OPCODE = metrics.MMA_INSTRUCTIONS_METRIC.split("[")[0]
+
+
+def _mma_instructions(action) -> float | None:
+    """Warp instructions of the tensor cores' matrix opcodes of a launch, from its per-opcode SASS
+    counts (instances named by opcode), or None where the report has no such counts."""
+    metric = action.metric_by_name(_WARP_PER_OPCODE)
+    if metric is None or metric.num_instances() == 0:
+        return None
+    opcodes = metric.correlation_ids()
+    return float(sum(metric.as_double(i) for i in range(metric.num_instances())
+                     if _MMA_OPCODE.fullmatch(opcodes.as_string(i).split(".")[0])))
 
 
 def _metric_matrix(launch_values: list[dict[str, float]]) -> tuple[list[str], np.ndarray]:

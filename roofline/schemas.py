@@ -76,6 +76,8 @@ COUNTERS = [
     Column("algorithmic_bytes", "float", "B", "compulsory DRAM bytes"),
     Column("missing", "str", "", "roofline quantities the input could not give, ';'-separated"),
     Column("missing_hint", "str", "", "ncu flags that would supply them"),
+    Column("replay_failed", "bool", "", "ncu recorded no values for the launch (most of the input's counters "
+           "empty, duration included): its replay failed; no verdict, no time"),
     Column("machine", "str", "", "catalog GPU or what-if machine the input names, if any"),
     Column(
         "ncu_rules",
@@ -128,7 +130,9 @@ CLASSIFIED_EXTRA = [
         "memory:<level>, compute:<class>, none (FP counters say no FP work), unknown (evidence missing: see note)",
     ),
     Column("binding_level", "str", "", "busiest memory level (largest time bound)"),
-    Column("roof_pct", "float", "%", "achieved as a percentage of the binding roof"),
+    Column("binding_roof", "str", "", "the roof roof_pct is measured against: the compute class (compute-bound), "
+           "the memory level, or issue (no FP work, the instruction issue rate binds); empty: no verdict"),
+    Column("roof_pct", "float", "%", "achieved as a percentage of the binding roof (binding_roof)"),
     Column("headroom", "float", "", "attainable / achieved"),
     Column("ridge_ratio", "float", "", "intensity at the binding level / ridge point"),
     Column("roof_flops", "float", "FLOP/s", "compute roof applied: the device's ceiling of compute_class"),

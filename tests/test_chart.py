@@ -284,6 +284,26 @@ def test_points_at_100_percent_lie_on_the_drawn_roof_of_their_class_and_level():
     assert "memory:l2" in set(kernels["bound"])
 
 
+def test_a_kernel_without_a_verdict_is_no_point_but_named_under_the_chart():
+    """Hand-made: a kernel whose tensor work was not counted keeps the performance and intensities of its
+    partial (FP32) FLOP; it is not drawn as a slow kernel, and the subtitle names it with its reason."""
+    kernels = make_kernels(6)
+    unjudged = kernels.index[1]
+    kernels.loc[unjudged, "bound"] = "unknown"
+    kernels.loc[unjudged, "note"] = "tensor work not counted: 440,000 MMA instructions; no verdict"
+    assert kernels.loc[unjudged, "performance"] > 0 and kernels.loc[unjudged, "ai_dram"] > 0
+    points = chart.plot_points(kernels)
+    assert len(points) == 5 and kernels.loc[unjudged, "kernel"] not in set(points["kernel"])
+    assert pd.isna(chart.chart_ranks(kernels).loc[unjudged])  # the page draws ranked rows only
+    spec = chart.roofline_spec(kernels, make_ceilings(), "GPU-A")
+    assert len(spec["datasets"][chart.KERNEL_DATA]) == 5
+    line = [s for s in spec["title"]["subtitle"] if "not drawn, no verdict" in s]
+    assert len(line) == 1
+    assert kernels.loc[unjudged, "kernel_short"] in line[0] and "(tensor work not counted)" in line[0]
+    complete = chart.roofline_spec(make_kernels(6), make_ceilings(), "GPU-A")
+    assert not any("no verdict" in s for s in complete["title"]["subtitle"])
+
+
 def test_the_subtitle_names_the_clock_the_compute_roofs_are_held_at():
     """Hand-made launches of an A100 PCIe at ncu's 765 MHz base clock, roofs from the catalog only:
     the chart says its compute roofs are at 765 MHz, not the catalog's 1410 MHz; without a clock

@@ -1,6 +1,7 @@
 """Classify stage: the seed vectors exactly, the min() form vs the piecewise form, real reports."""
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -435,3 +436,180 @@ def test_a100_datasheet_runs_fp32_accumulate_at_full_rate_and_sparse_apart():
     assert classified.loc["tensor_fp16_acc32", "roof_pct"] == pytest.approx(100.0)
     assert classified.loc["tensor_fp16_sparse", "roof_flops"] == pytest.approx(624e12)
     assert classified.loc["tensor_fp16_sparse", "roof_pct"] == pytest.approx(50.0)
+
+
+DATA = Path(__file__).parent / "data"
+
+
+def _tensor_machine(device):
+    rows = [
+        {"device": device, "kind": "compute", "name": "fp32", "value": 19.5e12, "source": "what-if", "selected": True},
+        {"device": device, "kind": "compute", "name": "tensor_int8", "value": 624e12, "source": "what-if",
+         "selected": True},
+        {"device": device, "kind": "memory", "name": "dram", "value": 1.94e12, "source": "what-if", "selected": True},
+    ]
+    return conform(pd.DataFrame(rows), "ceilings")
+
+
+def _tensor_launch(**values):
+    """Hand-made: one launch with FP32 (epilogue) work and DRAM bytes, and the given tensor evidence."""
+    row = {"app": "t", "kernel": "k", "launch": 0, "device": "m", "flop_fp32": 4e6, "dram_bytes": 1.5e7,
+           "duration_s": 4e-4, **values}
+    return classify_launches(conform(pd.DataFrame([row]), "counters"), _tensor_machine("m")).iloc[0]
+
+
+def test_tensor_instructions_the_op_counters_miss_give_no_verdict():
+    """Hand-made after the CUTLASS int8 GEMM of issue 44: 440,000 IMMA warp instructions in the SASS
+    per-opcode counts, the tensor pipe 11.4 % busy, the tensor op counters present and zero, and FP32
+    epilogue work that alone would make it memory:dram at 1.9 %: no verdict, the evidence and the flags."""
+    sass = {"tensor_instructions_recipe": "sass_per_opcode_mma", "flop_tensor_int8": 0.0}
+    row = _tensor_launch(tensor_instructions=440_000.0, tensor_pipe_active_pct=11.4, **sass)
+    assert row["bound"] == "unknown" and math.isnan(row["roof_pct"]) and row["binding_roof"] == ""
+    assert "440,000 MMA instructions" in row["note"] and "SASS per-opcode counts" in row["note"]
+    assert "are all zero" in row["note"] and "SpeedOfLight_HierarchicalTensorRooflineChart" in row["note"]
+    # the same launch without MMA instructions is judged on what it counted (HFMA2.MMA moves keep the
+    # pipe busy without any: a count of zero outweighs the pipe)
+    for pipe in (2.1, 30.0):
+        judged = _tensor_launch(tensor_instructions=0.0, tensor_pipe_active_pct=pipe, **sass)
+        assert judged["bound"] == "memory:dram" and judged["roof_pct"] == pytest.approx(100 * 1.5e7 / 1.94e12 / 4e-4)
+    # counted tensor work is judged as before, instructions or not
+    counted = _tensor_launch(tensor_instructions=440_000.0, tensor_pipe_active_pct=11.4,
+                             tensor_instructions_recipe="sass_per_opcode_mma", flop_tensor_int8=1e11)
+    assert counted["bound"] == "compute:tensor_int8" and "tensor work not counted" not in counted["note"]
+
+
+@pytest.mark.parametrize("pipe_pct, bound", [(11.4, "unknown"), (5.0, "unknown"), (2.1, "memory:dram"),
+                                             (0.0, "memory:dram")])
+def test_tensor_pipe_activity_is_the_evidence_where_instructions_are_not_counted(pipe_pct, bound):
+    """Hand-made: no instruction count; tensor op counters zero (present) or absent alike."""
+    from roofline.classify import TENSOR_PIPE_BUSY_PCT
+
+    assert 2.1 < TENSOR_PIPE_BUSY_PCT <= 5.0  # above the A100 SiLU's HFMA2.MMA moves, at or below 5 %
+    for counters in ({"flop_tensor_int8": 0.0}, {}):
+        row = _tensor_launch(tensor_pipe_active_pct=pipe_pct, **counters)
+        assert row["bound"] == bound
+        if bound == "unknown":
+            assert f"the tensor pipe was {pipe_pct:.1f} % busy" in row["note"]
+
+
+def _ceilings_of(counters):
+    from roofline.catalog import CATALOG_PATH
+    from roofline.ceilings import build_ceilings
+
+    return build_ceilings(counters, CATALOG_PATH, ["report", "datasheet"])
+
+
+@pytest.mark.parametrize("name, device, evidence", [
+    ("ncu_raw_tensor_without_ops.csv", None, "the tensor pipe was 11.4 % busy, but the input's tensor op counters "
+     "are all zero"),
+    ("ncu_long_pipe_tensor_without_ops.csv", "NVIDIA A100-SXM4-80GB",
+     "2,048 tensor-pipe instructions (sm__inst_executed_pipe_tensor), but the input's tensor op counters are absent"),
+])
+def test_csv_readers_give_no_verdict_to_tensor_work_they_cannot_count(name, device, evidence):
+    """Hand-made exports (tests/data): the launch with tensor evidence and no counted tensor work has no
+    verdict at launch and kernel level; the HFMA2.MMA-move launch, the one without tensor instructions
+    and the one whose op counters count its work are judged."""
+    counters = parse_input(DATA / name, "t", "csv", device=device)
+    ceilings = _ceilings_of(counters)
+    for table in (classify_launches(counters, ceilings), aggregate_kernels(counters, ceilings)):
+        rows = table.set_index("kernel")
+        tensor = rows.index[0] if "raw" in name else "ampere_fp16_s16816gemm_fp16_64x64_nn"
+        assert rows.loc[tensor, "bound"] == "unknown" and evidence in rows.loc[tensor, "note"]
+        assert "--section SpeedOfLight_HierarchicalTensorRooflineChart" in rows.loc[tensor, "note"]
+        others = rows.drop(index=tensor)
+        assert (others["bound"] != "unknown").all() and not others["note"].str.contains("tensor work").any()
+    if "raw" in name:
+        assert rows.loc["fp16_gemm_kernel", "bound"].startswith("compute:tensor_fp16")
+
+
+def _per_opcode_mma(path) -> list[float]:
+    """Per launch, the HMMA + IMMA warp instructions of a report's SASS counts, read with ncu_report."""
+    from conftest import report_actions
+
+    out = []
+    for action in report_actions(path):
+        metric = action.metric_by_name("sass__inst_executed_per_opcode")
+        names = metric.correlation_ids()
+        out.append(sum(metric.as_double(i) for i in range(metric.num_instances())
+                       if names.as_string(i) in ("HMMA", "IMMA")))
+    return out
+
+
+@pytest.mark.parametrize("report", ["a40-julia-imma-trajectory-full-ncu2022.1/profile_1_db02bc1.ncu-rep",
+                                    "a40-julia-frb-full-ncu2022.4/profile.ncu-rep"])
+def test_real_tensor_notes_name_the_reports_own_instruction_counts(report):
+    """The A40 Julia reports have MMA opcodes but no tensor counters: each launch with them has no
+    verdict and its note gives the count ncu_report reads; the others keep theirs."""
+    path = _fixture(report)
+    counters = parse_input(path, "julia", "ncu-rep")
+    classified = classify_launches(counters, select_ceilings(report_ceilings(counters), ["report"]))
+    counts = _per_opcode_mma(path)
+    assert max(counts) > 1e7
+    for count, (_, row) in zip(counts, classified.iterrows(), strict=True):
+        if count:
+            assert row["bound"] == "unknown" and f"{count:,.0f} MMA instructions" in row["note"]
+        else:
+            assert row["bound"] != "unknown"
+
+
+@pytest.mark.parametrize("name, device, failed", [
+    ("ncu_raw_failed_replay.csv", None, [False, True, False, False, True]),
+    ("ncu_long_failed_replay.csv", "NVIDIA A100-SXM4-80GB", [False, True, False]),
+])
+def test_a_failed_replay_is_said_and_has_no_time(name, device, failed):
+    """Hand-made exports: launches with every counter empty (duration included). They are said to have
+    failed their replay, with ncu's fixes, never told to collect counters the input has; a kernel made
+    only of them has no time share (NaN, shown as "–"), never 0, and no verdict."""
+    from roofline.pages.glance import glance_html
+
+    counters = parse_input(DATA / name, "t", "csv", device=device)
+    assert counters["replay_failed"].tolist() == failed
+    ceilings = _ceilings_of(counters)
+    launches = classify_launches(counters, ceilings)
+    for _, row in launches[launches["replay_failed"]].iterrows():
+        assert row["bound"] == "unknown" and "ncu recorded no values" in row["note"]
+        assert "--replay-mode application" in row["note"] and "--set roofline" not in row["note"]
+    assert (launches.loc[~launches["replay_failed"], "bound"] != "unknown").all()
+    kernels = aggregate_kernels(counters, ceilings).set_index("kernel")
+    flash = kernels.loc["flash_fwd_kernel"]
+    assert flash["bound"] == "unknown" and math.isnan(flash["time_share"]) and math.isnan(flash["duration_s"])
+    assert "ncu recorded no values" in flash["note"] and "--set roofline" not in flash["note"]
+    assert kernels["time_share"].sum() == pytest.approx(1.0)  # the shares of the time that is known
+    glance = glance_html(kernels.reset_index().copy(), app_page=True)
+    assert "flash_fwd_kernel</span>, – of its app" in glance
+    if "raw" in name:  # a kernel with one failed launch among three: totals and time share say so
+        gemm = kernels.loc["gemm_kernel"]
+        assert gemm["launches"] == 3 and gemm["launches_used"] == 2 and gemm["time_share"] == pytest.approx(2 / 3)
+        assert "ncu recorded no values for 1 of them" in gemm["note"] and gemm["bound"] == "memory:dram"
+
+
+def test_a_kernel_without_fp_work_has_one_percent_of_roof_everywhere():
+    """Hand-made: no FP work, DRAM 1.3 % busy, the issue roof (100 SMs x 4 schedulers x 1 GHz) 10.5 %:
+    the binding roof is the issue rate, and its 10.5 % is % of roof on the launch row, the kernel row,
+    the kernels table and At a glance alike; with few instructions DRAM binds at 1.3 %."""
+    from roofline.pages.glance import glance_html
+    from roofline.pages.table import TABLE, page_table
+
+    def counters(warp_instructions):
+        row = {"app": "a", "kernel": "int_kernel", "launch": 0, "device": "m", "flop_fp32": 0.0, "flop_fp64": 0.0,
+               "dram_bytes": 1.3e7, "duration_s": 1e-3, "warp_instructions": warp_instructions,
+               "sm_count": 100.0, "compute_capability": "8.0", "sm_clock_hz": 1e9}
+        return conform(pd.DataFrame([row]), "counters")
+
+    machine = _machine("m", 19.5e12, 1e12)
+    launch = classify_launches(counters(4.2e7), machine).iloc[0]
+    kernels = aggregate_kernels(counters(4.2e7), machine)
+    kernel = kernels.iloc[0]
+    for row in (launch, kernel):
+        assert row["bound"] == "none" and row["binding_roof"] == "issue" and row["instruction_bound"] == "issue"
+        assert row["roof_pct"] == pytest.approx(10.5) and row["instruction_roof_pct"] == pytest.approx(10.5)
+        assert row["predicted_duration_s"] == pytest.approx(1.05e-4)
+    assert kernel["priority"] == pytest.approx(1.0 - 0.105)
+    table = page_table(kernels)
+    assert table["roof_pct"].iat[0] == pytest.approx(10.5) and table["binding_roof"].iat[0] == "issue"
+    heads = [head for head, *_ in TABLE]
+    assert heads.index("binding roof") + 1 == heads.index("% of roof")
+    glance = glance_html(kernels, app_page=True)
+    assert "instruction issue rate" in glance and "10.5 %" in glance and "1.3 %" not in glance
+    memory = aggregate_kernels(counters(4.2e5), machine).iloc[0]  # issue time 1.05 us < DRAM time 13 us
+    assert memory["binding_roof"] == "dram" and memory["roof_pct"] == pytest.approx(1.3)

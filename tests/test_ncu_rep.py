@@ -55,7 +55,8 @@ def test_read_ncu_rep_values_are_ncu_report_values_in_si_units(path):
         for name in m
         if (name in wanted or name.startswith("sm__ops_path_tensor_")) and name != "device__attribute_display_name"
     }
-    assert {c for c in raw.columns if "__" in c} - {metrics.HFMA2_MMA_METRIC} == expected_columns
+    synthetic = {metrics.HFMA2_MMA_METRIC, metrics.MMA_INSTRUCTIONS_METRIC}  # per-opcode instances, tested apart
+    assert {c for c in raw.columns if "__" in c} - synthetic == expected_columns
     for i, m in enumerate(oracle):
         for name in expected_columns:
             if name not in m:
@@ -83,6 +84,40 @@ def test_register_moves_from_the_per_opcode_counts_equal_the_silu_hfma_counter()
         assert raw[metrics.HFMA2_MMA_METRIC].iat[i] == pytest.approx(hfma, rel=1e-6)
     a10g = read_ncu_rep(real_fixture("a10g-sgemm-rooflineset-ncu2023.1") / "profile_output.ncu-rep")
     assert metrics.HFMA2_MMA_METRIC not in a10g.columns
+
+
+def _opcode_counts(path) -> list[dict[str, float]]:
+    """Per launch, the warp instructions per opcode of the report's SASS counts, read with
+    ncu_report directly (the instance names of sass__inst_executed_per_opcode)."""
+    out = []
+    for action in report_actions(path):
+        metric = action.metric_by_name("sass__inst_executed_per_opcode")
+        names = metric.correlation_ids()
+        out.append({names.as_string(i): metric.as_double(i) for i in range(metric.num_instances())})
+    return out
+
+
+@pytest.mark.parametrize("folder, opcode", [("a40-julia-imma-trajectory-full-ncu2022.1", "IMMA"),
+                                            ("a40-julia-frb-full-ncu2022.4", "HMMA")])
+def test_mma_instructions_are_the_reports_own_per_opcode_counts(folder, opcode):
+    """The A40 Julia reports ran IMMA / HMMA without tensor op counters: the reader's MMA count is
+    that opcode's warp instructions as ncu_report gives them (0 where a launch has none)."""
+    for path in sorted(real_fixture(folder).glob("*.ncu-rep")):
+        raw = read_ncu_rep(path)
+        counts = _opcode_counts(path)
+        assert not any(name.startswith("sm__ops_path_tensor_") for name in raw.columns)
+        for i, per_opcode in enumerate(counts):
+            assert raw[metrics.MMA_INSTRUCTIONS_METRIC].iat[i] == per_opcode.get(opcode, 0.0)
+        assert max(c.get(opcode, 0.0) for c in counts) > 1e7  # the evidence is there to be read
+
+
+def test_hfma2_mma_moves_are_no_mma_instructions():
+    """SiLU's HFMA2.MMA register moves (opcode HFMA2 in the warp counts) are not tensor instructions."""
+    path = next(real_fixture("a100sxm-silu-full-ncu2025.1").glob("*.ncu-rep"))
+    raw = read_ncu_rep(path)
+    assert (raw[metrics.HFMA2_MMA_METRIC] > 0).all()
+    assert all(c["HFMA2"] > 0 for c in _opcode_counts(path))
+    assert (raw[metrics.MMA_INSTRUCTIONS_METRIC] == 0).all()
 
 
 def test_read_ncu_rep_duration_in_seconds():

@@ -3,8 +3,9 @@ roof that binds each, how far it is and what reaching the roof would save; and n
 
 "At a glance" ranks judged kernels by ``priority`` (time share x (1 - fraction of the binding
 roof)). The saving at the roof is ``duration_s - predicted_duration_s`` (the kernel's totals over
-the launches used), never below zero; for a kernel without floating-point work (``bound`` none) it
-is measured against its instruction roofline (issue rate or a memory level's transactions/s).
+the launches used), never below zero. "% of roof" is the kernels table's ``roof_pct``, of the roof
+``binding_roof`` names: for a kernel without floating-point work (``bound`` none) its instruction
+roofline's (issue rate or a memory level's transactions/s), as on the kernels table.
 Kernels whose verdict is ``unknown`` are listed apart, with what is missing, never ranked.
 """
 
@@ -25,7 +26,7 @@ FINDINGS_KERNELS = 30  # kernels with ncu findings on an app page
 LEVEL_WORDS = {"dram": "DRAM", "l2": "L2", "l1": "L1", "shared": "shared-memory"}
 # the kernels table's columns "At a glance" reads: its selections and sorts then copy these, not ~100
 GLANCE_FIELDS = ("app", "kernel", "kernel_short", "grid", "block", "duration_s", "predicted_duration_s", "time_share",
-                 "priority", "bound", "roof_pct", "roof_flops", *(f"roof_{lv}_bw" for lv in metrics.MEMORY_LEVELS),
+                 "priority", "bound", "binding_roof", "roof_pct", "roof_flops", *(f"roof_{lv}_bw" for lv in metrics.MEMORY_LEVELS),
                  "instruction_bound", "instruction_roof_pct", "issue_peak_ips", "ncu_rules", "note")
 
 
@@ -62,9 +63,10 @@ def roof_words(row: pd.Series) -> str:
         level = verdict.split(":", 1)[-1]
         sectors = _num(row, f"roof_{level}_bw") / 32
         return f"{LEVEL_WORDS.get(level, level)} transactions, {si(sectors, 'sectors/s')} (no FP work)"
-    if bound.startswith("memory:"):
-        level = bound.split(":", 1)[1]
-        return f"{LEVEL_WORDS.get(level, level)} bandwidth, {si(_num(row, f'roof_{level}_bw'), 'B/s')}"
+    if bound.startswith("memory:") or (bound == "none" and row.get("binding_roof") in LEVEL_WORDS):
+        level = bound.split(":", 1)[1] if bound != "none" else str(row["binding_roof"])
+        free = " (no FP work)" if bound == "none" else ""
+        return f"{LEVEL_WORDS.get(level, level)} bandwidth, {si(_num(row, f'roof_{level}_bw'), 'B/s')}{free}"
     if bound.startswith("compute:"):
         cls = bound.split(":", 1)[1]
         unit = "OP/s" if cls.startswith("tensor_int") else "FLOP/s"
@@ -73,8 +75,8 @@ def roof_words(row: pd.Series) -> str:
 
 
 def roof_percent(row: pd.Series) -> float:
-    """% of the binding roof (the instruction roofline's for a kernel without FP work)."""
-    return _num(row, "instruction_roof_pct" if instruction_judged(row) else "roof_pct")
+    """% of the binding roof, the one :func:`roof_words` names (the kernels table's ``roof_pct``)."""
+    return _num(row, "roof_pct")
 
 
 def savings_at_roof(kernels: pd.DataFrame) -> pd.Series:
@@ -84,14 +86,8 @@ def savings_at_roof(kernels: pd.DataFrame) -> pd.Series:
             return pd.Series(np.nan, index=kernels.index)
         return pd.to_numeric(kernels[name], errors="coerce").astype(float)
 
-    instruction = kernels["bound"].eq("none") if "bound" in kernels else pd.Series(False, index=kernels.index)
-    if "instruction_bound" in kernels:
-        instruction &= ~kernels["instruction_bound"].fillna("unknown").isin(["", "unknown"])
-    else:
-        instruction &= False
     duration = number("duration_s")
-    at_roof = duration * number("instruction_roof_pct") / 100
-    at_roof = at_roof.where(instruction, number("predicted_duration_s"))
+    at_roof = number("predicted_duration_s")
     saving = (duration - at_roof).clip(lower=0.0)
     return saving.where(np.isfinite(duration) & np.isfinite(at_roof))
 

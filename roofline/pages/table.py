@@ -16,7 +16,8 @@ from roofline.pages.markup import script_safe
 TABLE = [
     ("#", None, "index"), ("kernel", "kernel_short", "name"), ("app", "app", "app"), ("device", "device", "cfg"),
     ("grid × block", "config", "cfg"), ("launches", "launches", "int"), ("time share", "time_share", "share"),
-    ("GPU time", "duration_s", "s"), ("bound", "bound", "text"), ("% of roof", "roof_pct", "pct"),
+    ("GPU time", "duration_s", "s"), ("bound", "bound", "text"), ("binding roof", "binding_roof", "text"),
+    ("% of roof", "roof_pct", "pct"),
     ("achieved", "achieved", "achieved"), ("attainable", "attainable", "attainable"),
     ("AI [FLOP/B]", "ai_bind", "num"), ("ceiling source", "ceiling_source", "text"),
     ("instruction roofline", "instruction_bound", "text"), ("% of instr. roof", "instruction_roof_pct", "pct"),
@@ -26,19 +27,22 @@ TABLE_COLUMNS = [head for head, *_ in TABLE]
 CSV_COLUMNS = [*((head, field) for head, field, _ in TABLE), ("kernel (full name)", "kernel")]
 TABLE_ROWS = 100  # rows drawn at first and per "show more"
 TEXT_FIELDS = {"kernel", "kernel_short", "app", "device", "config", "compute_class", "bound", "ceiling_source", "note",
-               "instruction_bound"}
+               "instruction_bound", "binding_roof"}
 INT_FIELDS = {"launches", "rank"}
 
 
 # the kernels table's columns page_table reads (its sort then moves these, not ~100)
 TABLE_READS = ("kernel", "kernel_short", "app", "device", "grid", "block", "compute_class", "bound", "launches",
                "time_share", "duration_s", "predicted_duration_s", "performance", "attainable", "binding_level",
-               *(f"ai_{lv}" for lv in MEMORY_LEVELS), "roof_pct", "ceiling_source", "instruction_bound",
+               *(f"ai_{lv}" for lv in MEMORY_LEVELS), "binding_roof", "roof_pct", "ceiling_source", "instruction_bound",
                "instruction_roof_pct", "ncu_speedup_pct", "priority", "note")
 
 COLUMN_HELP = {
     "time share": "share of the app's GPU time",
-    "% of roof": "achieved / attainable at the binding roof (time form: largest lower bound / duration)",
+    "binding roof": "the roof % of roof is measured against: a compute class, a memory level, or issue (the "
+                    "instruction issue rate; kernels without FP work are judged on their instruction roofline)",
+    "% of roof": "achieved / attainable at the binding roof named beside it (time form: largest lower bound / "
+                 "duration); the same figure as At a glance",
     "achieved": "work of the dominant compute class / duration",
     "attainable": "the binding roof at the kernel's intensity",
     "AI [FLOP/B]": "arithmetic intensity at the binding (busiest) memory level",
@@ -72,7 +76,7 @@ def page_table(kernels: pd.DataFrame) -> pd.DataFrame:
         "compute_class": k["compute_class"], "bound": k["bound"], "launches": k["launches"],
         "time_share": k["time_share"], "duration_s": k["duration_s"], **{c: ai[c].where(ai[c] > 0) for c in levels},
         "achieved": performance.where(np.isfinite(performance)), "attainable": k["attainable"],
-        "roof_pct": k["roof_pct"], "ai_bind": binding, "ceiling_source": k["ceiling_source"],
+        "binding_roof": k["binding_roof"], "roof_pct": k["roof_pct"], "ai_bind": binding, "ceiling_source": k["ceiling_source"],
         "instruction_bound": k["instruction_bound"].where(k["instruction_bound"] != "unknown", ""),
         "instruction_roof_pct": k["instruction_roof_pct"], "ncu_speedup_pct": k["ncu_speedup_pct"],
         "priority": k["priority"], "note": k["note"], "rank": rank,
