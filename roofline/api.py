@@ -43,8 +43,10 @@ class Analysis:
     ``counters`` is the tidy per-launch table (:func:`read`'s), ``ceilings`` every candidate roof
     per device (``selected`` marks the ones applied), ``kernels`` one row per kernel, highest
     priority first, ``diagnostics`` what could not be analysed and why, ``errors`` one line per
-    input that gave nothing (``"<path>: <what is wrong and the fix>"``). ``launches`` (the
-    classified per-launch table) is computed on first use: the kernels do not need it.
+    input that gave nothing (``"<path>: <what is wrong and the fix>"``), ``skipped`` one line per
+    entry of a folder given as input that is no input (``"<path>: <why>"``, also a warning row of
+    ``diagnostics``). ``launches`` (the classified per-launch table) is computed on first use: the
+    kernels do not need it.
     """
 
     counters: pd.DataFrame
@@ -52,6 +54,7 @@ class Analysis:
     kernels: pd.DataFrame
     diagnostics: pd.DataFrame
     errors: tuple[str, ...] = ()
+    skipped: tuple[str, ...] = ()
 
     @cached_property
     def launches(self) -> pd.DataFrame:
@@ -109,6 +112,33 @@ def read(path: PathLike, device: str | None = None, app: str | None = None) -> p
     if not os.path.lexists(path):
         raise InputError(f"{path}: no such file")
     return parse_input(path, app or inputs.app_name(path), input_kind(path), device)
+
+
+def input_files(paths: Iterable[PathLike]) -> tuple[list[str], list[str]]:
+    """The inputs ``paths`` name, each one application, and the folder entries left out with why.
+
+    A file is itself. A folder (:func:`roofline.inputs.folder_inputs`) is its CSV exports, read
+    together as one application named after the folder (the workflow's ``csv-dir``), then each
+    other input in it (reports, what-if tables) as its own application named after its file; an
+    entry that is no input (a note, a subfolder) is a line ``"<path>: <why>"`` of the second list.
+    A folder with no input at all stays itself, so that reading it says so.
+    """
+    files: list[str] = []
+    skipped: list[str] = []
+    for path in map(os.fspath, paths):
+        if not os.path.isdir(path):
+            files.append(path)
+            continue
+        try:
+            found = inputs.folder_inputs(path)
+        except OSError:
+            files.append(path)  # reading it names the folder and the error
+            continue
+        if found.exports or not found.files:
+            files.append(path)
+        files.extend(os.fspath(f) for f in found.files)
+        skipped.extend(found.skipped)
+    return files, skipped
 
 
 def app_names(paths: Iterable[PathLike], taken: Iterable[str] = ()) -> list[str]:
@@ -183,7 +213,9 @@ def analyse(
     Parameters
     ----------
     sources : path-like or DataFrame, or a sequence of them
-        Input files (read with :func:`read`) and/or counters tables :func:`read` returned.
+        Input files (read with :func:`read`) and/or counters tables :func:`read` returned. A
+        folder is taken apart by :func:`input_files`: its CSV exports are one application, each
+        report in it another; what is no input is a line of ``skipped``.
     catalog : path-like, optional
         GPU datasheet catalog (default: the one shipped with the package,
         ``roofline/data/gpus.yaml``).
@@ -217,9 +249,11 @@ def analyse(
     catalog = catalog or CATALOG_PATH
     items = [sources] if isinstance(sources, str | os.PathLike | pd.DataFrame) else list(sources)
     frames = [conform(s, "counters") for s in items if isinstance(s, pd.DataFrame)]
-    paths = [os.fspath(s) for s in items if not isinstance(s, pd.DataFrame)]
+    paths, skipped = input_files(s for s in items if not isinstance(s, pd.DataFrame))
     taken = {a for f in frames for a in f["app"].dropna().unique()}
-    counters, notes, problems = [f for f in frames if len(f)], [], []
+    counters, problems = [f for f in frames if len(f)], []
+    notes = [{"app": "", "stage": "parse", "severity": "warning", "source_file": line.split(": ", 1)[0],
+              "message": f"skipped {line}"} for line in skipped]
     for path, app in zip(paths, app_names(paths, taken)):
         try:
             frame, rows = _read_logged(path, app, device)
@@ -234,7 +268,7 @@ def analyse(
         counters.append(frame)
         notes.extend(rows)
     if errors == "warn":
-        for line in problems:
+        for line in [*(f"skipped {s}" for s in skipped), *problems]:
             warnings.warn(line, UserWarning, stacklevel=2)
     everything = (conform(pd.concat(counters, ignore_index=True), "counters") if counters
                   else conform(pd.DataFrame(), "counters"))
@@ -247,7 +281,7 @@ def analyse(
                      for text in cross_check(ceilings, CROSS_CHECK_MARGIN) + clock_notes(ceilings))
         notes.extend(_no_ceiling(everything, ceilings, catalog, device_hint))
     diagnostics = conform(pd.DataFrame(notes), "diagnostics") if notes else conform(pd.DataFrame(), "diagnostics")
-    return Analysis(everything, ceilings, kernels, diagnostics, tuple(problems))
+    return Analysis(everything, ceilings, kernels, diagnostics, tuple(problems), tuple(skipped))
 
 
 def plot(analysis: Analysis, device: str | None = None) -> alt.LayerChart:
@@ -290,8 +324,10 @@ def ceilings_of(analysis: Analysis, selected_only: bool = False) -> pd.DataFrame
 
 
 def source_paths(paths: Sequence[PathLike]) -> dict[str, str]:
-    """Each app's input file, as the report pages name it (``{app: path}``)."""
-    return dict(zip(app_names(paths), (os.fspath(p) for p in paths)))
+    """Each app's input file, as the report pages name it (``{app: path}``; a folder's reports each
+    under their own app, as :func:`analyse` names them)."""
+    files = input_files(paths)[0]
+    return dict(zip(app_names(files), files))
 
 
-__all__ = ["Analysis", "analyse", "app_names", "ceilings_of", "plot", "read", "source_paths"]
+__all__ = ["Analysis", "analyse", "app_names", "ceilings_of", "input_files", "plot", "read", "source_paths"]

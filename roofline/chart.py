@@ -4,6 +4,8 @@ table, one point per kernel and memory level from the kernels table."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import IO, Any
 
 import altair as alt
 import numpy as np
@@ -109,6 +111,28 @@ def plot_points(kernels: pd.DataFrame) -> pd.DataFrame:
 # -- the chart -------------------------------------------------------------------------------------
 
 
+class OfflineChart(alt.LayerChart):
+    """An Altair layer chart whose ``.save("x.html")`` works offline: Vega, Vega-Lite and vega-embed
+    inlined into the page (Altair's own ``inline=True``, from vl-convert), not loaded from a CDN, so
+    the page is not blank on a node without internet. ``inline=False`` gives Altair's CDN page."""
+
+    def save(self, fp: str | Path | IO[Any], format: str | None = None, *args: Any,
+             inline: bool | None = None, **kwargs: Any) -> None:
+        if inline is None:
+            # only for HTML: Altair warns that inline is ignored for png, svg, pdf and json
+            suffix = Path(fp).suffix.lstrip(".").lower() if isinstance(fp, str | Path) else None
+            inline = (format or suffix) == "html"
+        super().save(fp, format, *args, inline=inline, **kwargs)
+
+
+def offline_chart(chart: alt.LayerChart) -> OfflineChart:
+    """``chart`` as an :class:`OfflineChart`: the same spec, built as Altair copies a chart."""
+    from altair.utils.schemapi import debug_mode
+
+    with debug_mode(False):  # as Altair's copy(): the layers were validated when ``chart`` was built
+        return OfflineChart(*chart._args, **chart._kwds)
+
+
 def chart_records(frame: pd.DataFrame) -> list[dict]:
     """Rows as JSON-ready dicts (missing values as ``None``)."""
     return frame.astype(object).where(frame.notna(), None).to_dict("records")
@@ -120,15 +144,17 @@ def kernel_count_text(n: int) -> str:
 
 
 def roofline_chart(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str,
-                   top_kernels: int = TOP_N_DEFAULT) -> alt.LayerChart:
-    """Hierarchical roofline of one device: roofs, ridge points and one point per kernel and level.
+                   top_kernels: int = TOP_N_DEFAULT) -> OfflineChart:
+    """Hierarchical roofline of one device: roofs, ridge points and one point per kernel and level;
+    its ``.save("x.html")`` writes a page that draws offline (:class:`OfflineChart`).
 
     The kernels are one row each in the dataset named :data:`KERNEL_DATA`; the spec folds each
     into one point per memory level, with the same performance and that level's intensity. Inputs
     (bound params) switch the colour between app and bound, filter by app, compute class and
     bound, and keep the top N kernels by GPU time (``top_kernels`` at first); a click highlights a kernel.
     """
-    chart, points = roofline_layers(kernels, ceilings, device, top_kernels)
+    layers, points = roofline_layers(kernels, ceilings, device, top_kernels)
+    chart = offline_chart(layers)
     # Set, not passed to .properties(): validating thousands of rows against the schema takes seconds.
     chart.datasets = {KERNEL_DATA: chart_records(points[["kid", *CHART_FIELDS]])}
     return chart

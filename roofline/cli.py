@@ -6,8 +6,9 @@ few files, without Snakemake, through :func:`roofline.api.analyse` (the notebook
 ``roofline report FILE... -o out.html`` writes the offline summary page (and a page per app);
 ``roofline compare A B [C...]`` follows each kernel across reports of the same code (what moved,
 and with ``-o`` the compare page).
-A file that cannot be analysed gets one line on stderr; the others are still shown, and the exit
-status is 1. ``--format csv|json`` print the full-precision numbers in SI base units, for scripts
+A folder is its CSV exports (one app) and each report in it (an app each); each entry of it that is
+no input gets a "skipped" line on stderr. A file that cannot be analysed gets one line on stderr; the
+others are still shown, and the exit status is 1. ``--format csv|json`` print the full-precision numbers in SI base units, for scripts
 (as ncu's ``--csv --print-units base``).
 """
 
@@ -252,7 +253,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="{show,ceilings,report,compare}")
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("files", nargs="+", metavar="FILE",
-                        help=".ncu-rep, ncu CSV export (or a folder of them) or what-if table; .gz/.xz/.zst/.bz2 too")
+                        help=".ncu-rep (.ncu-repz), ncu CSV export or what-if table, each also compressed "
+                             "(.gz/.xz/.zst/.bz2, or a .zip of one file); or a folder: its CSV exports are one "
+                             "app, each report in it its own app")
     common.add_argument("--device", metavar="NAME",
                         help="the GPU of exports that do not record it (e.g. \"NVIDIA A100-SXM4-80GB\"); "
                              "a device the file records wins")
@@ -310,14 +313,15 @@ def _write_pages(args: argparse.Namespace, analysis) -> int:
 
 def _compare(args: argparse.Namespace, analysis) -> int:
     """``roofline compare``: the table of what moved, and the page with ``-o``."""
-    from roofline.api import app_names, source_paths
+    from roofline.api import app_names, input_files, source_paths
     from roofline.trajectory import MOVE_COLUMNS, MOVE_HEADERS, MOVE_TEXT, move_cells, moves, step_points
 
-    steps = [a for a in app_names(args.files) if a in set(analysis.kernels["app"])]
+    files = input_files(args.files)[0]  # a folder's reports are steps in name order
+    steps = [a for a in app_names(files) if a in set(analysis.kernels["app"])]
     if len(steps) < 2:
-        print(f"roofline: compare needs at least two analysed reports ({len(steps)} of {len(args.files)} gave "
+        print(f"roofline: compare needs at least two analysed reports ({len(steps)} of {len(files)} gave "
               "kernels); give the reports of the same code in order: before after", file=sys.stderr)
-        return EXIT_USAGE if len(args.files) < 2 else EXIT_INPUT
+        return EXIT_USAGE if len(files) < 2 else EXIT_INPUT
     rename = dict(args.rename)
     frame = moves(step_points(analysis.kernels, steps, rename))
     print(render(frame, args.format, MOVE_COLUMNS, move_cells, MOVE_HEADERS, MOVE_TEXT, {0: 60}))
@@ -352,6 +356,8 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_USAGE
     analysis = api.analyse(args.files, args.catalog, args.policy, device=args.device, errors="ignore",
                            device_hint=DEVICE_HINT)
+    for line in analysis.skipped:
+        print(f"roofline: skipped {line}", file=sys.stderr)
     for line in analysis.errors:
         print(f"roofline: {line}", file=sys.stderr)
     d = analysis.diagnostics

@@ -1,4 +1,4 @@
-"""Compressed inputs read as they are: gzip, xz, zstd and bzip2, told apart by their magic bytes.
+"""Compressed inputs read as they are: gzip, xz, zstd, bzip2 and zip, told apart by their magic bytes.
 
 The readers of the parse stage ask this module for an input's bytes; a compressed file is
 decompressed in memory (CSV exports and what-if tables) or to a temporary file (``.ncu-rep``
@@ -6,8 +6,15 @@ reports, which NVIDIA's ``ncu_report`` reads by path). The file's first bytes de
 a ``.csv`` that is really gzip is read, and so is a ``.csv.gz`` that a browser already decompressed
 but kept the name of. gzip, bzip2 and zstd go through pyarrow's codecs (one C++ path, in every
 pyarrow wheel, that finds truncated streams and bad checksums), xz through the standard library's
-``lzma`` (pyarrow has no xz codec). A damaged or truncated file raises :class:`InputError` naming the
-file, the compression and the command that tests a copy.
+``lzma`` (pyarrow has no xz codec), zip through ``zipfile``. A damaged or truncated file raises
+:class:`InputError` naming the file, the compression and the command that tests a copy.
+
+A zip archive is read as the one input inside it (``nsight.csv.zip``: the way NERSC's exports are
+shared on GitHub): one file is one application in the workflow (its name, history series and
+provenance hash are the file's), so an archive of several inputs is refused with the command that
+unpacks it. ``.ncu-repz`` is a zstd-compressed report (the suffix NVIDIA's ``ncu_report`` module
+documents in ``load_report``): its decompressed copy is named ``.ncu-rep``, since ``ncu_report``
+decides by the suffix whether to decompress, and older versions do not know ``.ncu-repz``.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ import lzma
 import os
 import shutil
 import tempfile
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -31,13 +39,21 @@ COMPRESSIONS: dict[str, tuple[bytes, str, str]] = {
     "xz": (b"\xfd7zXZ\x00", "xz -t", "unxz"),
     "zstd": (b"\x28\xb5\x2f\xfd", "zstd -t", "zstd -d"),
     "bzip2": (b"BZh", "bzip2 -t", "bunzip2"),
+    "zip": (b"PK\x03\x04", "unzip -t", "unzip"),
 }
-SUFFIXES: dict[str, str] = {".gz": "gzip", ".xz": "xz", ".zst": "zstd", ".zstd": "zstd", ".bz2": "bzip2"}
+SUFFIXES: dict[str, str] = {".gz": "gzip", ".xz": "xz", ".zst": "zstd", ".zstd": "zstd", ".bz2": "bzip2",
+                            ".zip": "zip"}
+# Suffixes that say "compressed" themselves: the decompressed copy's name (ncu_report decompresses
+# a .ncu-repz by its name, and would read the decompressed bytes as compressed again).
+COMPRESSED_NAMES: dict[str, str] = {".ncu-repz": ".ncu-rep"}
+# Members of a zip archive that are no input: what macOS's Finder and Windows add beside the files
+# (and ``._name`` resource forks, ``__MACOSX/`` folders).
+_ZIP_LITTER = {".DS_Store", "Thumbs.db", "desktop.ini"}
 _PYARROW_CODEC = {"gzip": "gzip", "zstd": "zstd", "bzip2": "bz2"}
 _MAGIC_BYTES = max(len(magic) for magic, _, _ in COMPRESSIONS.values())
-# Containers of several files, which no reader opens: what they are and how to unpack them.
+# Containers of several files, which no reader opens: what they are and how to unpack them (a zip
+# archive of one input is read: COMPRESSIONS).
 _ARCHIVES: tuple[tuple[int, bytes, str, str], ...] = (
-    (0, b"PK\x03\x04", "a zip archive", "unzip it"),
     (0, b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive", "extract it with `7z x`"),
     (0, b"Rar!\x1a\x07", "a RAR archive", "extract it with `unrar x`"),
     (257, b"ustar", "a tar archive", "extract it with `tar -xf`"),
@@ -59,11 +75,49 @@ def compression_of(path: str | Path) -> str | None:
 
 
 def plain_name(name: str) -> str:
-    """``name`` without a compression suffix: ``a.csv.gz`` -> ``a.csv``; other names unchanged."""
+    """``name`` without a compression suffix: ``a.csv.gz`` -> ``a.csv``, ``a.ncu-repz`` -> ``a.ncu-rep``;
+    other names unchanged."""
     for suffix in SUFFIXES:
         if name.lower().endswith(suffix):
             return name[: -len(suffix)]
+    for suffix, plain in COMPRESSED_NAMES.items():
+        if name.lower().endswith(suffix):
+            return name[: -len(suffix)] + plain
     return name
+
+
+def _zip_litter(name: str) -> bool:
+    base = name.rsplit("/", 1)[-1]
+    return name.startswith("__MACOSX/") or base.startswith("._") or base in _ZIP_LITTER
+
+
+def zip_member(path: str | Path) -> str:
+    """The name of the one input inside the zip archive ``path`` (folders and what macOS or Windows add
+    beside files, ``__MACOSX/``, ``.DS_Store``, left out).
+
+    Raises
+    ------
+    InputError
+        An archive that cannot be opened, holds no file or several (one file is one application: the
+        message names them and the command that unpacks them).
+    """
+    path = Path(path)
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = [i.filename for i in archive.infolist() if not i.is_dir()]
+    except zipfile.BadZipFile as exc:
+        raise _damaged(path, "zip", exc) from exc
+    members = [n for n in names if not _zip_litter(n)]
+    if len(members) == 1:
+        return members[0]
+    if not members:
+        raise InputError(f"{path}: the zip archive holds no file; zip the export itself (`zip {path.name} run.csv`)")
+    shown = ", ".join(members[:4]) + (f" and {len(members) - 4} more" if len(members) > 4 else "")
+    raise InputError(
+        f"{path}: a zip archive of {len(members)} files ({shown}); one input file is one application, so a zip "
+        f"is read only when it holds one: unpack it (`unzip {path.name} -d {Path(plain_name(path.name)).stem}`) and give the "
+        "files, or the folder (its CSV exports are read as one ncu run, each report as its own application)"
+    )
 
 
 def _damaged(path: Path, compression: str, exc: Exception) -> InputError:
@@ -83,6 +137,17 @@ def codec_available(codec: str) -> bool:
 def _open(path: Path, compression: str) -> BinaryIO:
     if compression == "xz":
         return lzma.open(path, "rb")
+    if compression == "zip":
+        member = zip_member(path)
+        try:
+            # the member's stream keeps the archive's file open after the archive object is closed
+            with zipfile.ZipFile(path) as archive:
+                return archive.open(member)
+        except NotImplementedError as exc:  # Deflate64 (Windows Explorer, files over 2 GB), ...
+            raise InputError(f"{path}: zipped with a method Python's zipfile cannot read ({exc}): unpack it with "
+                             f"`unzip {path.name}` and give the file inside") from exc
+        except RuntimeError as exc:  # encrypted
+            raise InputError(f"{path}: {exc}; unpack it with `unzip {path.name}` and give the file inside") from exc
     codec = _PYARROW_CODEC[compression]
     if not codec_available(codec):
         unpack = COMPRESSIONS[compression][2]
@@ -113,7 +178,7 @@ def read_bytes(path: str | Path, limit: int | None = None) -> bytes:
     try:
         with _open(path, compression) as stream:
             return stream.read() if limit is None else stream.read(limit)
-    except (OSError, EOFError, lzma.LZMAError) as exc:
+    except (OSError, EOFError, lzma.LZMAError, zipfile.BadZipFile) as exc:  # BadZipFile: a bad CRC
         raise _damaged(path, compression, exc) from exc
 
 
@@ -128,18 +193,23 @@ def archive_kind(head: bytes) -> tuple[str, str] | None:
 @contextlib.contextmanager
 def decompressed_copy(path: str | Path) -> Iterator[Path]:
     """A decompressed copy of ``path`` in a temporary folder, named as ``path`` without its compression
-    suffix, removed on exit; ``path`` itself when it is not compressed."""
+    suffix (:func:`plain_name`), removed on exit; ``path`` itself when it is not compressed, or a link to
+    it of that name when its name says compressed (a ``.ncu-repz`` that is a plain report)."""
     path = Path(path)
     compression = compression_of(path)
-    if compression is None:
+    if compression is None and plain_name(path.name) == path.name:
         yield path
         return
     with tempfile.TemporaryDirectory(prefix="roofline-") as folder:
         copy = Path(folder) / plain_name(path.name)
+        if compression is None:
+            copy.symlink_to(path.resolve())
+            yield copy
+            return
         try:
             with _open(path, compression) as stream, open(copy, "wb") as out:
                 shutil.copyfileobj(stream, out, 1 << 20)
-        except (EOFError, lzma.LZMAError) as exc:
+        except (EOFError, lzma.LZMAError, zipfile.BadZipFile) as exc:
             raise _damaged(path, compression, exc) from exc
         except OSError as exc:
             if exc.errno is None:  # pyarrow's codec errors carry no errno

@@ -29,17 +29,19 @@ from pathlib import Path
 APP_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
 INPUT_SUFFIXES = {
     ".ncu-rep": "ncu-rep",
+    ".ncu-repz": "ncu-rep",  # zstd-compressed (roofline/compressed.py)
     ".csv": "csv",
     ".yaml": "what-if",
     ".yml": "what-if",
     ".nsight-cuprof-report": "legacy",
 }
 # A compressed input keeps its kind (``run.csv.gz`` is a CSV export): the readers open it
-# (roofline/compressed.py, which tells the compression from the file's first bytes).
-COMPRESSIONS = (".gz", ".xz", ".zst", ".zstd", ".bz2")
+# (roofline/compressed.py, which tells the compression from the file's first bytes; its SUFFIXES are
+# these, kept there with the codecs: this module is imported before any job, without pyarrow).
+COMPRESSIONS = (".gz", ".xz", ".zst", ".zstd", ".bz2", ".zip")
 ACCEPTED = (
-    ".ncu-rep, ncu CSV exports (.csv) and what-if tables (.yaml/.yml or .csv), each also compressed "
-    f"({', '.join(COMPRESSIONS)})"
+    ".ncu-rep (.ncu-repz), ncu CSV exports (.csv) and what-if tables (.yaml/.yml or .csv), each also compressed "
+    f"({', '.join(COMPRESSIONS)}; a .zip of one file)"
 )
 MAX_NAME = 200  # "{app}.parse.parquet" must stay a valid file name (255 bytes)
 FALLBACK_NAME = "app"  # a file name with no letter or digit left, e.g. "日本語.csv"
@@ -165,7 +167,44 @@ def assign_names(paths: Iterable[str], reserved: Iterable[str] = ()) -> dict[str
 
 def folder_exports(path: str | os.PathLike) -> list[Path]:
     """The CSV exports (also compressed) in a folder: an app of kind ``csv-dir``."""
-    return sorted(p for p in Path(path).iterdir() if p.is_file() and suffix_kind(p.name) == "csv")
+    return folder_inputs(path).exports
+
+
+@dataclass(frozen=True)
+class FolderInputs:
+    """What a folder given as one input holds (:func:`folder_inputs`), each list in name order."""
+
+    exports: list[Path]  # CSV exports (also compressed): together one app named after the folder, kind csv-dir
+    files: list[Path]  # every other input file (reports, what-if tables): one app each, named after the file
+    skipped: list[str]  # "<path>: <why>" for each entry that is no input (a note, a subfolder)
+
+
+def folder_inputs(path: str | os.PathLike) -> FolderInputs:
+    """The inputs in a folder: its CSV exports (one ncu run, read together, as the workflow reads a
+    folder), every other input file on its own, and what is no input, with why.
+
+    A file named as an input that cannot be read (a broken link) is among ``files``: reading it
+    gives the error that names it. Subfolders are not searched (a folder of CSV exports is one run:
+    searching would merge runs).
+
+    Raises
+    ------
+    OSError
+        When the folder cannot be listed.
+    """
+    exports, files, skipped = [], [], []
+    for entry in sorted(Path(path).iterdir()):
+        kind = suffix_kind(entry.name)
+        if entry.is_dir():
+            skipped.append(f"{entry}: a folder; folders inside a folder are not searched: give it as an input "
+                           "of its own")
+        elif kind is None:
+            skipped.append(file_problem(entry))
+        elif kind == "csv" and entry.is_file():
+            exports.append(entry)
+        else:
+            files.append(entry)
+    return FolderInputs(exports, files, skipped)
 
 
 def file_problem(path: str | os.PathLike, pattern: str = "", workdir: str | os.PathLike = ".") -> str:
@@ -190,6 +229,11 @@ def file_problem(path: str | os.PathLike, pattern: str = "", workdir: str | os.P
     foreign = next((text for end, text in _FOREIGN.items() if lower.endswith(end)), None)
     if foreign:
         return f"{path}: {foreign}{narrow}"
+    packed = next((c for c in COMPRESSIONS if lower.endswith(c)), "")
+    if packed:
+        stem = name[: -len(packed)]
+        return (f"{path}: a {packed} file whose name does not say what it holds: name it after the file inside "
+                f"({stem}.ncu-rep{packed}, {stem}.csv{packed} or {stem}.yaml{packed}){narrow}")
     inner = next((s for s in INPUT_SUFFIXES if f"{s}." in lower), "")
     if inner:
         extra = name[lower.rindex(f"{inner}.") + len(inner):]

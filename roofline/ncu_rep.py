@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from roofline import metrics
-from roofline.compressed import compression_of, decompressed_copy
+from roofline.compressed import decompressed_copy
 from roofline.errors import InputError
 from roofline.ncu_rules import launch_rules
 from roofline.units import UnitError, si_factor, unknown_unit_warning
@@ -178,10 +178,9 @@ def _read_launches(path: str | Path) -> tuple[list[tuple], list[dict[str, float]
     path = Path(path)
     if path.stat().st_size == 0:
         raise InputError(f"{path}: the file is empty; re-run ncu with --export {path.name}")
-    if compression_of(path):
-        with decompressed_copy(path) as copy:
-            return _read_report(copy, path)
-    return _read_report(path, path)
+    # a compressed report (also a .ncu-repz) is read from a decompressed copy named .ncu-rep
+    with decompressed_copy(path) as copy:
+        return _read_report(copy, path)
 
 
 def _read_report(path: Path, shown: Path) -> tuple[list[tuple], list[dict[str, float]]]:

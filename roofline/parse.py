@@ -26,11 +26,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from roofline import metrics
-from roofline.compressed import plain_name
 from roofline.derive import arrow_texts, derive_columns, raw_columns
 from roofline.errors import InputError
 from roofline.input_hash import hash_beside
-from roofline.inputs import is_what_if_csv, write_refusal
+from roofline.inputs import folder_inputs, is_what_if_csv, write_refusal
 from roofline.ncu_rep import read_ncu_rep, read_ncu_rep_columns
 from roofline.report_provenance import report_provenance
 from roofline.schemas import conform_columns, conform_some
@@ -66,12 +65,6 @@ def _capture_failure(path: Path) -> str:
         return ""
 
 
-def csv_exports(folder: Path) -> list[Path]:
-    """The CSV exports in ``folder`` in name order: ``*.csv`` files (any case), compressed ones (``*.csv.gz``,
-    ``.xz``, ``.zst``, ``.bz2``) too."""
-    return sorted(p for p in folder.iterdir() if p.is_file() and plain_name(p.name).lower().endswith(".csv"))
-
-
 def read_input(path: str | Path, kind: str) -> pd.DataFrame:
     """Read one input file into the raw launch frame, dispatching on its kind.
 
@@ -95,10 +88,16 @@ def read_input(path: str | Path, kind: str) -> pd.DataFrame:
     if kind == "csv-dir":
         from roofline.ncu_csv import read_ncu_csvs
 
-        files = csv_exports(path)
-        if not files:
-            raise InputError(f"{path}: the folder holds no .csv export (nor a compressed one, .csv.gz ...)")
-        return read_ncu_csvs(files)
+        found = folder_inputs(path)
+        if not found.exports:
+            # one input is one app: a folder of reports is several (roofline.api.analyse and the
+            # CLI take the folder apart; the workflow takes "folder/*")
+            held = (f"it holds {len(found.files)} other input file(s) ({found.files[0].name}, ...), each its own "
+                    f"application: give them (`{Path(path) / '*'}`), or the folder to roofline.analyse or the "
+                    "roofline command" if found.files else
+                    "check that the exports were written here")
+            raise InputError(f"{path}: the folder holds no ncu CSV export (.csv, also compressed); {held}")
+        return read_ncu_csvs(found.exports)
     if kind == "csv":
         if is_what_if_csv(path):
             from roofline.what_if import read_what_if_csv

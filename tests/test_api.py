@@ -190,3 +190,70 @@ def test_cli_and_api_agree(capsys):
     for column, value in kernel.items():
         if isinstance(value, float) and np.isfinite(value):
             assert printed[column] == value, column
+
+
+def test_analyse_a_folder_csv_exports_one_app_each_report_its_own(tmp_path):
+    """A folder of one run's CSV exports stays one app named after the folder (the rtx5090 fixture's
+    kernel folders); with reports beside them, each report is an app of its own, and what is no
+    input is a line of ``skipped`` (and a warning)."""
+    from conftest import real_fixture
+
+    exports = sorted(real_fixture("rtx5090-llm-kernels-csv-ncu2025").glob("kernel_0001_*"))[0]
+    alone = api.analyse(exports, device="NVIDIA GeForce RTX 5090")
+    assert set(alone.kernels["app"]) == {exports.name} and len(alone.kernels) == 1 and alone.skipped == ()
+    mixed = tmp_path / "night"
+    mixed.mkdir()
+    for export in exports.iterdir():
+        (mixed / export.name).symlink_to(export)
+    (mixed / "silu.ncu-rep").symlink_to(silu_report())
+    (mixed / "PROVENANCE.md").write_text("hand-made\n")
+    with pytest.warns(UserWarning, match=r"skipped .*PROVENANCE\.md: unknown file type '\.md'"):
+        result = api.analyse(mixed, device="NVIDIA GeForce RTX 5090")
+    assert set(result.kernels["app"]) == {"night", "silu"} and result.errors == ()
+    assert len(result.skipped) == 1 and result.skipped[0].startswith(f"{mixed / 'PROVENANCE.md'}: unknown file type")
+    (row,) = result.diagnostics[result.diagnostics["message"].str.startswith("skipped")].to_dict("records")
+    assert row["severity"] == "warning" and row["source_file"] == str(mixed / "PROVENANCE.md")
+    assert api.source_paths([mixed]) == {"night": str(mixed), "silu": str(mixed / "silu.ncu-rep")}
+
+
+SCRIPT_SRC = re.compile(r"<script[^>]*\bsrc=", re.I)
+
+
+def test_plot_saves_a_page_that_draws_offline(tmp_path):
+    """`roofline.plot(result).save("roofline.html")` (the README's line) writes a page whose
+    scripts are all inline, Vega among them; `inline=False` gives Altair's CDN page; other formats
+    save without Altair's warning that inline does not apply."""
+    chart = roofline.plot(roofline.analyse(TEXTBOOK), device="NVIDIA A100-SXM4-80GB")
+    page = tmp_path / "roofline.html"
+    chart.save(page)
+    text = page.read_text()
+    assert not SCRIPT_SRC.search(text) and "cdn.jsdelivr" not in text
+    assert "vegaEmbed" in text and "vega-lite" in text.lower() and len(text) > 500_000  # the libraries themselves
+    chart.save(tmp_path / "named.html", "html")
+    assert not SCRIPT_SRC.search((tmp_path / "named.html").read_text())
+    chart.save(tmp_path / "cdn.html", inline=False)
+    assert '<script type="text/javascript" src="https://cdn.jsdelivr.net/npm/vega@' in (tmp_path / "cdn.html").read_text()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        chart.save(tmp_path / "roofline.json")
+    assert json.loads((tmp_path / "roofline.json").read_text())["datasets"]
+    assert type(chart.properties(width=300)) is type(chart)  # Altair's copies keep the offline save
+
+
+@pytest.mark.browser
+def test_saved_plot_draws_in_chromium_without_network(tmp_path):
+    """The saved page drawn by headless Chromium with every network request sent to a dead proxy:
+    the offline page draws its chart; the CDN page, under the same conditions, draws nothing (so
+    the network was off)."""
+    from test_browser import chromium
+
+    chart = roofline.plot(roofline.analyse(TEXTBOOK), device="NVIDIA A100-SXM4-80GB")
+    dead = ["--proxy-server=http://127.0.0.1:9", "--proxy-bypass-list=<-loopback>"]
+    drawn = {}
+    for name, inline in (("offline", True), ("cdn", False)):
+        page = tmp_path / f"{name}.html"
+        chart.save(page, inline=inline)
+        drawn[name] = chromium(page.as_uri(), tmp_path / f"profile-{name}", *dead, "--dump-dom").stdout
+    marks = re.compile(r'id="vis"[^>]*>.*?<(canvas|svg)[^>]*class="marks"', re.S)  # what Vega drew into the page
+    assert marks.search(drawn["offline"]) and "NVIDIA A100-SXM4-80GB" in drawn["offline"], drawn["offline"][-2000:]
+    assert not marks.search(drawn["cdn"])

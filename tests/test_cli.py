@@ -331,3 +331,83 @@ def test_every_refused_input_is_one_line_naming_it(tmp_path):
     for line, (path, bad) in zip(errors, built.items()):
         assert line.startswith(f"roofline: {path}") or path in line, (bad.id, line)
         assert re.search(bad.message, line, re.DOTALL), (bad.id, line, bad.message)
+
+
+# -- folders and zipped exports (issue #47) --------------------------------------------------------
+
+FOLDER_REPORTS = {  # small real reports of three devices: fixture folder -> report
+    "rtx3070-vecadd-basic-ncu2022.3": "CuVectorAddDrv.ncu-rep",
+    "gtx1660s-sgemm-naive-full-ncu2024.1": "naive.ncu-rep",
+    "v100-kripke-full-ncu2023.3": "output.ncu-rep",
+}
+
+
+def folder_of_reports(tmp_path: Path) -> Path:
+    """tmp_path/reports: links to three real reports, a truncated copy of one (hand-made damage), a
+    note and a subfolder."""
+    folder = tmp_path / "reports"
+    folder.mkdir()
+    for fixture, name in FOLDER_REPORTS.items():
+        (folder / name).symlink_to(real_fixture(fixture) / name)
+    whole = (real_fixture("v100-kripke-full-ncu2023.3") / "output.ncu-rep").read_bytes()
+    (folder / "broken.ncu-rep").write_bytes(whole[: len(whole) // 2])
+    (folder / "notes.md").write_text("hand-made: how these reports were taken\n")
+    (folder / "old").mkdir()
+    return folder
+
+
+def test_a_folder_of_reports_is_every_report_each_its_own_app(tmp_path):
+    """`roofline show reports/` run from the folder's parent (another directory than the
+    repository): every report's kernels, each report its app named as the workflow names files;
+    one stderr line per entry left out (why) and one naming the broken report; exit status 1."""
+    folder = folder_of_reports(tmp_path)
+    ran = subprocess.run([sys.executable, "-m", "roofline", "show", "reports", "--format", "json"],
+                         capture_output=True, text=True, cwd=tmp_path)
+    lines = [line for line in ran.stderr.splitlines() if line.startswith("roofline: ")]
+    assert ran.returncode == 1 and "Traceback" not in ran.stderr
+    shown = pd.DataFrame(json.loads(ran.stdout))
+    assert set(shown["app"]) == {"CuVectorAddDrv", "naive", "output"}
+    one_by_one = api.analyse([folder / name for name in FOLDER_REPORTS.values()])
+    assert sorted(shown["kernel"]) == sorted(one_by_one.kernels["kernel"]) and len(shown) >= 3
+    assert set(shown["device"]) == set(one_by_one.kernels["device"]) and len(set(shown["device"])) == 3
+    assert [line for line in lines if "skipped" in line] == [
+        "roofline: skipped reports/notes.md: unknown file type '.md'; accepted are .ncu-rep (.ncu-repz), ncu CSV "
+        f"exports (.csv) and what-if tables (.yaml/.yml or .csv), each also compressed (.gz, .xz, .zst, .zstd, .bz2, "
+        ".zip; a .zip of one file): rename it if it is one of these",
+        "roofline: skipped reports/old: a folder; folders inside a folder are not searched: give it as an input of "
+        "its own",
+    ]
+    (broken,) = [line for line in lines if "broken.ncu-rep" in line]
+    assert broken.startswith("roofline: reports/broken.ncu-rep: the file is truncated or damaged")
+
+
+def test_a_folder_of_only_notes_says_what_it_holds(capsys, tmp_path):
+    folder = tmp_path / "empty_night"
+    folder.mkdir()
+    (folder / "README.txt").write_text("hand-made\n")
+    code, out, err = run_cli(capsys, "show", folder)
+    lines = [line for line in err.splitlines() if line.startswith("roofline: ")]
+    assert code == 1 and out == ""
+    assert lines[0].startswith(f"roofline: skipped {folder / 'README.txt'}: unknown file type '.txt'")
+    assert lines[1] == (f"roofline: {folder}: the folder holds no ncu CSV export (.csv, also compressed); check that "
+                        "the exports were written here")
+
+
+def test_a_zipped_export_gives_the_rows_of_the_export(capsys, tmp_path):
+    """nsight162.csv.zip, as NERSC's exports are shared on GitHub: the same JSON rows as the plain
+    export (same app name, same numbers)."""
+    import zipfile
+
+    plain = nersc_csv()
+    packed = tmp_path / "nsight162.csv.zip"
+    with zipfile.ZipFile(packed, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.write(plain, plain.name)
+    rows = {}
+    for path in (plain, packed):
+        code, out, err = run_cli(capsys, "show", path, "--device", A100_80, "--format", "json", "--all-columns")
+        assert code == 0 and "roofline: " not in err, err
+        rows[path.name] = json.loads(out)
+    zipped_rows, plain_rows = rows[packed.name], rows[plain.name]
+    assert len(plain_rows) == 1 and zipped_rows[0]["app"] == "nsight162"
+    assert [{k: v for k, v in r.items() if k != "source_file"} for r in zipped_rows] == \
+        [{k: v for k, v in r.items() if k != "source_file"} for r in plain_rows]
