@@ -85,13 +85,17 @@ def sort_kernels(kernels: pd.DataFrame, by: str = "priority") -> pd.DataFrame:
     """The kernels in the order asked for: ``priority`` (the data contract's: time share x distance
     from the roof, unjudged kernels by their time share), ``time`` (total GPU time, longest first)
     or ``roof`` (% of the binding roof, furthest from it first); missing values last."""
-    rank = kernels["priority"].fillna(kernels["time_share"])
-    keyed = kernels.assign(_rank=rank)
+    import pandas as pd
+
+    # the keys in a frame of their own: the kernels table is wide, and a column added to it is a copy
+    keyed = pd.DataFrame({"_rank": kernels["priority"].fillna(kernels["time_share"]),
+                          "duration_s": kernels["duration_s"], "roof_pct": kernels["roof_pct"]})
     keys = {"priority": (["_rank", "duration_s"], [False, False]),
             "time": (["duration_s", "_rank"], [False, False]),
             "roof": (["roof_pct", "duration_s"], [True, False])}[by]
-    ordered = keyed.sort_values(keys[0], ascending=keys[1], na_position="last", kind="stable")
-    return ordered.drop(columns="_rank").reset_index(drop=True)
+    order = keyed.reset_index(drop=True).sort_values(keys[0], ascending=keys[1], na_position="last",
+                                                     kind="stable").index
+    return kernels.iloc[order].reset_index(drop=True)
 
 
 def select_kernels(kernels: pd.DataFrame, sort: str = "priority", pattern: re.Pattern | None = None,
@@ -103,7 +107,10 @@ def select_kernels(kernels: pd.DataFrame, sort: str = "priority", pattern: re.Pa
         frame = frame[[bool(pattern.search(str(k))) for k in frame["kernel"]]]
     if top is not None:
         frame = frame.head(top)
-    return frame.reset_index(drop=True).assign(rank=range(1, len(frame) + 1))
+    import pandas as pd
+
+    frame = frame.reset_index(drop=True)
+    return pd.concat([frame, pd.Series(range(1, len(frame) + 1), name="rank", dtype="int64")], axis=1)
 
 
 # -- rendering -------------------------------------------------------------------------------------
