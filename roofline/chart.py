@@ -28,6 +28,7 @@ from roofline.chart_roofs import (  # noqa: F401 - the scales and labels, import
     layered,
     roof_base,
     roof_clock_text,
+    roofed_levels,
     si,
 )
 from roofline.metrics import COMPUTE_CLASSES, MEMORY_LEVELS
@@ -176,6 +177,11 @@ def roofline_layers(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str,
     """The chart of :func:`roofline_chart` without its kernel rows, and those rows."""
     on_device = kernels[kernels["device"] == device]
     points = plot_points(on_device)
+    roofed = roofed_levels(ceilings, device)
+    unroofed = [lv for lv in MEMORY_LEVELS if lv not in roofed and points[f"ai_{lv}"].notna().any()]
+    for level in unroofed:
+        points[f"ai_{level}"] = np.nan
+    points = points[points[[f"ai_{lv}" for lv in MEMORY_LEVELS]].notna().any(axis=1)].reset_index(drop=True)
     classes = _used_classes(on_device)
     shown = points[points["rank"] <= top_kernels]  # labels avoid the points visible at first
     layers, xy, sources, _ = roof_base(points, ceilings, device, classes, shown)
@@ -267,5 +273,8 @@ def roofline_layers(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str,
         *(["hollow points: what-if kernels without a duration, drawn at their predicted (at-roof) "
            "performance"] if (points["timing"] == PREDICTED).any() else []),
         *([unjudged] if (unjudged := unjudged_text(on_device)) else []),
+        *([f"{', '.join(LEVEL_LABEL[lv] for lv in unroofed)} not drawn: the ceilings hold no roof for "
+           f"{'that level' if len(unroofed) == 1 else 'those levels'} (roofline ceilings lists the sources)"]
+          if unroofed else []),
     ])
     return layered(layers, title).add_params(colour_by, *filters.values(), top_n), points

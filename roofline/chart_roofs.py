@@ -124,6 +124,13 @@ def roof_clock_text(ceilings: pd.DataFrame, device: str) -> str:
             "by default); datasheet roofs brought there per clock; memory roofs at their own clocks")
 
 
+def roofed_levels(ceilings: pd.DataFrame, device: str) -> list[str]:
+    """The memory levels of ``device`` with a selected roof, in level order: only these are drawn
+    (a point at a level without its roof would read as a verdict nobody gave)."""
+    roofs = _selected(ceilings, device)
+    return [lv for lv in MEMORY_LEVELS if ("memory", lv) in roofs]
+
+
 def _used_classes(kernels: pd.DataFrame) -> list[str]:
     """The classes a kernel was judged on: its compute class, or any with a time bound (FP16 work
     taken for HFMA2.MMA register moves has none and draws no roof)."""

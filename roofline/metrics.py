@@ -47,7 +47,7 @@ from roofline.sass_recipes import flop_recipes, peak_flop_recipe
 # The counting conventions of every derived number, stored with it (column ``convention``) and in
 # the history store: a change of convention starts a new tracking segment instead of a regression.
 # Bump it whenever a recipe changes what a quantity counts (docs/metrics.md, "Conventions").
-CONVENTION = "2026.12"
+CONVENTION = "2026.12b"
 
 SECTOR_BYTES = 32.0
 L1_WRITEBACK_BYTES_PER_CYCLE = 128.0
@@ -440,15 +440,18 @@ def level_families(level: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(r.family for r in QUANTITY_BY_NAME[traffic].recipes))
 
 
-def level_hint(level: str) -> str:
-    """The ncu flags that give a level's traffic and roof in one family: the full set, or the
-    metrics of the first family's first traffic and peak recipes (what capture asks for)."""
-    traffic, peak = (QUANTITY_BY_NAME[q] for q in LEVEL_PAIRS[level])
-    family = level_families(level)[0]
-    recipes = [next(r for r in q.recipes if r.family == family) for q in (traffic, peak)]
-    recipes += [QUANTITY_BY_NAME[d].recipes[0] for r in recipes for d in r.depends_on() if d != "duration_s"]
-    names = dict.fromkeys(n for r in recipes for n in r.inputs())
+def level_hint(*levels: str) -> str:
+    """The ncu flags that give the levels' traffic and roof, each in one family: the full set, or
+    the metrics of each level's first family's first traffic and peak recipes (what capture asks for)."""
+    names: dict[str, None] = {}
+    for level in levels:
+        traffic, peak = (QUANTITY_BY_NAME[q] for q in LEVEL_PAIRS[level])
+        family = level_families(level)[0]
+        recipes = [next(r for r in q.recipes if r.family == family) for q in (traffic, peak)]
+        recipes += [QUANTITY_BY_NAME[d].recipes[0] for r in recipes for d in r.depends_on() if d != "duration_s"]
+        names.update(dict.fromkeys(n for r in recipes for n in r.inputs()))
     return f"--set full (or --metrics {','.join(names)})"
+
 
 # Launch configuration read into grid/block/stream columns; capture asks for them explicitly.
 LAUNCH_METRICS = (

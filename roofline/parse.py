@@ -207,7 +207,8 @@ def _launch_problems(row, refusal_columns: list[str]) -> list[str]:
 
 def diagnostics_for(counters, app: str) -> pd.DataFrame:
     """One warning row per launch that lacks or had refused a roofline quantity, and one per file
-    whose launches ran on several devices. ``counters``: the counters table as a frame or as the
+    whose launches ran on several devices; a ``note`` per memory level the capture left without a
+    roof (what the capture did not collect, not a fault of the input). ``counters``: the counters table as a frame or as the
     Arrow table :func:`parse_table` gives."""
     names = counters.column_names if isinstance(counters, pa.Table) else list(counters.columns)
     refusal_columns = [c for c in names if c.endswith("_refused")]
@@ -252,10 +253,10 @@ def diagnostics_for(counters, app: str) -> pd.DataFrame:
                 ),
             }
         )
-    frame = pd.DataFrame(rows, columns=["source_file", "launch", "message"])
+    frame = pd.DataFrame(rows, columns=["source_file", "launch", "message", "severity"])
     frame.insert(0, "app", app)
     frame.insert(1, "stage", "parse")
-    frame.insert(2, "severity", "warning")
+    frame.insert(2, "severity", frame.pop("severity").astype(object).fillna("warning"))
     return frame
 
 
@@ -269,12 +270,16 @@ def _level_gaps(counters, names: list[str], measured: np.ndarray) -> list[dict]:
     source = _texts(counters["source_file"])[measured][0]
     launches = int(measured.sum())
     rows = []
+    # a launch without DRAM bytes already has its own message: no roofline at all, not a level short
+    has_dram = (~np.isnan(_numbers(counters["dram_bytes"]).astype("float64")[measured]) if "dram_bytes" in names
+                else np.zeros(launches, dtype=bool))
+    absent_levels: dict[str, int] = {}
     for level, (traffic, peak) in metrics.LEVEL_PAIRS.items():
         if traffic not in names or peak not in names:
             continue
         has_bytes = ~np.isnan(_numbers(counters[traffic]).astype("float64")[measured])
         has_roof = ~np.isnan(_numbers(counters[peak]).astype("float64")[measured])
-        unjudged, absent = has_bytes & ~has_roof, ~has_bytes
+        unjudged, absent = has_bytes & ~has_roof, ~has_bytes & has_dram
         name = level.upper()
         if unjudged.any():
             used = sorted(set(_texts(counters[f"{traffic}_recipe"])[measured][unjudged]) - {""})
@@ -282,11 +287,17 @@ def _level_gaps(counters, names: list[str], measured: np.ndarray) -> list[dict]:
                        f"(recipe {', '.join(used)}) but the report holds no {name} peak of the same counter "
                        f"family, so the {name} level is left out of their verdict (a roof of another family "
                        f"counts other bytes); collect it with {metrics.level_hint(level)}")
-            rows.append({"source_file": source, "launch": np.nan, "message": message})
+            rows.append({"source_file": source, "launch": np.nan, "message": message, "severity": "note"})
         if absent.any():
-            message = (f"{source}: {int(absent.sum())} of {launches} launch(es) have no {name} traffic counters, "
-                       f"so no {name} level on their roofline; collect them with {metrics.level_hint(level)}")
-            rows.append({"source_file": source, "launch": np.nan, "message": message})
+            absent_levels[level] = int(absent.sum())
+    if absent_levels:  # one message for the levels a capture left out: one capture option gives them all
+        named = " and ".join(level.upper() for level in absent_levels)
+        counts = sorted(set(absent_levels.values()))
+        count = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
+        hints = metrics.level_hint(*absent_levels)
+        message = (f"{source}: {count} of {launches} launch(es) have no {named} traffic counters, so their "
+                   f"roofline has no {named} level; collect them with {hints}")
+        rows.append({"source_file": source, "launch": np.nan, "message": message, "severity": "note"})
     return rows
 
 

@@ -70,6 +70,8 @@ def test_the_corpus_is_large_and_every_case_says_where_it_comes_from():
 def test_bad_input(bad, tmp_path):
     path = bad.build(tmp_path / "in")
     counters, diagnostics = run_parse(path, tmp_path / "out")
+    # notes say what the capture left out (a level without a roof), the same for the unedited export
+    diagnostics = diagnostics[diagnostics["severity"] != "note"].reset_index(drop=True)
     messages = diagnostics["message"].tolist()
     if bad.behaviour == "accepted":
         assert messages == [], f"{bad.id}: nothing is wrong, yet: {messages}"

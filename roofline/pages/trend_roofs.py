@@ -123,7 +123,9 @@ def _at_level(rows: pd.DataFrame) -> pd.DataFrame:
     ai = np.select([level == lv for lv in MEMORY_LEVELS],
                    [pd.to_numeric(rows[f"ai_{lv}"], errors="coerce") for lv in MEMORY_LEVELS], np.nan)
     performance = pd.to_numeric(rows["performance"], errors="coerce")
-    return rows.assign(level=level, ai=np.where(ai > 0, ai, np.nan), performance=performance.where(performance > 0))
+    placed = pd.DataFrame({"level": level, "ai": np.where(ai > 0, ai, np.nan),
+                           "performance": performance.where(performance > 0).to_numpy()}, index=rows.index)
+    return pd.concat([rows.drop(columns=[c for c in placed.columns if c in rows.columns]), placed], axis=1)
 
 
 def moved_points(kernels: pd.DataFrame, baseline: pd.DataFrame, findings: Sequence[Mapping]) -> pd.DataFrame:
