@@ -9,7 +9,10 @@ of the roof achieved. For one class and one level this is exactly ``min(pi, beta
 Rules chosen, and why:
 - Mixed compute classes (FP32 + FP16, tensor + CUDA cores): the compute bound is the *largest*
   per-class bound, not their sum, because the pipes can overlap; the class with that bound is the
-  kernel's compute class, its work the plotted FLOP. Every class's bound is kept as a column.
+  kernel's compute class, its work the plotted FLOP. Every class's bound is kept as a column. The
+  exception is work on several tensor classes (Hopper's wgmma beside mma.sync, two datatypes): they
+  share the tensor cores, so their bounds add up and the largest of them names the class; a mix is
+  never held to one path's roof alone.
 - A tie between compute and memory (a point on the ridge) is compute-bound; ties are judged with a
   relative tolerance of 1e-9 so that 100/100e12 and 1/1e12 tie as the arithmetic says.
 - No floating-point work: ``bound = none``; its binding roof is the instruction roofline's (the issue
@@ -123,8 +126,21 @@ def classify_frame(
         flop_known = np.isfinite(work).any(axis=1)
         has_flop = flop_total > 0
         dominant = _argmax(class_time)
+        # The tensor classes share one unit per SM (wgmma and mma.sync, one datatype after another):
+        # their bounds add up, and the verdict's class is the tensor class with the largest share.
+        # The CUDA-core pipes overlap the tensor cores and each other, so the largest of those counts.
+        tensor_time = class_time[:, _TENSOR]
+        tensor_classes_used = np.isfinite(tensor_time).sum(axis=1)
+        tensor_sum = np.where(tensor_classes_used > 0, np.nansum(tensor_time, axis=1), np.nan)
+        cuda_max = np.where(np.isfinite(class_time[:, _CUDA]).any(axis=1),
+                            np.nanmax(np.where(np.isfinite(class_time[:, _CUDA]), class_time[:, _CUDA], -1.0), axis=1),
+                            np.nan) if n else np.zeros(0)
+        tensor_binds = (tensor_classes_used > 1) & ~(cuda_max > tensor_sum)
+        top_tensor = np.array(_TENSOR)[_argmax(tensor_time).clip(min=0)] if n else np.zeros(0, dtype=int)
+        dominant = np.where(tensor_binds, top_tensor, dominant)
         pick = np.maximum(dominant, 0)
         compute_time = np.where(dominant >= 0, class_time[rows, pick], np.nan)
+        compute_time = np.where(tensor_binds, tensor_sum, compute_time)
         flop = np.where(dominant >= 0, work[rows, pick], np.nan)
         roof_flops = np.where(dominant >= 0, peaks[rows, pick], np.nan)
         compute_class = np.where(dominant >= 0, np.array(COMPUTE_CLASSES, dtype=object)[pick], "")
@@ -217,6 +233,8 @@ def classify_frame(
         "replay_failed": replay_failed,
         "compute_time": compute_time,
         "memory_time": memory_time,
+        "tensor_shared": tensor_binds & (bound == "compute:" + compute_class.astype(str)),
+        "class_time": class_time,
     }
     out["note"] = _notes(merged, ceiling_source, above, roof_fraction, low_roof_fraction, evidence)
     kept = [c for c in merged.columns if c not in out and not (c.startswith(("peak_", "bw_", "src_"))
@@ -227,6 +245,7 @@ def classify_frame(
 _FP16 = COMPUTE_CLASSES.index("fp16")
 _FP32 = COMPUTE_CLASSES.index("fp32")
 _TENSOR = [COMPUTE_CLASSES.index(c) for c in TENSOR_CLASSES]
+_CUDA = [COMPUTE_CLASSES.index(c) for c in COMPUTE_CLASSES if c not in TENSOR_CLASSES]
 # The compiler's HFMA2.MMA register moves are counted by ncu as HFMA (about 20 % of the FP32 FLOP in
 # the SiLU reports, half2 convention). They run on the tensor pipe: a busy tensor pipe whose op
 # counters say zero, beside FP16 FMA work, gives them away; without pipe counters, FP16 work below
@@ -332,7 +351,7 @@ def _notes(merged, ceiling_source, above, fraction, low, evidence) -> list[str]:
     no_dram = e["has_flop"] & ~np.isfinite(e["level_bytes"][:, 0]) & np.isfinite(e["memory_time"]) if n else no_flop
     notes = [""] * n
     flagged = above | far_below | no_ceiling | no_flop | no_memory | no_compute | no_dram
-    flagged |= e["register_moves"] | e["invisible_tensor"] | e["replay_failed"]
+    flagged |= e["register_moves"] | e["invisible_tensor"] | e["replay_failed"] | e["tensor_shared"]
     for i in np.flatnonzero(flagged):
         parts = []
         if e["replay_failed"][i]:
@@ -369,6 +388,10 @@ def _notes(merged, ceiling_source, above, fraction, low, evidence) -> list[str]:
                 f"latency/parallelism? at {100 * fraction[i]:.1f} % of the binding roof: capacity is unused; "
                 "check occupancy, launch size, stalls and the other levels (the roofline does not say why)"
             )
+        if e["tensor_shared"][i]:
+            used = [COMPUTE_CLASSES[j] for j in _TENSOR if np.isfinite(e["class_time"][i, j])]
+            parts.append(f"tensor work on {', '.join(used)}: they share the tensor cores, so the compute bound is "
+                         "the sum of their bounds, each at its own roof")
         if no_ceiling[i] and not no_compute[i]:
             classes = [COMPUTE_CLASSES[j] for j in np.flatnonzero(missing_ceiling[i])]
             parts.append(f"no ceiling for {', '.join(classes)}: that work is not judged")

@@ -185,7 +185,30 @@ def test_a_launch_on_both_paths_holds_each_paths_work_to_its_own_roof() -> None:
     assert row["time_bound_tensor_bf16_mma"] == pytest.approx(4e11 / mma)
     assert row["compute_class"] == "tensor_bf16_mma" and row["roof_flops"] == pytest.approx(mma)
     assert row["flop"] == 4e11 and not math.isclose(row["roof_flops"], wgmma)
-    assert np.isfinite(row["predicted_duration_s"])
+    # both paths run on the same tensor cores: the launch needs both bounds, one after the other
+    both = 4e11 / wgmma + 4e11 / mma
+    assert row["bound"] == "compute:tensor_bf16_mma"
+    assert row["predicted_duration_s"] == pytest.approx(both)
+    assert row["roof_pct"] == pytest.approx(100 * both / 1e-3)
+    assert "share the tensor cores" in row["note"]
+
+
+def test_tensor_and_cuda_core_work_overlap_but_two_tensor_classes_do_not() -> None:
+    """Hand-made: FP32 beside one tensor class keeps the largest bound (the pipes overlap); FP32
+    beside two tensor classes whose bounds add up past the FP32 one binds on the tensor cores."""
+    from roofline.classify import classify_frame
+
+    ceilings = pd.DataFrame({"device": ["H"] * 4, "kind": ["compute"] * 3 + ["memory"],
+                             "name": ["fp32", "tensor_bf16", "tensor_tf32", "dram"],
+                             "value": [50e12, 800e12, 400e12, 3e12], "source": "report", "selected": True})
+    one = pd.DataFrame({"device": ["H"], "launch": [0], "duration_s": [1e-3], "dram_bytes": [1e3],
+                        "flop_fp32": [30e9], "flop_tensor_bf16": [400e9]})
+    row = classify_frame(one, ceilings).iloc[0]
+    assert row["bound"] == "compute:fp32" and row["predicted_duration_s"] == pytest.approx(30e9 / 50e12)
+    two = one.assign(flop_tensor_tf32=[100e9])  # 0.5 ms + 0.25 ms on the tensor cores > 0.6 ms FP32
+    row = classify_frame(two, ceilings).iloc[0]
+    assert row["bound"] == "compute:tensor_bf16"
+    assert row["predicted_duration_s"] == pytest.approx(400e9 / 800e12 + 100e9 / 400e12)
 
 
 def test_every_class_has_its_own_label() -> None:
