@@ -190,9 +190,16 @@ def hold_at_launch_clock(candidates: pd.DataFrame, clocks: pd.Series, measured: 
     return conform(frame, "ceilings")
 
 
+# A device whose launches' SM clocks spread wider than this (max/min) was not held at one clock
+# (ncu --clock-control none): its roofs at the median clock misjudge the launches far from it.
+CLOCK_SPREAD_NOTED = 1.10
+
+
 def clock_notes(ceilings: pd.DataFrame) -> list[str]:
     """One message per device whose selected compute roofs could not all be held at the clock its
-    launches ran at (:func:`hold_at_launch_clock`): a percentage of such a roof mixes two clocks."""
+    launches ran at (:func:`hold_at_launch_clock`): a percentage of such a roof mixes two clocks; and
+    one per device whose launches ran at clocks too far apart to share one roof (the report's compute
+    peaks, per cycle the same, spread as the clocks do)."""
     held = ceilings[ceilings["selected"] & (ceilings["kind"] == "compute")
                     & ceilings["citation"].str.contains(NOT_HELD, regex=False)]
     messages = []
@@ -205,6 +212,19 @@ def clock_notes(ceilings: pd.DataFrame) -> list[str]:
             "reading (sm__cycles_elapsed.avg.per_second) or the roof no clock. ncu locks the base clock by "
             "default, so a launch's percentage of these roofs can read low; capture the SM clock (e.g. --set "
             "roofline) to have them held at the clock the launches ran at"
+        )
+    report = ceilings[ceilings["selected"] & (ceilings["kind"] == "compute") & (ceilings["source"] == "report")]
+    for device, group in report.groupby("device"):
+        spread = float(group["spread"].max())
+        if not spread > CLOCK_SPREAD_NOTED:
+            continue
+        clock = float(group["clock_hz"].median())
+        messages.append(
+            f"{device}: its launches ran at SM clocks {spread:.2f}x apart (the report's compute peaks, the same "
+            f"per cycle, spread as much): the clocks were not locked (ncu --clock-control none?). Its roofs are "
+            f"held at the median {clock / 1e6:.0f} MHz, so a launch at another clock reads up to "
+            f"{100 * (spread - 1):.0f} % off its true share of the roof; capture with ncu's default "
+            "--clock-control base to judge every launch at one clock"
         )
     return messages
 

@@ -120,8 +120,9 @@ def roof_clock_text(ceilings: pd.DataFrame, device: str) -> str:
                 "(see the diagnostics)")
     clocks = sorted({round(c / 1e6) for c in rows["clock_hz"] if np.isfinite(c)})
     held = " and ".join(f"{c} MHz" for c in clocks)
-    return (f"compute roofs at {held} SM clock, the clock measured while profiling (ncu locks the base clock "
-            "by default); datasheet roofs brought there per clock; memory roofs at their own clocks")
+    return (f"compute roofs at {held} SM clock, the clock measured while profiling (the base clock under "
+            "ncu's default --clock-control base); datasheet roofs brought there per clock; memory roofs at "
+            "their own clocks")
 
 
 def roofed_levels(ceilings: pd.DataFrame, device: str) -> list[str]:

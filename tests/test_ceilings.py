@@ -181,3 +181,19 @@ def test_a_roof_that_cannot_be_brought_to_the_launch_clock_is_said():
     assert NOT_HELD in tensor["citation"]
     [note] = clock_notes(ceilings)
     assert note.startswith(f"{A100_PCIE}: ") and "1410 MHz" in note and "tensor_fp16" in note and NOT_HELD in note
+
+
+def test_launches_at_clocks_far_apart_are_said_to_be_judged_at_their_median() -> None:
+    """Hand-made ceilings: report compute peaks spread as the launches' clocks do (unlocked clocks,
+    as the H200 and RTX 5090 captures); one spread past the threshold is named, a locked one is not."""
+    from roofline.ceilings import CLOCK_SPREAD_NOTED, clock_notes
+
+    def table(spread: float) -> pd.DataFrame:
+        return pd.DataFrame({"device": ["G", "G"], "kind": ["compute", "memory"], "name": ["fp32", "dram"],
+                             "value": [60e12, 3e12], "source": "report", "selected": True,
+                             "clock_hz": [1.9e9, 1.5e9], "spread": [spread, 1.3], "citation": "median"})
+
+    assert clock_notes(table(CLOCK_SPREAD_NOTED - 0.01)) == []  # the DRAM spread is no clock's
+    (message,) = clock_notes(table(1.25))
+    assert message.startswith("G: ") and "1.25x apart" in message and "1900 MHz" in message
+    assert "--clock-control base" in message
