@@ -324,3 +324,22 @@ def test_the_subtitle_names_the_clock_the_compute_roofs_are_held_at():
     held = [s for s in subtitle(765e6) if "SM clock" in s]
     assert len(held) == 1 and held[0].startswith("compute roofs at 765 MHz SM clock") and "1410" not in held[0]
     assert any("not brought to the launches' clock" in s for s in subtitle(np.nan))
+
+
+def test_a_level_without_a_roof_draws_no_point_and_no_legend_entry():
+    """Hand-made: the kernels have L2 and L1 intensities, the device's ceilings an L1 roof but no L2
+    one. No L2 point, legend entry or tooltip; the subtitle says why; the L1 points stay."""
+    ceilings = make_ceilings()
+    ceilings = ceilings[ceilings["name"] != "l2"]
+    spec = chart.roofline_chart(make_kernels(), ceilings, "GPU-A").to_dict()
+    points = _kernel_layer(spec)
+    fold = next(t for t in points["transform"] if "fold" in t)
+    assert fold["fold"] == ["ai_dram", "ai_l1"]
+    assert chart.MEMORY_LEVELS.index("l2") not in points["encoding"]["size"]["legend"]["values"]
+    assert "ai_l2" not in {t["field"] for t in points["encoding"]["tooltip"]}
+    assert all(row["ai_l2"] is None for row in spec["datasets"][chart.KERNEL_DATA])
+    subtitle = " ".join(spec["title"]["subtitle"])
+    assert "L2 not drawn: the ceilings hold no roof for that level" in subtitle
+    # with every level roofed nothing is said
+    full = chart.roofline_chart(make_kernels(), make_ceilings(), "GPU-A").to_dict()
+    assert "not drawn: the ceilings hold no roof" not in " ".join(full["title"]["subtitle"])
