@@ -35,12 +35,12 @@ if TYPE_CHECKING:
 EXIT_OK, EXIT_INPUT, EXIT_USAGE = 0, 1, 2
 FORMATS = ("table", "csv", "json", "markdown")
 SORTS = ("priority", "time", "roof")
-SHOW_COLUMNS = ["kernel", "app", "device", "bound", "% roof", "time share", "AI [FLOP/B]", "performance"]
+SHOW_COLUMNS = ["kernel", "app", "device", "bound", "% roof (of)", "time share", "AI [FLOP/B]", "performance"]
 # The machine-readable columns of ``show`` (contract names of data/kernels/{app}.parquet; units in
 # roofline/schemas.py), in reading order; --all-columns prints every column of the table.
 KERNEL_FIELDS = [
     "rank", "kernel", "kernel_short", "app", "device", "grid", "block", "launches", "launches_used", "bound",
-    "compute_class", "binding_level", "roof_pct", "time_share", "duration_s", "flop", "performance",
+    "compute_class", "binding_level", "binding_roof", "roof_pct", "time_share", "duration_s", "flop", "performance",
     "attainable", "roof_flops", "ai_dram", "ai_l2", "ai_l1", "ai_shared", "ceiling_source", "priority", "note",
 ]
 CEILING_COLUMNS = ["device", "kind", "name", "value", "source", "selected", "clock", "per clock", "launches",
@@ -131,7 +131,8 @@ def _kernel_cells(kernels: pd.DataFrame) -> list[list[str]]:
                        else f"{si(r['attainable'], 'FLOP/s')} predicted" if finite(r["attainable"]) else "-")
         rows.append([
             r["kernel_short"], r["app"], r["device"], r["bound"],
-            f"{r['roof_pct']:.1f} %" if finite(r["roof_pct"]) else "-",
+            (f"{r['roof_pct']:.1f} % ({r['binding_roof']})" if r.get("binding_roof") else f"{r['roof_pct']:.1f} %")
+            if finite(r["roof_pct"]) else "-",
             f"{100 * r['time_share']:.1f} %" if finite(r["time_share"]) else "-",
             f"{r[f'ai_{level}']:.3g} ({level})" if finite(r[f"ai_{level}"]) else "-",
             performance,

@@ -65,10 +65,11 @@ def test_show_textbook(capsys):
     code, out, _ = run_cli(capsys, "show", TEXTBOOK)
     assert code == 0
     lines = out.splitlines()
-    assert lines[0].split() == ["kernel", "app", "device", "bound", "%", "roof", "time", "share", "AI", "[FLOP/B]",
-                                "performance"]
+    assert lines[0].split() == ["kernel", "app", "device", "bound", "%", "roof", "(of)", "time", "share", "AI",
+                                "[FLOP/B]", "performance"]
     body = "\n".join(lines[2:])
-    assert "seed_normalization" in body and "83.3 %" in body and "12 (dram)" in body
+    # the % says which roof it is of: one meaning, labelled
+    assert "seed_normalization" in body and "83.3 % (dram)" in body and "12 (dram)" in body
     assert "120 TFLOP/s predicted" in body  # what-if kernel without duration
     assert lines[2].startswith("seed_normalization")  # highest priority first
 
@@ -103,7 +104,7 @@ def test_markdown_and_csv_shortcut(capsys):
     code, out, _ = run_cli(capsys, "show", TEXTBOOK, "--format", "markdown", "--top", "3")
     assert code == 0
     lines = out.splitlines()
-    assert lines[0].startswith("| kernel | app | device | bound | % roof |") and len(lines) == 2 + 3
+    assert lines[0].startswith("| kernel | app | device | bound | % roof (of) |") and len(lines) == 2 + 3
     assert lines[1].startswith("| --- | --- | --- | --- | ---: |")
     _, shortcut, _ = run_cli(capsys, "show", TEXTBOOK, "--csv")
     _, explicit, _ = run_cli(capsys, "show", TEXTBOOK, "--format", "csv")
