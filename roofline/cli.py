@@ -1,7 +1,8 @@
 """The ``roofline`` console command (also ``python -m roofline``): the stages run in-process on a
 few files, without Snakemake, through :func:`roofline.api.analyse` (the notebook API's).
 
-``roofline show FILE...`` prints the classified kernels, highest priority first;
+``roofline show FILE...`` prints the classified kernels, highest priority first (several files are one
+run, ranked by the GPU time to gain over all of them, as the summary page ranks them);
 ``roofline ceilings FILE...`` the ceilings of each device, with where each value comes from;
 ``roofline report FILE... -o out.html`` writes the offline summary page (and a page per app);
 ``roofline compare A B [C...]`` follows each kernel across reports of the same code (what moved,
@@ -35,13 +36,17 @@ if TYPE_CHECKING:
 EXIT_OK, EXIT_INPUT, EXIT_USAGE = 0, 1, 2
 FORMATS = ("table", "csv", "json", "markdown")
 SORTS = ("priority", "time", "roof")
-SHOW_COLUMNS = ["kernel", "app", "device", "bound", "% roof (of)", "time share", "AI [FLOP/B]", "performance"]
+# "of run" and "saving": the kernel's share of all the inputs' GPU time and what reaching its roof would
+# save, the figures --sort priority ranks by (as the summary's At a glance; of one app, its time share)
+SHOW_COLUMNS = ["kernel", "app", "device", "bound", "% roof (of)", "of run", "saving", "AI [FLOP/B]",
+                "performance"]
 # The machine-readable columns of ``show`` (contract names of data/kernels/{app}.parquet; units in
 # roofline/schemas.py), in reading order; --all-columns prints every column of the table.
 KERNEL_FIELDS = [
     "rank", "kernel", "kernel_short", "app", "device", "grid", "block", "launches", "launches_used", "bound",
-    "compute_class", "binding_level", "binding_roof", "roof_pct", "time_share", "duration_s", "flop", "performance",
-    "attainable", "roof_flops", "ai_dram", "ai_l2", "ai_l1", "ai_shared", "ceiling_source", "priority", "note",
+    "compute_class", "binding_level", "binding_roof", "roof_pct", "time_share", "run_share", "duration_s", "saving_s",
+    "flop", "performance", "attainable", "roof_flops", "ai_dram", "ai_l2", "ai_l1", "ai_shared", "ceiling_source",
+    "priority", "run_priority", "note",
 ]
 CEILING_COLUMNS = ["device", "kind", "name", "value", "source", "selected", "clock", "per clock", "launches",
                    "spread", "citation"]
@@ -60,8 +65,13 @@ exit status:
       directory): one line says which and how; fix it and rerun
 
 --format csv and json print every number at full precision in SI base units
-(s, FLOP, FLOP/s, B/s, FLOP/B; roof_pct in %, time_share a fraction), empty
+(s, FLOP, FLOP/s, B/s, FLOP/B; roof_pct in %, shares a fraction), empty
 (csv) or null (json) where a value is missing; table and markdown are for reading.
+
+Several files are judged as one run, as on the summary page: run_share is a
+kernel's share of all the inputs' GPU time (time_share: of its own app's),
+saving_s the GPU time reaching its roof would save, and --sort priority ranks
+by run_priority = saving_s / the run's GPU time (of one app: its priority).
 """
 
 
@@ -82,33 +92,42 @@ def app_names(paths: Sequence[str]) -> list[str]:
 
 
 def sort_kernels(kernels: pd.DataFrame, by: str = "priority") -> pd.DataFrame:
-    """The kernels in the order asked for: ``priority`` (the data contract's: time share x distance
-    from the roof, unjudged kernels by their time share), ``time`` (total GPU time, longest first)
-    or ``roof`` (% of the binding roof, furthest from it first); missing values last."""
+    """The kernels in the order asked for: ``priority`` (over the whole run, as the summary's At a
+    glance: :func:`roofline.kernels.run_order`), ``time`` (total GPU time, longest first) or ``roof``
+    (% of the binding roof, furthest from it first); missing values last."""
     import pandas as pd
 
+    from roofline.kernels import RUN_FIELDS, run_order, run_ranking
+
+    frame = kernels.reset_index(drop=True)
+    ranking = frame[RUN_FIELDS] if set(RUN_FIELDS) <= set(frame.columns) else run_ranking(frame)
+    if by == "priority":
+        return frame.loc[run_order(frame, ranking)].reset_index(drop=True)
     # the keys in a frame of their own: the kernels table is wide, and a column added to it is a copy
-    keyed = pd.DataFrame({"_rank": kernels["priority"].fillna(kernels["time_share"]),
-                          "duration_s": kernels["duration_s"], "roof_pct": kernels["roof_pct"]})
-    keys = {"priority": (["_rank", "duration_s"], [False, False]),
-            "time": (["duration_s", "_rank"], [False, False]),
+    keyed = pd.DataFrame({"_rank": ranking["run_priority"].fillna(ranking["run_share"]),
+                          "duration_s": frame["duration_s"], "roof_pct": frame["roof_pct"]})
+    keys = {"time": (["duration_s", "_rank"], [False, False]),
             "roof": (["roof_pct", "duration_s"], [True, False])}[by]
-    order = keyed.reset_index(drop=True).sort_values(keys[0], ascending=keys[1], na_position="last",
-                                                     kind="stable").index
-    return kernels.iloc[order].reset_index(drop=True)
+    order = keyed.sort_values(keys[0], ascending=keys[1], na_position="last", kind="stable").index
+    return frame.iloc[order].reset_index(drop=True)
 
 
 def select_kernels(kernels: pd.DataFrame, sort: str = "priority", pattern: re.Pattern | None = None,
                    top: int | None = None) -> pd.DataFrame:
-    """Sorted, then those whose full name matches ``pattern`` (searched, as Python's ``re``), then
-    the first ``top``; ``rank`` numbers them in that order from 1."""
-    frame = sort_kernels(kernels, sort)
+    """The kernels with their run-level figures (:func:`roofline.kernels.run_ranking`, over all of
+    ``kernels``), sorted, then those whose full name matches ``pattern`` (searched, as Python's
+    ``re``), then the first ``top``; ``rank`` numbers them in that order from 1."""
+    import pandas as pd
+
+    from roofline.kernels import run_ranking
+
+    frame = kernels.reset_index(drop=True)
+    frame = pd.concat([frame, run_ranking(frame)], axis=1)
+    frame = sort_kernels(frame, sort)
     if pattern is not None:
         frame = frame[[bool(pattern.search(str(k))) for k in frame["kernel"]]]
     if top is not None:
         frame = frame.head(top)
-    import pandas as pd
-
     frame = frame.reset_index(drop=True)
     return pd.concat([frame, pd.Series(range(1, len(frame) + 1), name="rank", dtype="int64")], axis=1)
 
@@ -133,7 +152,9 @@ def _kernel_cells(kernels: pd.DataFrame) -> list[list[str]]:
             r["kernel_short"], r["app"], r["device"], r["bound"],
             (f"{r['roof_pct']:.1f} % ({r['binding_roof']})" if r.get("binding_roof") else f"{r['roof_pct']:.1f} %")
             if finite(r["roof_pct"]) else "-",
-            f"{100 * r['time_share']:.1f} %" if finite(r["time_share"]) else "-",
+            "-" if not finite(r.get("run_share")) else f"{100 * r['run_share']:.1f} %" if r["run_share"] >= 1e-3
+            else f"{100 * r['run_share']:.2g} %",  # a tiny app's kernels are not 0.0 % of the run
+            si(r["saving_s"], "s") if finite(r.get("saving_s")) else "-",
             f"{r[f'ai_{level}']:.3g} ({level})" if finite(r[f"ai_{level}"]) else "-",
             performance,
         ])
@@ -275,10 +296,12 @@ def build_parser() -> argparse.ArgumentParser:
     printed.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
     printed.add_argument("--csv", dest="format", action="store_const", const="csv", help="same as --format csv")
     kw = {"parents": [common, printed], "epilog": EPILOG, "formatter_class": argparse.RawDescriptionHelpFormatter}
-    show = sub.add_parser("show", help="print the classified kernels, highest priority first", **kw)
+    show = sub.add_parser("show", help="print the classified kernels, highest priority over the whole run first",
+                          **kw)
     show.add_argument("--sort", choices=SORTS, default="priority",
-                      help="priority (time share x distance from the roof), time (GPU time) or roof "
-                           "(%% of roof, lowest first); default: priority")
+                      help="priority (the GPU time to gain at the roof as a share of the whole run's: "
+                           "several files are ranked together, as on the summary page), time (GPU time) or "
+                           "roof (%% of roof, lowest first); default: priority")
     show.add_argument("--filter", type=_regex, metavar="REGEX", help="only kernels whose full name matches (re.search)")
     show.add_argument("--top", type=_positive, metavar="N", help="only the first N kernels (after --filter)")
     show.add_argument("--all-columns", action="store_true", help="csv/json: every column of the kernels table")
@@ -385,7 +408,7 @@ def run(args: argparse.Namespace) -> int:
         if args.filter is not None and frame.empty and len(analysis.kernels):
             print(f"roofline: no kernel name matches --filter {args.filter.pattern!r} "
                   f"(of {len(analysis.kernels)} kernels)", file=sys.stderr)
-        columns = ["rank", *analysis.kernels.columns] if args.all_columns else KERNEL_FIELDS
+        columns = ["rank", *(c for c in frame.columns if c != "rank")] if args.all_columns else KERNEL_FIELDS
         text = render(frame, args.format, columns, _kernel_cells, SHOW_COLUMNS, KERNEL_TEXT, {0: 60})
     if len(frame) or args.format in ("csv", "json"):
         print(text)

@@ -98,3 +98,59 @@ def aggregate_kernels(counters: pd.DataFrame, ceilings: pd.DataFrame, **options)
     classified = classified.sort_values("_rank", ascending=False, na_position="last")
     columns = [c.name for c in KERNELS]
     return conform(classified[[c for c in classified.columns if c in columns]], "kernels")
+
+
+# -- judged over a run: several apps shown together (the summary page, ``roofline show a b``) --------
+
+RUN_FIELDS = ["run_share", "saving_s", "run_priority"]  # the columns of :func:`run_ranking`
+
+
+def savings_at_roof(kernels: pd.DataFrame) -> pd.Series:
+    """GPU time [s] each kernel would save at its binding roof: ``duration_s - predicted_duration_s``
+    (its totals over the launches used), 0 at or above the roof, NaN where either is unknown."""
+    def number(name: str) -> pd.Series:
+        if name not in kernels:
+            return pd.Series(np.nan, index=kernels.index)
+        return pd.to_numeric(kernels[name], errors="coerce").astype(float)
+
+    duration = number("duration_s")
+    at_roof = number("predicted_duration_s")
+    saving = (duration - at_roof).clip(lower=0.0)
+    return saving.where(np.isfinite(duration) & np.isfinite(at_roof))
+
+
+def run_ranking(kernels: pd.DataFrame) -> pd.DataFrame:
+    """The kernels judged over the run they are shown with (every app of ``kernels`` together), as
+    the summary's At a glance and ``roofline show`` rank them; one row per row of ``kernels``:
+
+    - ``run_share``: the kernel's fraction of the run's GPU time (``time_share`` is of its own app's);
+    - ``saving_s``: the GPU time [s] reaching its binding roof would save (:func:`savings_at_roof`);
+    - ``run_priority``: that saving as a fraction of the run's GPU time, NaN without a verdict.
+
+    Of one app, ``run_priority`` is its ``priority`` (time share x distance from the roof); across
+    apps a share of a tiny app's time must not outrank milliseconds to gain in a long one.
+    """
+    duration = pd.to_numeric(kernels["duration_s"], errors="coerce").astype(float)
+    run_time = float(duration.sum())
+    priority = pd.to_numeric(kernels["priority"], errors="coerce").astype(float)
+    judged = (kernels["bound"] != "unknown") & priority.notna()
+    saving = savings_at_roof(kernels).where(judged)
+    if run_time > 0:
+        share, ranked = duration / run_time, saving / run_time
+    else:  # no measured time at all (what-if tables): the priorities are all there is
+        share, ranked = pd.Series(np.nan, index=kernels.index), priority.where(judged)
+    return pd.DataFrame({"run_share": share, "saving_s": saving, "run_priority": ranked}, index=kernels.index)
+
+
+def run_order(kernels: pd.DataFrame, ranking: pd.DataFrame | None = None) -> pd.Index:
+    """The index of ``kernels`` by run priority, highest first (ties: by ``priority``, then GPU time);
+    a kernel without a verdict by its run share, first among equals (unjudged time is news);
+    missing values last. ``ranking``: :func:`run_ranking` of ``kernels``, when already computed."""
+    ranking = run_ranking(kernels) if ranking is None else ranking
+    keys = pd.DataFrame({
+        "_rank": ranking["run_priority"].fillna(ranking["run_share"]),
+        "priority": pd.to_numeric(kernels["priority"], errors="coerce").astype(float),
+        "duration_s": pd.to_numeric(kernels["duration_s"], errors="coerce").astype(float),
+    }, index=kernels.index)
+    return keys.sort_values(["_rank", "priority", "duration_s"], ascending=False, na_position="last",
+                            kind="stable").index

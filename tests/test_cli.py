@@ -65,8 +65,8 @@ def test_show_textbook(capsys):
     code, out, _ = run_cli(capsys, "show", TEXTBOOK)
     assert code == 0
     lines = out.splitlines()
-    assert lines[0].split() == ["kernel", "app", "device", "bound", "%", "roof", "(of)", "time", "share", "AI",
-                                "[FLOP/B]", "performance"]
+    assert lines[0].split() == ["kernel", "app", "device", "bound", "%", "roof", "(of)", "of", "run", "saving",
+                                "AI", "[FLOP/B]", "performance"]
     body = "\n".join(lines[2:])
     # the % says which roof it is of: one meaning, labelled
     assert "seed_normalization" in body and "83.3 % (dram)" in body and "12 (dram)" in body
@@ -78,6 +78,33 @@ def test_show_real_report(capsys):
     code, out, _ = run_cli(capsys, "show", silu_report())
     assert code == 0
     assert "silu_kernel" in out and "NVIDIA A100-SXM4-40GB" in out and "memory:dram" in out
+
+
+def test_several_apps_are_ranked_over_the_run_as_on_the_summary(capsys, tmp_path):
+    """Reports of three apps (H100 PCIe, V100, GTX 1650): a tiny app's kernels are ~100 % of their own
+    app (time_share) but ~0.05 % of the run; show ranks them as the summary's At a glance does, by the
+    GPU time to gain over the whole run, and its run shares add up to 1."""
+    import html
+
+    folders = ("h100pcie-rmsnorm-full-ncu2025.1", "v100-kripke-full-ncu2023.3", "gtx1650-heatsim-stencil-full-ncu2021.3")
+    reports = [next(real_fixture(f).glob("*.ncu-rep")) for f in folders]
+    code, out, _ = run_cli(capsys, "show", *reports, "--format", "json")
+    assert code == 0
+    shown = pd.DataFrame(json.loads(out))
+    assert shown["app"].nunique() == 3 and shown["time_share"].sum() == pytest.approx(3)
+    assert shown["run_share"].sum() == pytest.approx(1)
+    np.testing.assert_allclose(shown["run_priority"], shown["saving_s"] / shown["duration_s"].sum())
+    assert np.all(np.diff(shown["run_priority"]) <= 0)
+    # the figures are the summary page's: its At a glance lists the same kernels in the same order
+    code, _, _ = run_cli(capsys, "report", *reports, "-o", tmp_path / "summary.html")
+    assert code == 0
+    page = (tmp_path / "summary.html").read_text()
+    glance = page[page.index('<section id="glance">'):page.index("</section>", page.index('<section id="glance">'))]
+    order = [html.unescape(t) for t in re.findall(r'<span class="kname" title="([^"]*)"', glance)]
+    assert order == list(shown["kernel"]) and len(order) == 5
+    assert shown["priority"].idxmax() != 0  # per app, a 4 µs kernel of the GTX 1650 app would come first
+    table, _ = run_cli(capsys, "show", *reports)[1:]
+    assert "of run" in table.splitlines()[0] and "saving" in table.splitlines()[0]
 
 
 @pytest.mark.parametrize("fmt", ["csv", "json"])

@@ -1,8 +1,10 @@
 """What a performance engineer reads first, in words: the kernels where optimisation pays most, the
 roof that binds each, how far it is and what reaching the roof would save; and ncu's own findings.
 
-"At a glance" ranks judged kernels by ``priority`` (time share x (1 - fraction of the binding
-roof)). The saving at the roof is ``duration_s - predicted_duration_s`` (the kernel's totals over
+"At a glance" ranks judged kernels by their saving at the roof as a fraction of the page's GPU time
+(:func:`roofline.kernels.run_ranking`, as ``roofline show`` does): on an app page that is the kernels
+table's ``priority`` (time share x (1 - fraction of the binding roof)), on the summary the share of the
+whole run. The saving at the roof is ``duration_s - predicted_duration_s`` (the kernel's totals over
 the launches used), never below zero. "% of roof" is the kernels table's ``roof_pct``, of the roof
 ``binding_roof`` names: for a kernel without floating-point work (``bound`` none) its instruction
 roofline's (issue rate or a memory level's transactions/s), as on the kernels table.
@@ -15,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from roofline import metrics
+from roofline.kernels import run_order, run_ranking
 from roofline.ncu_rules import parse_rules
 from roofline.pages.markup import esc
 from roofline.units import si
@@ -79,19 +82,6 @@ def roof_percent(row: pd.Series) -> float:
     return _num(row, "roof_pct")
 
 
-def savings_at_roof(kernels: pd.DataFrame) -> pd.Series:
-    """GPU time [s] each kernel would save at its binding roof (0 at or above it; NaN unknown)."""
-    def number(name: str) -> pd.Series:
-        if name not in kernels:
-            return pd.Series(np.nan, index=kernels.index)
-        return pd.to_numeric(kernels[name], errors="coerce").astype(float)
-
-    duration = number("duration_s")
-    at_roof = number("predicted_duration_s")
-    saving = (duration - at_roof).clip(lower=0.0)
-    return saving.where(np.isfinite(duration) & np.isfinite(at_roof))
-
-
 def _pct(value: float) -> str:
     return "–" if not np.isfinite(value) else f"{value:.1f} %" if value >= 0.1 else f"{value:.2g} %"
 
@@ -117,19 +107,20 @@ def glance_html(kernels: pd.DataFrame, app_page: bool) -> str:
     k = kernels[[c for c in GLANCE_FIELDS if c in kernels.columns]].reset_index(drop=True)
     app_time = k.groupby("app")["duration_s"].transform("sum")
     run_time = float(k["duration_s"].sum())
-    judged = k[(k["bound"] != "unknown") & k["priority"].notna()].copy()
-    judged["_saving"] = savings_at_roof(judged)
-    # priority over the page's GPU time: an app page's is the kernels table's priority (its time share x
-    # distance from the roof); across apps, a share of a small app's time must not outrank seconds
-    judged["_rank"] = judged["_saving"] / run_time if run_time > 0 else judged["priority"]
-    judged = judged.sort_values(["_rank", "priority"], ascending=False)
+    # priority over the page's GPU time (roofline show ranks the same way): an app page's is the kernels
+    # table's priority; across apps, a share of a small app's time must not outrank seconds to gain
+    ranking = run_ranking(k)
+    k = k.join(ranking.rename(columns={"saving_s": "_saving"}))
+    order = run_order(k, ranking)
+    judged = k.loc[order][((k["bound"] != "unknown") & k["priority"].notna()).loc[order]]
     rows = []
     repeated = k.duplicated(["app", "kernel"], keep=False)  # one function, several launch configurations
     for i, (_, row) in enumerate(judged.head(GLANCE_KERNELS).iterrows(), 1):
         saving = row["_saving"]
         share = 100 * saving / app_time[row.name] if app_time[row.name] > 0 else float("nan")
         where = "" if app_page else f" of {esc(row['app'])}'s"
-        run = "" if app_page or k["app"].nunique() < 2 else f", {_pct(100 * saving / run_time)} of the run's"
+        several = not app_page and k["app"].nunique() > 1 and run_time > 0
+        run = f", {_pct(100 * row['run_priority'])} of the run's" if several else ""
         finding = _top_finding(row)
         ncu = (f'<br><span class="meta">ncu: {esc(finding["title"])}, est. speedup {finding["speedup_pct"]:.0f} % '
                f"({esc(finding['speedup_type'] or 'estimate')})</span>") if finding else ""
