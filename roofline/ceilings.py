@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from roofline.inputs import UNNAMED_GPU
 from roofline.report_peaks import PEAK_COLUMNS as _PEAK_COLUMNS
 from roofline.report_peaks import (
     SHORT_LAUNCH_S,
@@ -36,6 +37,17 @@ log = logging.getLogger("roofline.ceilings")
 
 _SOURCE_ORDER = ["report", "measured", "datasheet", "what-if"]
 _UNITS = {"compute": ("FLOP/s", 1e12, "T"), "memory": ("B/s", 1e9, "G")}
+
+
+def no_ceiling_message(device: str) -> str:
+    """What to do about a device without a roof from any source: an input that records no GPU name
+    (an export's ``unnamed GPU``) needs its app's ``device:`` key; a GPU the catalog lacks, an entry."""
+    if not device or device.startswith(UNNAMED_GPU):
+        return (f"{device or '(unnamed device)'}: no ceiling, since the input does not record which GPU it ran "
+                "on; name it with the app's device: key (apps: NAME: {report: PATH, device: \"NVIDIA "
+                "A100-SXM4-80GB\"}, a name of the GPU catalog; roofline --device on the command line)")
+    return (f"{device}: no ceiling from any source; add it to the catalog (config key ceilings.gpus) or collect "
+            "peaks with ncu --set roofline")
 
 
 def _narrow(counters: pd.DataFrame) -> pd.DataFrame:
@@ -339,10 +351,7 @@ def device_ceilings(
                          catalog, policy, device_policy, measured or None, overrides)
     messages = cross_check(ceilings, margin) + what_if_conflicts(inputs.what_if) + clock_notes(ceilings)
     for device in sorted(set(inputs.devices) - set(ceilings.loc[ceilings["selected"], "device"])):
-        messages.append(
-            f"{device or '(unnamed device)'}: no ceiling from any source; add it to the catalog "
-            "(config key ceilings.gpus) or collect peaks with ncu --set roofline"
-        )
+        messages.append(no_ceiling_message(device))
     for message in messages:
         log.warning("%s", message)
     diagnostics = pd.DataFrame(

@@ -27,6 +27,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 APP_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
+# the device of launches whose input records no GPU name (parse adds " (sm_XY)"); an app's device: key
+# (roofline --device) names it
+UNNAMED_GPU = "unnamed GPU"
 INPUT_SUFFIXES = {
     ".ncu-rep": "ncu-rep",
     ".ncu-repz": "ncu-rep",  # zstd-compressed (roofline/compressed.py)

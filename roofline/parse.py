@@ -29,7 +29,7 @@ from roofline import metrics
 from roofline.derive import arrow_texts, derive_columns, raw_columns
 from roofline.errors import InputError
 from roofline.input_hash import hash_beside
-from roofline.inputs import folder_inputs, is_what_if_csv, write_refusal
+from roofline.inputs import UNNAMED_GPU, folder_inputs, is_what_if_csv, write_refusal
 from roofline.ncu_rep import read_ncu_rep, read_ncu_rep_columns
 from roofline.report_provenance import report_provenance
 from roofline.schemas import conform_columns, conform_some
@@ -171,7 +171,7 @@ def _device_names(recorded, compute_capability, device: str | None, rows: int) -
             fallback = np.full(rows, device, dtype=object)
         else:
             capabilities = _text_values(compute_capability, rows)
-            texts = {c: f"unnamed GPU (sm_{c.replace('.', '')})" if c else "unnamed GPU" for c in set(capabilities)}
+            texts = {c: f"{UNNAMED_GPU} (sm_{c.replace('.', '')})" if c else UNNAMED_GPU for c in set(capabilities)}
             fallback = np.array([texts[c] for c in capabilities], dtype=object)
         names = np.where(unnamed, fallback, names)
     return pa.array(names, pa.large_string())

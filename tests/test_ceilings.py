@@ -197,3 +197,23 @@ def test_launches_at_clocks_far_apart_are_said_to_be_judged_at_their_median() ->
     (message,) = clock_notes(table(1.25))
     assert message.startswith("G: ") and "1.25x apart" in message and "1900 MHz" in message
     assert "--clock-control base" in message
+
+
+def test_an_export_without_a_gpu_name_is_told_of_the_apps_device_key(tmp_path):
+    """The NERSC export records no GPU: its launches are on an 'unnamed GPU', and the ceilings'
+    diagnostic (the summary's Diagnostics) names the fix, the app's device: key; with it, a roof."""
+    from conftest import real_fixture
+
+    from roofline.ceilings import device_ceilings
+    from roofline.table_files import write_table
+
+    source = real_fixture("a100-dropout-nersc-metrics-csv") / "nsight162.csv"
+    for device in (None, "NVIDIA A100-SXM4-80GB"):
+        path = str(tmp_path / f"{device is None}.parquet")
+        write_table(parse_input(source, "dropout", "csv", device), "counters", path)
+        ceilings, diagnostics = device_ceilings([path], CATALOG, ["report", "datasheet"])
+        told = [m for m in diagnostics["message"] if "device: key" in m]
+        if device is None:
+            assert len(told) == 1 and told[0].startswith("unnamed GPU") and "apps: NAME:" in told[0]
+        else:
+            assert not told and ceilings["selected"].any()
