@@ -255,8 +255,9 @@ def _app_page(mine: pd.DataFrame, kernels: pd.DataFrame, ceilings: pd.DataFrame,
               vega: str | None = None, charts: str | None = None) -> str:
     """:func:`app_html` from the app's rows (``mine``) and diagnostics, already picked out."""
     devices = set(mine["device"])
-    heading = f"{title}: {app}" if title else app
-    nav = '<nav><a href="../summary.html">← summary</a></nav>'
+    # the page is the app's: its own name heads it; the run's title (a summary's) names the way back
+    heading = app
+    nav = f'<nav><a href="../summary.html">← {_e(title or "summary")}</a></nav>'
     if source:
         nav += f'\n<p class="meta">input: <code>{_e(source)}</code></p>'
     return page_html(heading, *_body(mine, ceilings[ceilings["device"].isin(devices)], diagnostics, heading, None, nav,

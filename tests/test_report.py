@@ -256,6 +256,10 @@ def test_write_report_and_main(tmp_path):
     pages = sorted(p.name for p in (tmp_path / "reports" / "apps").iterdir())
     assert pages == ["app0.html", "app1.html", "quiet.html"]  # quiet: no rows, still a page
     assert "No kernels." in (tmp_path / "reports" / "apps" / "quiet.html").read_text()
+    # an app's page is titled by the app (not "T: app1", a summary's title); the run's title leads back
+    app1 = (tmp_path / "reports" / "apps" / "app1.html").read_text()
+    assert "<title>app1</title>" in app1 and "<h1>app1</h1>" in app1
+    assert '<a href="../summary.html">← T</a>' in app1
     assert not list((tmp_path / "reports").glob(".*.tmp"))
     assert out.stat().st_mode & 0o044  # readable by others, as a report should be
     # the config's report.top_kernels, as the workflow's report job passes it: every device chart's first count
