@@ -240,3 +240,19 @@ def test_the_applied_roof_is_the_one_most_rows_were_judged_with():
     got = list(zip(applied["device"], applied["name"], applied["value"], applied["source"], strict=True))
     assert got == [("A", "fp64", 9.7e12, "measured"), ("A", "dram", 1.9e12, "as judged"),
                    ("B", "fp32", 1e13, "datasheet"), ("B", "dram", 1.5e12, "datasheet")]
+
+
+def test_the_time_axis_is_in_seconds_with_an_si_prefix():
+    """A 15 ms kernel's trend reads "15ms" on its axis, not "15,000 µs": the data are in seconds and
+    the axis and tooltips format them with d3's SI prefixes."""
+    tonight = at_roof()
+    nights = pd.concat([_decisions(tonight).assign(run_id=f"n{i}", run_date=f"2026-01-0{i}",
+                                                   value_s=15e-3 * (1 + i / 100)) for i in range(1, 4)],
+                       ignore_index=True)
+    facet, selector = trends.trend_charts(nights, [])
+    assert facet is None
+    data = next(iter(selector["datasets"].values()))
+    assert {r["value_s"] for r in data} == {0.01515, 0.0153, 0.01545} and "value_us" not in data[0]
+    axes = [layer["encoding"]["y"] for layer in selector["layer"] if "axis" in layer["encoding"].get("y", {})]
+    assert axes and all(y["field"] == "value_s" and "µs" not in y["title"] for y in axes)
+    assert axes[0]["axis"]["labelExpr"] == trends.seconds_expr("datum.value")

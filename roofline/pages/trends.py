@@ -42,6 +42,7 @@ MAX_SELECTOR_SERIES = 150  # the selector chart carries every night of this many
 # regressions.json has them all
 MAX_FINDING_ROWS = 500
 MAX_STARTED_ROWS = 50  # apps whose history starts tonight, listed on the page (a first night: all of them)
+SI_FORMAT = ".3~s"  # d3's SI prefixes, 3 significant digits: 0.015 -> "15m" (the axis adds the unit)
 COLORS = {
     "regression": "#d62728", "improvement": "#2ca02c", "suspicious": "#ff7f0e",
     "outlier": "#9467bd", "workload_changed": "#8c564b", "environment_change": "#7f7f7f",
@@ -51,39 +52,47 @@ COLORS = {
 
 
 # ------------------------------------------------------------------------------------- the trends
+def seconds_expr(value: str) -> str:
+    """A Vega expression writing the seconds ``value`` as the pages' :func:`roofline.units.si` does:
+    "15 ms", "250 µs", "1.2 s" (d3's SI prefix, then a space before it)."""
+    return f"replace(format({value}, '{SI_FORMAT}'), /([yzafpnµmkMGTPEZY]?)$/, ' $1') + 's'"
+
+
 def _trend_layers(color_domain: list[str]) -> list[alt.Chart]:
     x = alt.X("run_date:T", title="night")
-    y = alt.Y("value_us:Q", title="time per launch [µs]", scale=alt.Scale(zero=False))
+    # seconds with an SI prefix ("15 ms", "250 µs"), as the pages write times: a fixed µs axis read
+    # "15,000 µs" for a 15 ms kernel
+    axis = alt.Axis(labelExpr=seconds_expr("datum.value"))
+    y = alt.Y("value_s:Q", title="time per launch", axis=axis, scale=alt.Scale(zero=False))
     color = alt.Color("label:N", scale=alt.Scale(domain=color_domain,
                                                  range=[COLORS[c] for c in color_domain]))
-    tip = [alt.Tooltip("run_id:N", title="run"), alt.Tooltip("label:N"),
-           alt.Tooltip("value_us:Q", format=".3f"), alt.Tooltip("baseline_us:Q", format=".3f"),
-           alt.Tooltip("change_pct:Q", format="+.1f", title="change [%]"),
+    tip = [alt.Tooltip("run_id:N", title="run"), alt.Tooltip("label:N"), alt.Tooltip("time:N"),
+           alt.Tooltip("baseline:N"), alt.Tooltip("change_pct:Q", format="+.1f", title="change [%]"),
            alt.Tooltip("z:Q", format=".1f"), alt.Tooltip("note:N")]
     return [
-        alt.Chart().mark_area(opacity=0.18, color="#4c78a8").encode(x, y="lower_us:Q", y2="upper_us:Q"),
-        alt.Chart().mark_line(strokeDash=[4, 3], color="#4c78a8").encode(x, y="baseline_us:Q"),
+        alt.Chart().mark_area(opacity=0.18, color="#4c78a8").encode(x, y="lower_s:Q", y2="upper_s:Q"),
+        alt.Chart().mark_line(strokeDash=[4, 3], color="#4c78a8").encode(x, y="baseline_s:Q"),
         alt.Chart().mark_line(color="#333333").encode(x, y),
-        alt.Chart().transform_filter("datum.marker").mark_point(filled=True, size=70).encode(
-            x, y, color=color, tooltip=tip),
+        alt.Chart().transform_filter("datum.marker").transform_calculate(
+            time=seconds_expr("datum.value_s"),
+            baseline=f"isValid(datum.baseline_s) ? {seconds_expr('datum.baseline_s')} : ''",
+        ).mark_point(filled=True, size=70).encode(x, y, color=color, tooltip=tip),
         alt.Chart().transform_filter("datum.label == 'environment_change'").mark_rule(
             strokeDash=[2, 2], color="#7f7f7f").encode(x),
     ]
 
 
 def trend_data(decisions: pd.DataFrame, names: pd.Series | None = None) -> pd.DataFrame:
-    """Per series per night: time, baseline and limit band [µs], label, violation marker;
+    """Per series per night: time, baseline and limit band [s], label, violation marker;
     ``names``: the rows' :func:`series_names`, when already known."""
     d = decisions.copy()
     d["series"] = series_names(d) if names is None else names.to_numpy()
-    for column in ("value_s", "baseline_s", "lower_s", "upper_s"):
-        d[column.replace("_s", "_us")] = d[column] * 1e6
     d["change_pct"] = (d["ratio"] - 1) * 100
     d["marker"] = ~d["label"].isin(["unchanged", "insufficient_data", "new"])
-    keep = ["series", "run_id", "run_date", "label", "value_us", "baseline_us", "lower_us",
-            "upper_us", "change_pct", "z", "marker", "note"]
+    keep = ["series", "run_id", "run_date", "label", "value_s", "baseline_s", "lower_s",
+            "upper_s", "change_pct", "z", "marker", "note"]
     out = d[keep].copy()
-    numbers = ["value_us", "baseline_us", "lower_us", "upper_us", "change_pct", "z"]
+    numbers = ["value_s", "baseline_s", "lower_s", "upper_s", "change_pct", "z"]
     out[numbers] = out[numbers].apply(lambda c: c.map(_round))
     return out
 
