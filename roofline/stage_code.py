@@ -19,10 +19,11 @@ BASE = ("__init__.py", "jobs.py", "errors.py", "atomic_files.py", "schemas.py", 
 # how a job starts and reaches the warm server: not what it computes, so in no digest
 RUNNER = ("job_client.py", "job_server.py")
 # what writes the pages: the report's, the app jobs' and (with its own modules) the tracking's; stage_code.py
-# because the chart specs kept between runs are keyed on these files (roofline/pages/cache.py)
+# because the chart specs kept between runs are keyed on these files (roofline/pages/cache.py); ceilings.py for the
+# words its citations use for the clock a roof is held at, which the charts' clock line reads
 PAGES = ("report.py", "chart.py", "chart_roofs.py", "chart_instruction.py", "chart_trajectory.py", "trajectory.py",
          "derive.py", "kernel_names.py", "plausibility.py", "instruction.py", "ncu_rules.py", "inputs.py", "units.py",
-         "assets/report.css", "assets/report.js", "pages/*.py", "stage_code.py")
+         "assets/report.css", "assets/report.js", "pages/*.py", "stage_code.py", "ceilings.py", "report_peaks.py")
 # stage (roofline.jobs.STAGES) -> its files beyond BASE; a pattern stands for the files it matches
 STAGE_CODE: dict[str, tuple[str, ...]] = {
     "parse": ("parse.py", "derive.py", "kernel_names.py", "plausibility.py", "input_hash.py", "what_if.py", "units.py",

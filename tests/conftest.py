@@ -1,7 +1,9 @@
 """Shared test helpers: where the real Nsight Compute fixtures live (read from ../shared, never copied)."""
 
+import csv
 import math
 import re
+import statistics
 import sys
 from pathlib import Path
 
@@ -129,3 +131,18 @@ def expected_dram(m):
     if "dram__bytes.sum.per_second" in m:
         return get(m, "dram__bytes.sum.per_second") * get(m, "gpu__time_duration.sum") * 1e-9
     return math.nan
+
+
+def nersc_sm_clock(path: Path) -> float:
+    """The SM clock the NERSC export's launches ran at, read with the csv module: the median
+    sm__cycles_elapsed.avg.per_second of its launches of at least 20 us (short ones read low)."""
+    clock, duration = {}, {}
+    with path.open(newline="") as f:
+        for rec in csv.DictReader(f):
+            value = float(rec["Metric Value"].replace(",", ""))
+            if rec["Metric Name"] == "sm__cycles_elapsed.avg.per_second":
+                clock[rec["ID"]] = value * {"cycle/second": 1.0, "cycle/nsecond": 1e9}[rec["Metric Unit"]]
+            elif rec["Metric Name"] == "gpu__time_duration.sum":
+                duration[rec["ID"]] = value * {"nsecond": 1e-9, "usecond": 1e-6}[rec["Metric Unit"]]
+    long = [clock[i] for i in clock if duration.get(i, 0.0) >= 20e-6]
+    return statistics.median(long or list(clock.values()))
