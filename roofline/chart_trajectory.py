@@ -31,6 +31,20 @@ def drawable(points: pd.DataFrame, device: str) -> pd.DataFrame:
     return p[p["path"].isin(longest.index[:TRAJECTORY_KERNELS])].reset_index(drop=True)
 
 
+def paths_text(points: pd.DataFrame, device: str, drawn: int, n_steps: int) -> str:
+    """What the chart's paths are: how many kernels were matched across the steps (and drawn), or,
+    when none was, that each point is a kernel of one step only, and why that happens."""
+    mine = points[points["device"] == device]
+    steps = mine.groupby(["match", "config"])["step"].nunique()
+    matched, total = int((steps > 1).sum()), len(steps)
+    if not matched:
+        return (f"no kernel matched across the {n_steps} steps: each of the {total} kernel"
+                f"{'s' if total != 1 else ''} is in one step only (kernels match by function name; one the "
+                "optimisation renamed needs --rename PATTERN=NAME, or the series' rename:)")
+    more = f" (the {drawn} longest drawn)" if total > drawn else ""
+    return f"{matched} of {total} kernel{'s' if total != 1 else ''} matched across {n_steps} steps{more}"
+
+
 def _arrowheads(p: pd.DataFrame, frame) -> pd.DataFrame:
     """One arrowhead per segment of a path: at the segment's middle on screen, turned towards the later step."""
     rows = []
@@ -89,11 +103,8 @@ def trajectory_chart(points: pd.DataFrame, kernels: pd.DataFrame, ceilings: pd.D
         **xy("ai", "performance"), color=colour, tooltip=tooltip))
     layers.append(base.mark_text(dx=8, dy=-8, fontSize=FONT + 2, fontWeight="bold", clip=True).encode(
         **xy("ai", "performance"), text="step:Q", color=colour))
-    drawn, total = p["path"].nunique(), int((points["device"] == device).groupby(
-        [points["match"], points["config"]]).any().sum())
-    more = f" (the {drawn} longest of {total})" if total > drawn else ""
     chart = layered(layers, alt.Title(device, subtitle=[
-        f"{drawn} kernel path(s){more} across {n_steps} steps; ceilings: {', '.join(sources) or 'none'}",
+        f"{paths_text(points, device, p['path'].nunique(), n_steps)}; ceilings: {', '.join(sources) or 'none'}",
         "each point: a step (numbered), at the intensity of the memory level its verdict used; arrows point to "
         "the later step",
         *([clock] if (clock := roof_clock_text(ceilings, device)) else []),

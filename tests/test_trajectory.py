@@ -176,3 +176,19 @@ def test_real_before_after_compare_cli(tmp_path, capsys):
     assert cli.main(["compare", *files]) == 0
     text = capsys.readouterr().out
     assert "only in step 1 of 2" in text and "only in step 2 of 2" in text
+
+
+def test_the_chart_says_how_many_kernels_matched_and_why_none_did(series):
+    """The subtitle counts the kernels matched across the steps (the series: stream, gemm and both
+    launch configurations of twice; gone and new are in one step each); when none matched, it says
+    so and why (a renamed kernel needs a rename), not "2 kernel path(s)"."""
+    def subtitle(frame: pd.DataFrame, steps: list[str]) -> str:
+        points = trajectory.step_points(frame, steps)
+        spec = chart_trajectory.trajectory_chart(points, frame, ceilings(), "G", len(steps)).to_dict(validate=False)
+        return spec["title"]["subtitle"][0]
+
+    assert subtitle(series, ["v1", "v2"]).startswith("4 of 6 kernels matched across 2 steps; ceilings: ")
+    renamed = series[series["kernel"].str.contains("gone|new")]
+    text = subtitle(renamed, ["v1", "v2"])
+    assert text.startswith("no kernel matched across the 2 steps: each of the 2 kernels is in one step only")
+    assert "--rename" in text and "path(s)" not in text
