@@ -150,7 +150,7 @@ def _body(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFra
             if not ((ceilings["device"] == device) & ceilings["selected"]).any():
                 skipped.append(f"{_e(device or '(unnamed device)')} (no selected ceiling)")
             elif not n:
-                skipped.append(f"{_e(device)} (no kernel with both a performance and an intensity)")
+                skipped.append(f"{_e(device)} (no judged kernel with both a performance and an intensity)")
             else:
                 page_apps = sorted(kernels.loc[kernels["device"] == device, "app"].unique())
                 entry = {"device": device, "canvas": n >= CANVAS_FROM, "controls": chart_controls(n, page_apps)}
@@ -176,7 +176,7 @@ def _body(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFra
                 sections.append(f'<div class="chart" id="chart{len(specs) - 1}"></div>')
     if skipped:
         sections.append(f"<p>No chart for {', '.join(skipped)}: their kernels are in the table below, the reasons "
-                        "under <a href=\"#diagnostics\">Diagnostics</a>.</p>")
+                        "in each kernel's note and under <a href=\"#diagnostics\">Diagnostics</a>.</p>")
     data = (f'{{"n":{len(table)},"cols":{columns_json(table)},"charts":{_json(charts)},'
             f'"dataset":{_json(KERNEL_DATA)},"fields":{_json(CHART_FIELDS)},"table":{_json(TABLE)},'
             f'"csv":{_json(CSV_COLUMNS)},"csvName":{_json(csv_name)},"appPrefix":{_json(app_prefix)},'

@@ -230,7 +230,9 @@ def real_rendered(real_pages, tmp_path_factory) -> dict:  # noqa: F811 (the fixt
 def test_real_pages_draw_offline_without_errors(real_rendered, name):
     page = real_rendered[name]
     dom = page["dom"]
-    assert page["charts"] == {"summary": 5, "app": 1, "app-fp-free": 2}[name]  # 3 devices + 2 instruction rooflines
+    # SiLU's and the GTX 1650's rooflines and the GTX 1650's and A40's instruction rooflines: the A40's
+    # FLOP roofline has no judged kernel (its one kernel with FLOP counts has tensor work not counted)
+    assert page["charts"] == {"summary": 4, "app": 1, "app-fp-free": 2}[name]
     assert dom.count('data-rendered="yes"') == page["charts"], page["log"][-2000:]
     assert 'data-error="' not in dom
     assert attribute(page, "logged") == "none"

@@ -445,3 +445,15 @@ def test_the_apps_table_sums_each_app_and_names_its_top_kernel():
     assert cells["a"][:6] == ["a.csv", "GPU X, GPU Y", "2", "2 s", "25.0 %", "10.0 %"]
     assert 'title="ka1(int)">ka1<' in cells["a"][6]  # no priority: the first of its kernels
     assert cells["c"] == ["", "", "0", "0 s", "0.0 %", "–", ""]
+
+
+def test_a_device_with_no_judged_kernel_gets_no_chart_and_says_why(real_pages):
+    """The A40 Julia report's one kernel with FLOP counts has tensor work its counters miss: it is
+    not drawn as a slow kernel at its partial FLOPs; the page says why there is no chart."""
+    out, result = real_pages
+    a40 = result.kernels[result.kernels["device"] == "NVIDIA A40"]
+    assert not a40["bound"].str.startswith(("compute:", "memory:")).any()
+    assert a40["note"].str.contains("tensor work not counted").any()
+    summary = (out / "summary.html").read_text()
+    assert "No chart for NVIDIA A40 (no judged kernel with both a performance and an intensity)" in summary
+    assert "in each kernel&#x27;s note" in summary or "in each kernel's note" in summary
