@@ -112,6 +112,9 @@ def _report_launches(counters: pd.DataFrame, given: dict[str, np.ndarray],
     launches["long"] = duration >= SHORT_LAUNCH_S
     launches["device"] = kept(counters["device"].to_numpy())[rows]
     launches["launch"] = kept(counters["launch"].to_numpy())[rows]
+    # the app of each launch: launch ids repeat across apps, so a citation of several apps names both
+    launches["app"] = (kept(counters["app"].to_numpy(dtype=object))[rows] if "app" in counters
+                       else np.full(len(rows), "", dtype=object))
     return launches
 
 
@@ -148,6 +151,7 @@ def _sample_columns(launches: dict[str, np.ndarray], first_position: int) -> tup
     heads = {name: launches[name][listed] for name in _GROUP_KEY}
     heads["position"] = launches["row"][listed] + first_position
     heads["launch"] = launches["launch"][listed]
+    heads["app"] = launches["app"][listed]
     heads["recipe"] = launches["recipe"][listed]
     return counts, heads
 
@@ -157,7 +161,7 @@ def _joined(counts: list[pd.DataFrame], heads: list[pd.DataFrame], merge: bool |
     (default: more than one frame) sums the counts of a sample that more than one of them has."""
     if not counts:
         return Samples(pd.DataFrame(columns=[*_SAMPLE_KEY, "count"]),
-                       pd.DataFrame(columns=[*_GROUP_KEY, "position", "launch", "recipe"]))
+                       pd.DataFrame(columns=[*_GROUP_KEY, "position", "launch", "recipe", "app"]))
     count = pd.concat(counts, ignore_index=True) if len(counts) > 1 else counts[0].reset_index(drop=True)
     if merge is None:
         merge = len(counts) > 1
@@ -166,6 +170,22 @@ def _joined(counts: list[pd.DataFrame], heads: list[pd.DataFrame], merge: bool |
     head = pd.concat(heads, ignore_index=True) if len(heads) > 1 else heads[0].reset_index(drop=True)
     head = head.sort_values("position", kind="stable")
     return Samples(count, head.groupby(_GROUP_KEY, sort=False).head(LISTED_LAUNCHES))
+
+
+def cited_launches(head: pd.DataFrame) -> str:
+    """The launches a citation lists: their ids ("3,7"); of several apps, whose launch ids repeat,
+    the ids after each app's name ("gemm:2; attn:2", not "2,2")."""
+    ids = [str(int(i)) for i in head["launch"]]
+    apps = head["app"].fillna("").astype(str).tolist() if "app" in head else [""] * len(ids)
+    if len(set(apps)) < 2:
+        return ",".join(ids)
+    runs: list[tuple[str, list[str]]] = []  # in input order, an app's launches together
+    for app, i in zip(apps, ids):
+        if runs and runs[-1][0] == app:
+            runs[-1][1].append(i)
+        else:
+            runs.append((app, [i]))
+    return "; ".join(f"{app}:{','.join(i)}" if app else ",".join(i) for app, i in runs)
 
 
 def _medians(samples: Samples, clock: bool = False) -> list[dict]:
@@ -189,7 +209,7 @@ def _medians(samples: Samples, clock: bool = False) -> list[dict]:
         clocks = np.repeat(used["clock"].to_numpy(dtype="float64"), counts)
         head = heads[(device, order, bool(has_long.any()))]
         kind, name = names[int(order)]
-        launches = ",".join(str(int(i)) for i in head["launch"].head(LISTED_LAUNCHES))
+        launches = cited_launches(head.head(LISTED_LAUNCHES))
         more = "…" if len(values) > LISTED_LAUNCHES else ""
         value = float(np.median(values))
         # one launch without a clock reading leaves the clock unknown, as the median of all would
@@ -197,7 +217,8 @@ def _medians(samples: Samples, clock: bool = False) -> list[dict]:
         rows.append({
             "device": device, "kind": kind, "name": name, "value": value, "source": "report",
             "clock_hz": clock, "per_clock": value / clock,
-            "citation": f"median of {len(values)} launch(es) [{launches}{more}] ({head['recipe'].iat[0]}){caveat}",
+            "citation": f"median of {len(values)} launch{'es' if len(values) != 1 else ''} [{launches}{more}] "
+                        f"({head['recipe'].iat[0]}){caveat}",
             "launches": len(values),
             "spread": float(values.max() / values.min()) if values.min() > 0 else np.nan,
         })
@@ -319,7 +340,7 @@ def _inputs(peaks: pd.DataFrame, numbers: np.ndarray) -> PeakInputs:
     is_sample, is_first = part == "sample", part == "first"
     counts = [peaks.loc[is_sample, [*_SAMPLE_KEY, "count"]]] if is_sample.any() else []
     first = peaks[is_first]
-    heads = [first[[*_GROUP_KEY, "position", "launch", "recipe"]].assign(
+    heads = [first[[*_GROUP_KEY, "position", "launch", "recipe", "app"]].assign(
         position=first["position"].to_numpy() + numbers[is_first] * _PART_SPAN)] if is_first.any() else []
     devices = sorted(set(peaks.loc[part == "device", "device"]))
     measured = sorted(set(peaks.loc[part == "measured", "device"]))

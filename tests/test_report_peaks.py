@@ -52,10 +52,10 @@ def test_the_median_of_the_long_launches_by_hand():
     assert g["value"] == sorted(long_fp32)[5] == 11e12  # 11 long launches: the 6th; the short 99 and 50 left out
     assert g["launches"] == 11 and g["spread"] == pytest.approx(13 / 9)
     assert np.isnan(g["clock_hz"])  # one long launch of b has no clock reading
-    assert g["citation"] == "median of 11 launch(es) [0,1,2,10,11,12,13,20…] (recipe-of-a)"
+    assert g["citation"] == "median of 11 launches [a:0,1,2; b:10,11,12,13; c:20…] (recipe-of-a)"
     h = table.loc[("H", "fp32")]
     assert h["value"] == 6e12 and h["clock_hz"] == pytest.approx(1.05e9)  # even count: the mean of the middle two
-    assert h["citation"] == "median of 2 launch(es) [0,1] (recipe-of-d); only launches under 20 us, whose clock " \
+    assert h["citation"] == "median of 2 launches [0,1] (recipe-of-d); only launches under 20 us, whose clock " \
                             "readings run low"
     assert table.loc[("G", "dram"), "value"] == 1.5e12 and table.loc[("G", "dram"), "clock_hz"] == 1.2e9
 
@@ -313,3 +313,16 @@ def test_kept_peaks_of_the_real_reports_give_the_ceilings_of_all_their_launches(
     write_table(frames[0], "counters", paths[0], metadata=report_peaks.peaks_metadata(frames[0]))
     whole = report_ceilings(pd.concat(frames, ignore_index=True)).drop(columns="selected")
     pd.testing.assert_frame_equal(from_kept(), whole)
+
+
+def test_a_citation_of_several_apps_names_each_launchs_app():
+    """Two apps on one GPU, each with its launch 2: the citation names app and launch ("x:2; y:2"),
+    not "2,2"; through the peaks tables the workflow writes per app, as from one frame."""
+    apps = [_launches(app, "G", [10e12, 11e12], [1.4e9, 1.4e9], [LONG, LONG], first_launch=1) for app in "xy"]
+    joined = report_ceilings(pd.concat(apps, ignore_index=True)).set_index(["device", "name"])
+    assert joined.loc[("G", "fp32"), "citation"] == "median of 4 launches [x:1,2; y:1,2] (recipe-of-x)"
+    per_app = report_peaks.ceilings_from_samples(report_peaks.peak_inputs(
+        [report_peaks.app_peaks(a) for a in apps]).samples).set_index(["device", "name"])
+    assert per_app.loc[("G", "fp32"), "citation"] == joined.loc[("G", "fp32"), "citation"]
+    one = report_ceilings(apps[0]).set_index(["device", "name"])
+    assert one.loc[("G", "fp32"), "citation"] == "median of 2 launches [1,2] (recipe-of-x)"
