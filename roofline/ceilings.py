@@ -31,6 +31,7 @@ from roofline.report_peaks import (
 
 __all__ = ["SHORT_LAUNCH_S", "build_ceilings", "clock_notes", "cross_check", "device_ceilings",
            "hold_at_launch_clock", "report_ceilings", "ridge_points", "select_ceilings"]
+from roofline.plausibility import ratio
 from roofline.schemas import conform
 
 log = logging.getLogger("roofline.ceilings")
@@ -183,7 +184,7 @@ def hold_at_launch_clock(candidates: pd.DataFrame, clocks: pd.Series, measured: 
     citations = frame["citation"].tolist()
     for i in np.flatnonzero(compute & (frame["source"] != "what-if")):
         clock, target, value = given[i], held[i], float(frame["value"].iat[i])
-        if not np.isfinite(target) or not np.isfinite(clock):
+        if not (np.isfinite(target) and target > 0) or not (np.isfinite(clock) and clock > 0):
             if frame["source"].iat[i] != "report" and frame["device"].iat[i] in measured:
                 why = "no SM clock reading in its launches" if not np.isfinite(target) else "no clock given with it"
                 at = f"it stays at {clock / 1e6:.0f} MHz" if np.isfinite(clock) else "its clock is unknown"
@@ -259,14 +260,16 @@ def cross_check(ceilings: pd.DataFrame, margin: float) -> list[str]:
         sources = sorted(values, key=_SOURCE_ORDER.index)
         for i, a in enumerate(sources):
             for b in sources[i + 1 :]:
-                ratio = values[a] / values[b]
+                between = ratio(values[a], values[b])
+                if not between > 0:
+                    continue  # a value of 0 or none: nothing to compare (parse refuses a 0 roof)
                 unit, scale, prefix = _UNITS[kind]
                 message = (
                     f"{device}: {name} ceiling from {a} is {values[a] / scale:.3g} {prefix}{unit}, "
-                    f"from {b} {values[b] / scale:.3g} {prefix}{unit} (ratio {ratio:.2f})"
+                    f"from {b} {values[b] / scale:.3g} {prefix}{unit} (ratio {between:.2f})"
                 )
-                per_clock = ratio * clocks.get(b, np.nan) / clocks.get(a, np.nan)
-                if kind == "compute" and np.isfinite(per_clock):
+                per_clock = between * ratio(clocks.get(b, np.nan), clocks.get(a, np.nan))
+                if kind == "compute" and np.isfinite(per_clock) and per_clock > 0:
                     clock_text = (
                         f"; at {clocks[a] / 1e6:.0f} MHz ({a}) and {clocks[b] / 1e6:.0f} MHz ({b}) "
                         f"the ratio per clock is {per_clock:.2f}"
@@ -281,7 +284,7 @@ def cross_check(ceilings: pd.DataFrame, margin: float) -> list[str]:
                         )
                     else:
                         warnings.append(message + clock_text + ": check the catalog entry and the recipe")
-                elif abs(ratio - 1) > margin:
+                elif abs(between - 1) > margin:
                     warnings.append(message)
     return warnings
 

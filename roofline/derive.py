@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 from roofline import metrics
 from roofline.kernel_names import short_kernel_name
 from roofline.metrics import COMPUTE_CLASSES, QUANTITIES
-from roofline.plausibility import all_plausible, implausible, refuse_rates
+from roofline.plausibility import all_plausible, implausible, implausible_sm_count, refuse_rates
 from roofline.recipe import Recipe
 from roofline.typed_columns import column_arrays
 
@@ -206,6 +206,7 @@ def derive_columns(raw: Mapping[str, object], rows: int) -> dict[str, object]:
             continue
         if metric in raw:
             out[column] = _floats(raw[metric])
+    out["sm_count_refused"] = _refused_sm_count(out, rows)
     shared = np.zeros(rows)
     for metric in ("launch__shared_mem_per_block_static", "launch__shared_mem_per_block_dynamic"):
         if metric in raw:
@@ -216,6 +217,22 @@ def derive_columns(raw: Mapping[str, object], rows: int) -> dict[str, object]:
     out["missing"], out["missing_hint"] = _missing(values, refusals)
     out["replay_failed"] = failed_replays(raw, rows, values["duration_s"])
     return out
+
+
+def _refused_sm_count(out: dict[str, object], rows: int) -> pa.Array:
+    """Why each launch's SM count was refused (:func:`implausible_sm_count`), its value made NaN in
+    ``out`` (in place): the issue roof multiplies by it, so one absurd count is one launch's warning,
+    never a roof of 1e10 SMs."""
+    count = out.get("sm_count")
+    reasons = {} if count is None else implausible_sm_count(count, metrics.IDENTITY_METRICS["sm_count"])
+    if not reasons:
+        return pa.repeat(pa.scalar("", pa.large_string()), rows)
+    count = count.copy()
+    count[list(reasons)] = np.nan
+    out["sm_count"] = count
+    why = np.zeros(rows, dtype=np.int64)
+    why[list(reasons)] = np.arange(1, len(reasons) + 1)
+    return _coded_texts(["", *reasons.values()], why)
 
 
 # Each quantity's recipes with the raw metrics each reads: a recipe the input lacks one of is passed by.

@@ -10,9 +10,14 @@ DRAM bytes = rate x duration) are empty too. The limits are those of the GPU cat
 ncu reports GDDR7 DRAM clocks near 14 GHz (RTX 5090 fixture).
 
 - any quantity below 0 (negative counters, bytes, times, clocks, peaks);
-- a duration of exactly 0 s (nothing takes no time: the rates would be infinite);
+- a duration, clock or peak of exactly 0 (nothing takes no time, a clock that never ticks counts no
+  cycle, a roof of 0 leaves no rate): later stages divide by them, per launch and across every app
+  of a device (the ceilings), so a 0 there is as absurd as a negative value;
+- an SM count (``device__attribute_multiprocessor_count``) of 0, below 0, fractional or above
+  MAX_SM_COUNT (:func:`implausible_sm_count`);
 - a duration above MAX_DURATION_S (one day: ncu replays a launch dozens of times);
-- clocks above MAX_CLOCK_HZ, peaks above MAX_FLOP_RATE / MAX_BYTE_RATE;
+- clocks below MIN_CLOCK_HZ (a shifted column of an export: no GPU clock runs under 1 MHz) or above
+  MAX_CLOCK_HZ, peaks above MAX_FLOP_RATE / MAX_BYTE_RATE;
 - work or traffic that implies a rate above those peaks in the launch's duration (e.g. 1e21 FLOP/s):
   the work or bytes are refused, the duration kept.
 """
@@ -26,9 +31,19 @@ from roofline.recipe import Recipe
 
 MAX_DURATION_S = 86_400.0
 MAX_CLOCK_HZ = 1e11
+MIN_CLOCK_HZ = 1e6
 MAX_FLOP_RATE = 1e18
 MAX_BYTE_RATE = 1e16
+MAX_SM_COUNT = 10_000  # the largest GPUs have ~150 SMs
 _UNIT_LIMITS = {"s": MAX_DURATION_S, "Hz": MAX_CLOCK_HZ, "FLOP/s": MAX_FLOP_RATE, "B/s": MAX_BYTE_RATE}
+# Units whose quantities a later stage divides by (durations, clocks, peaks): 0 is refused, and why.
+_ZERO_REFUSED = {
+    "s": "zero: a launch takes time, so the rates would be infinite",
+    "Hz": "zero: a clock that never ticks counts no cycle, so the peaks at it would be 0",
+    "FLOP/s": "zero: a roof of 0 leaves no rate possible, so the percentages would be infinite",
+    "B/s": "zero: a roof of 0 leaves no rate possible, so the percentages would be infinite",
+}
+_UNIT_FLOORS = {"Hz": MIN_CLOCK_HZ}
 
 
 def _source_text(recipe: Recipe | None) -> str:
@@ -42,8 +57,8 @@ def all_plausible(quantity, values: np.ndarray) -> bool:
     :func:`implausible`: one pass for the rule, where every value of a quantity is a measurement."""
     low, high = values.min(), values.max()  # NaN if any value is NaN: every comparison below fails
     limit = _UNIT_LIMITS.get(quantity.unit, np.inf)
-    if quantity.name == "duration_s":
-        return bool(low > 0 and high < np.inf and high <= limit)
+    if quantity.unit in _ZERO_REFUSED:
+        return bool(low >= _UNIT_FLOORS.get(quantity.unit, 0) and low > 0 and high < np.inf and high <= limit)
     return bool(low >= 0 and high < np.inf and high <= limit)
 
 
@@ -52,15 +67,21 @@ def implausible(quantity, values: np.ndarray, recipe: Recipe | None) -> dict[int
     judged); a row gets the first reason that applies."""
     limit = _UNIT_LIMITS.get(quantity.unit)
     suspect = values < 0
-    if quantity.name == "duration_s":
+    zero = _ZERO_REFUSED.get(quantity.unit)
+    if zero:
         suspect |= values == 0
+    floor = _UNIT_FLOORS.get(quantity.unit)
+    if floor is not None:
+        suspect |= values < floor
     if limit is not None:
         suspect |= values > limit
     if not suspect.any():  # every value plausible (the rule, by far)
         return {}
     checks = [(values < 0, "negative")]
-    if quantity.name == "duration_s":
-        checks.append((values == 0, "zero: a launch takes time, so the rates would be infinite"))
+    if zero:
+        checks.append((values == 0, zero))
+    if floor is not None:
+        checks.append((values < floor, f"below the plausible minimum {floor:g} {quantity.unit}"))
     if limit is not None:
         checks.append((values > limit, f"above the plausible maximum {limit:g} {quantity.unit}"))
     reasons: dict[int, str] = {}
@@ -68,6 +89,27 @@ def implausible(quantity, values: np.ndarray, recipe: Recipe | None) -> dict[int
         for i in np.flatnonzero(mask):
             reasons.setdefault(int(i), f"{_source_text(recipe)} gives {values[i]:.4g} {quantity.unit}: {why}")
     return reasons
+
+
+def implausible_sm_count(values: np.ndarray, metric: str) -> dict[int, str]:
+    """Row -> refusal text for the SM counts (``metric``'s ``values``) that no GPU has: 0, negative,
+    fractional or above :data:`MAX_SM_COUNT` (NaN is not judged). The issue roof multiplies by it and
+    a recipe divides by it."""
+    with np.errstate(invalid="ignore"):
+        suspect = (values <= 0) | (values > MAX_SM_COUNT) | (values != np.round(values))
+    suspect &= ~np.isnan(values)
+    return {int(i): (f"{metric} gives {values[i]:.4g} SMs: a GPU has a whole number of SMs from 1 to "
+                     f"{MAX_SM_COUNT:,}") for i in np.flatnonzero(suspect)}
+
+
+def ratio(numerator: float, denominator: float) -> float:
+    """``numerator / denominator``, NaN where that is no number (a denominator of 0, NaN or inf, a
+    NaN numerator): the ceilings hold every app of a device, so one launch's bad value must leave a
+    ratio unknown, never stop them (parse refuses such values; a table written before it did, or
+    edited, can still hold them)."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        value = np.float64(numerator) / np.float64(denominator)
+    return float(value) if np.isfinite(value) and denominator != 0 else np.nan
 
 
 def refuse_rates(values: dict[str, np.ndarray], recipes: dict[str, tuple[list, np.ndarray]],

@@ -70,6 +70,7 @@ COUNTERS = [
     *QUANTITY_COLUMNS,
     *RECIPE_COLUMNS,
     *REFUSAL_COLUMNS,
+    Column("sm_count_refused", "str", "", "why the SM count was refused as absurd (empty: it was not)"),
     Column("flop_tensor", "float", "FLOP", "tensor-core ops, all datatypes (dense)"),
     # Algorithmic (compulsory) work and traffic, from what-if rows or config annotations.
     Column("algorithmic_flop", "float", "FLOP", "compulsory FLOP (e.g. 2MNK of a GEMM)"),

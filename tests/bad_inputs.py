@@ -48,6 +48,7 @@ BASIC = ("rtx3070-vecadd-basic-ncu2022.3", "CuVectorAddDrv.ncu-rep")
 LEGACY = ("gtx1080-vecadd-legacy-rawcsv", "nsight_vectoradd_100_32_metrics_report.nsight-cuprof-report")
 LEGACY_CSV = ("gtx1080-vecadd-legacy-rawcsv", "nsight_vectoradd_100_32_metrics_all.csv")
 NERSC = ("a100-dropout-nersc-metrics-csv", "nsight162.csv")
+RTX5060_RAW = ("rtx5060-wmma-fp16-rawcsv-ncu2026.1", "gen5_stall_async8.csv")
 NERSC_LAUNCHES = 3  # the derived CSV cases keep the first three launches of the real export
 SCRIPT_NAME = "<script>alert(\"roofline\")</script> & 'single' \"double\" </script><!--"
 SHELL_NAME = "$(touch PWNED_dollar); `touch PWNED_tick`; echo x | tee PWNED_pipe && rm -rf ./PWNED_none # > PWNED_gt"
@@ -289,6 +290,13 @@ def _nersc_head_bytes(_: bytes) -> bytes:
     return _csv_text(header, rows).encode()
 
 
+def _duplicated_header_range(data: bytes) -> bytes:
+    """The raw export with bytes 4683-6311 of its header written twice (a half-written export
+    appended to): every later value falls under another metric's name, which gives a 0 L1 clock,
+    17 Hz SM clock, 0 peaks and 1e10 SMs (issue #47: the ceilings job divided by that 0 clock)."""
+    return data[:6311] + data[4683:6311] + data[6311:]
+
+
 def _latin1_kernel(tmp: Path) -> Path:
     header, rows = nersc_rows()
     _rename_kernel(0, "void fused_dropout_kernel_v\x00c<double>(double *)")(header, rows)
@@ -409,6 +417,16 @@ CASES: list[Case] = [
     Case("csv_zero_duration", "kept", _nersc("csv_zero_duration", _set(1, "gpu__time_duration.sum", "0")),
          r"launch 1 .*duration_s refused.*gpu__time_duration\.sum gives 0 s: zero.*launch is kept.*check the export",
          FROM_NERSC, launches=3, launch=1, check=_zero_duration),
+    Case("csv_zero_sm_clock", "kept",
+         _nersc("csv_zero_sm_clock", _set(1, "sm__cycles_elapsed.avg.per_second", "0")),
+         r"launch 1 .*sm_clock_hz refused.*sm__cycles_elapsed\.avg\.per_second gives 0 Hz: zero.*check the export",
+         FROM_NERSC, launches=3, launch=1, check=_refused_value("sm_clock_hz", 1)),
+    Case("rawcsv_duplicated_header_range", "kept", _copy(RTX5060_RAW, "dup_range.csv", _duplicated_header_range),
+         r"launch 0 .*sm_clock_hz refused.*gives 17\.21 Hz: below the plausible minimum 1e\+06 Hz.*"
+         r"l1_clock_hz refused.*gives 0 Hz: zero.*peak_l2_bw refused.*gives 0 B/s: zero.*"
+         r"sm_count refused \(device__attribute_multiprocessor_count gives 1\.044e\+10 SMs.*check the export",
+         f"derived from {RTX5060_RAW[0]} (a header range written twice)", launches=1, launch=0,
+         check=_refused_value("l1_clock_hz", 0)),
     Case("csv_negative_bytes", "kept", _nersc("csv_negative_bytes", _set(1, "dram__bytes.sum", "-4,194,688")),
          r"launch 1 .*dram_bytes refused.*dram__bytes\.sum gives -4\.195e\+06 B: negative.*check the export",
          FROM_NERSC, launches=3, launch=1, check=_refused_value("dram_bytes", 1)),

@@ -10,11 +10,14 @@ from roofline.ceilings import (
     SHORT_LAUNCH_S,
     build_ceilings,
     clock_notes,
+    ceilings_from_samples,
     cross_check,
+    hold_at_launch_clock,
     ridge_points,
     select_ceilings,
 )
 from roofline.parse import parse_input
+from roofline.report_peaks import peak_samples
 from roofline.schemas import conform
 
 REPORTS = real_reports()
@@ -37,6 +40,28 @@ def test_policy_order_and_device_override():
     assert chosen.loc[chosen["selected"], "source"].tolist() == ["measured"]
     chosen = select_ceilings(candidates, ["measured"], {})
     assert chosen["selected"].sum() == 1
+
+
+def test_a_zero_or_missing_value_or_clock_never_stops_the_ceilings():
+    """Issue #47: one app's row with a 0 clock (a counters table written before parse refused it, or
+    edited) stopped the ceilings job, which holds every device, with ZeroDivisionError; a ratio
+    with a 0, NaN or inf in it is unknown, and a 0 roof is never compared."""
+    rows = [_row("report", 10e12, clock=0.0), _row("datasheet", 19.5e12, clock=1410e6),
+            _row("report", 0.0, "fp16", clock=1e9), _row("datasheet", 78e12, "fp16", clock=1410e6),
+            _row("report", 5e12, "fp64", clock=np.nan), _row("datasheet", np.nan, "fp64", clock=0.0),
+            _row("report", 0.0, "dram", "memory"), _row("datasheet", 2.0e12, "dram", "memory"),
+            _row("report", 1e12, "l2", "memory"), _row("datasheet", 0.0, "l2", "memory")]
+    table = conform(pd.DataFrame(rows), "ceilings")
+    [warning] = cross_check(table, 0.25)  # fp32: 10 vs 19.5 with no clock to explain it
+    assert warning.startswith("G: fp32 ceiling from report is 10 TFLOP/s") and "per clock" not in warning
+    samples = peak_samples(pd.DataFrame({
+        "device": ["G"] * 3, "launch": [0, 1, 2], "duration_s": [1e-3] * 3, "source_format": ["ncu-rep"] * 3,
+        "peak_flops_fp32": [0.0, 0.0, 0.0], "sm_clock_hz": [0.0, 0.0, 0.0]}))
+    [row] = ceilings_from_samples(samples).to_dict("records")
+    assert row["value"] == 0.0 and np.isnan(row["per_clock"]) and np.isnan(row["spread"])
+    held = hold_at_launch_clock(conform(pd.DataFrame([_row("datasheet", 19.5e12, clock=0.0)]), "ceilings"),
+                                pd.Series({"G": 1e9}), measured={"G"})
+    assert held["value"].iat[0] == 19.5e12 and NOT_HELD in held["citation"].iat[0]
 
 
 def test_cross_check_compares_compute_roofs_per_clock():
