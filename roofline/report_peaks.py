@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from roofline.metrics import COMPUTE_CLASSES
+from roofline.plausibility import ratio
 from roofline.schemas import TABLES, conform
 
 # Launches shorter than this report clocks 20-50 % low (../shared/guides/roofline.md §5).
@@ -216,11 +217,11 @@ def _medians(samples: Samples, clock: bool = False) -> list[dict]:
         clock = float(np.median(clocks)) if not np.isnan(clocks).all() else np.nan
         rows.append({
             "device": device, "kind": kind, "name": name, "value": value, "source": "report",
-            "clock_hz": clock, "per_clock": value / clock,
+            "clock_hz": clock, "per_clock": ratio(value, clock),
             "citation": f"median of {len(values)} launch{'es' if len(values) != 1 else ''} [{launches}{more}] "
                         f"({head['recipe'].iat[0]}){caveat}",
             "launches": len(values),
-            "spread": float(values.max() / values.min()) if values.min() > 0 else np.nan,
+            "spread": ratio(values.max(), values.min()),
         })
     return rows
 
