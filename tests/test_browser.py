@@ -435,3 +435,27 @@ def test_an_app_page_without_the_summarys_charts_says_how_to_get_them(app_pages,
     drawn = _drawn_app_page(alone, alone / "app1.html", tmp_path / "profile")
     assert attribute(drawn, "chart").startswith("error: no shared chart for GPU-A")
     assert "build the summary (snakemake reports/summary.html)" in attribute(drawn, "chart-text")
+
+
+WIDTH_PROBE = """<script>window.addEventListener('load', function () {
+  var table = document.querySelector('#apps table');
+  document.body.setAttribute('data-apps-width', String(Math.ceil(table.getBoundingClientRect().width)));
+  document.body.setAttribute('data-body-width', String(Math.floor(document.body.getBoundingClientRect().width)));
+});</script></body>"""
+
+
+def test_the_apps_table_fits_a_laptop_screen(tmp_path):
+    """At 1366 px wide (a laptop), the summary's Apps table fits the page without scrolling sideways,
+    with app and input names of ~70 characters and no space to break at, and a long kernel name."""
+    long = ["llama3_70b_decode_batch64_seq8192_tp8_flashattn3_fp8_nightly_2026-12-06",
+            "kripke_sweep_zones_64x64x64_groups_32_directions_96_energy_groups_x"]
+    names = [f"void very::long_namespace::kernel_{i}<float, 128, 64, 4, true>(float*, int)" for i in range(8)]
+    kernels = make_kernels(8, names=names)
+    kernels["app"] = [long[i % 2] for i in range(len(kernels))]
+    sources = {app: f"/data/nightly/{app}.ncu-rep" for app in long}
+    page = report.summary_html(kernels, make_ceilings(), make_diagnostics().iloc[:0], "T", sources=sources)
+    head, _, tail = page.rpartition("</body>")
+    path = tmp_path / "summary.html"
+    path.write_text(head + WIDTH_PROBE + tail)
+    drawn = {"dom": chromium(path.as_uri(), tmp_path / "profile", "--window-size=1366,900", "--dump-dom").stdout}
+    assert 0 < int(attribute(drawn, "apps-width")) <= int(attribute(drawn, "body-width")) <= 1366
