@@ -62,6 +62,7 @@ from roofline.pages.sections import (
     app_sources,
     ceilings_html,
     diagnostics_html,
+    failed_apps,
     inputs_html,
     kernels_html,
     source_html,
@@ -124,7 +125,7 @@ def _body(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFra
           app_prefix: str | None, nav: str, csv_name: str,
           chart_kernels: pd.DataFrame | None = None, chart_cache: dict | None = None, limit: int | None = None,
           after_glance: str = "", shared_charts: bool = False,
-          top_kernels: int = TOP_N_DEFAULT) -> tuple[str, list[dict | None], str]:
+          top_kernels: int = TOP_N_DEFAULT, apps: Sequence[str] | None = None) -> tuple[str, list[dict | None], str]:
     """The page's body, its chart specs and its embedded data (JSON text).
 
     ``limit``: the page's table and charts carry at most this many kernels
@@ -136,6 +137,8 @@ def _body(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFra
     specs by device across the pages of one :func:`write_pages` call (same frames for every page).
     ``shared_charts``: the device charts are the summary's, loaded from ``assets/charts.js``
     (:func:`roofline.pages.page.write_charts_asset`); the page carries only their controls.
+    ``apps``: the apps the page lists (the summary's Apps table), which the header counts (default:
+    those with kernels and those whose input failed).
     """
     kernels = conform(kernels, "kernels")
     ceilings = conform(ceilings, "ceilings")
@@ -182,6 +185,11 @@ def _body(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFra
             f'"csv":{_json(CSV_COLUMNS)},"csvName":{_json(csv_name)},"appPrefix":{_json(app_prefix)},'
             f'"pageRows":{TABLE_ROWS}}}')
     n_err = int((diagnostics["severity"] == "error").sum())
+    # the header counts the apps the page lists, failed ones too, and says how many failed
+    failed = failed_apps(kernels, diagnostics)
+    n_apps = len(apps) if apps is not None else len(set(kernels["app"]) | set(failed))
+    failed_text = f" ({len(failed)} failed: listed under Inputs)" if failed and app_prefix is not None else (
+        f" ({len(failed)} failed)" if failed else "")
     app_page = app_prefix is None
     findings = ' · <a href="#findings">ncu\'s findings</a>' if app_page else ""
     contents = ('<nav class="meta">Contents: <a href="#glance">at a glance</a> · <a href="#charts">rooflines</a> · '
@@ -189,7 +197,7 @@ def _body(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFra
                 '<a href="#diagnostics">diagnostics</a></nav>')
     body = (
         f"<h1>{_e(title)}</h1>\n{nav}\n{contents}\n<p class=\"meta\">{len(kernels)} kernels, "
-        f"{kernels['app'].nunique()} app(s), {len(devices)} device(s); {n_err} input error(s). "
+        f"{n_apps} app(s){failed_text}, {len(devices)} device(s); {n_err} input error(s). "
         "Each kernel is drawn once per memory level: same performance, that level's arithmetic intensity "
         "(work of its dominant compute class / measured bytes at the level).</p>\n"
         + glance_html(kernels, app_page) + after_glance + "\n"
@@ -223,7 +231,8 @@ def summary_html(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.
     header = (f"Apps: {links or 'none'}" if len(apps) <= NAV_APPS_OPEN else
               f'<details><summary>Apps: {len(apps):,} (the <a href="#apps">Apps</a> table lists them by GPU time)'
               f"</summary>{links}</details>")
-    nav = f"<nav>{header}</nav>\n{inputs_html(inputs, len(apps))}"
+    failed = failed_apps(kernels, diagnostics)
+    nav = f"<nav>{header}</nav>\n{inputs_html(inputs, len(apps), failed, sources)}"
     if series_links:
         nav += "<nav>Series (trajectories): " + " · ".join(
             f'<a href="{_e(href)}">{_e(name)}</a>' for name, href in series_links.items()) + "</nav>\n"
@@ -234,7 +243,8 @@ def summary_html(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.
         diagnostics = pd.concat([conform(pd.DataFrame(rows), "diagnostics"), diagnostics], ignore_index=True)
     return page_html(title, *_body(kernels, ceilings, diagnostics, title, "apps/", nav, "kernels.csv",
                                    chart_cache=chart_cache, limit=SUMMARY_KERNELS,
-                                   after_glance=apps_html(kernels, apps, sources), top_kernels=top_kernels), vega=vega)
+                                   after_glance=apps_html(kernels, apps, sources, failed), top_kernels=top_kernels,
+                                   apps=apps), vega=vega)
 
 
 def app_html(kernels: pd.DataFrame, ceilings: pd.DataFrame, diagnostics: pd.DataFrame, app: str,

@@ -18,7 +18,8 @@ from roofline.plausibility import (
 )
 
 # values at and around every limit, the special floats among them
-EDGES = [0.0, -0.0, 1e-30, 1.0, -1.0, MIN_CLOCK_HZ, MIN_CLOCK_HZ * 0.99, MAX_DURATION_S, MAX_DURATION_S * 1.0001, MAX_CLOCK_HZ, MAX_CLOCK_HZ * 1.01,
+EDGES = [0.0, -0.0, 1e-30, 1.0, -1.0, MIN_CLOCK_HZ, MIN_CLOCK_HZ * 0.99,
+         MAX_DURATION_S, MAX_DURATION_S * 1.0001, MAX_CLOCK_HZ, MAX_CLOCK_HZ * 1.01,
          MAX_BYTE_RATE, MAX_BYTE_RATE * 2, 1e300, np.inf, -np.inf, np.nan]
 
 

@@ -457,3 +457,40 @@ def test_a_device_with_no_judged_kernel_gets_no_chart_and_says_why(real_pages):
     summary = (out / "summary.html").read_text()
     assert "No chart for NVIDIA A40 (no judged kernel with both a performance and an intensity)" in summary
     assert "in each kernel&#x27;s note" in summary or "in each kernel's note" in summary
+
+
+def test_a_failed_input_is_marked_with_its_reason_and_the_header_counts_the_table():
+    """Issue #47 item 5: an app whose input failed is not an empty app ("0 kernels, 0 s, –"): its
+    Apps row says failed and why (its first error's first line, cut with the whole as tooltip), the
+    Inputs box at the top lists it, and the header counts the apps the table lists."""
+    kernels = make_kernels()
+    long = "in/long.ncu-rep: the file is truncated or damaged: " + "x" * 400
+    diagnostics = conform(pd.DataFrame([
+        {"app": "broken", "stage": "parse", "severity": "error", "source_file": "in/broken.csv",
+         "message": "in/broken.csv: line 3: ID 'ID' is not a launch number: keep ncu's ID column\nsecond line"},
+        {"app": "broken", "stage": "parse", "severity": "error", "source_file": "in/broken.csv",
+         "message": "in/broken.csv: a second error"},
+        {"app": "long", "stage": "parse", "severity": "error", "source_file": "in/long.ncu-rep", "message": long},
+        {"app": "app1", "stage": "classify", "severity": "error", "source_file": "b.csv", "message": "b.csv: odd"},
+        {"app": "quiet", "stage": "parse", "severity": "warning", "source_file": "q.csv", "message": "q.csv: empty"},
+    ]), "diagnostics")
+    page = report.summary_html(kernels, make_ceilings(), diagnostics, "t")
+    section = page[page.index('<section id="apps">'):]
+    section = section[: section.index("</section>")]
+    rows = dict(re.findall(r'<tr[^>]*><td><a [^>]*>(\w+)</a></td>(.*?)</tr>', section))
+    assert sorted(rows) == ["app0", "app1", "broken", "long", "quiet"]
+    assert rows["broken"] == ('<td class="cfg">broken.csv</td><td colspan="6" class="error"><strong>failed</strong>: '
+                              "in/broken.csv: line 3: ID &#x27;ID&#x27; is not a launch number: keep ncu&#x27;s ID "
+                              "column</td>")
+    assert "<strong>failed</strong>: <span title=" in rows["long"] and "x…</span>" in rows["long"]
+    assert "failed" not in rows["app1"] and "failed" not in rows["quiet"]  # kernels, or no error: not failed
+    assert '<td class="n">0</td>' in rows["quiet"]
+    top = page[page.index('<section id="inputs"'):]
+    top = top[: top.index("</section>")]
+    assert "2 input(s) failed" in top
+    assert '<strong class="error">broken failed</strong>' in top and "keep ncu&#x27;s ID column</li>" in top
+    assert '<strong class="error">long failed</strong>' in top and "quiet" not in top
+    header = re.search(r'<p class="meta">(\d+) kernels, (\d+) app\(s\) \((\d+) failed', page)
+    assert header.groups() == (str(len(kernels)), str(len(rows)), "2")
+    clean = report.summary_html(kernels, make_ceilings(), diagnostics[diagnostics["severity"] != "error"], "t")
+    assert "input(s) failed" not in clean and '<tr class="failed">' not in clean

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from roofline.pages.markup import esc
+from roofline.pages.sections import reason_html
 from roofline.units import si
 
 SUMMARY_KERNELS = 2000  # kernels the summary's table and charts carry: half by priority, half by GPU time
@@ -32,9 +33,12 @@ def summary_rows(kernels: pd.DataFrame, limit: int = SUMMARY_KERNELS) -> pd.Data
     return kernels.loc[sorted(keep)]
 
 
-def apps_html(kernels: pd.DataFrame, apps: list[str], sources: Mapping[str, str]) -> str:
+def apps_html(kernels: pd.DataFrame, apps: list[str], sources: Mapping[str, str],
+              failed: Mapping[str, str] | None = None) -> str:
     """One row per app, longest GPU time first: its devices, kernels, GPU time and share of the run,
-    the time-weighted % of the binding roof of its judged kernels, and its top kernel by priority."""
+    the time-weighted % of the binding roof of its judged kernels, and its top kernel by priority;
+    an app whose input failed (``failed``: app -> reason) says so and why instead, never "0 kernels"."""
+    failed = failed or {}
     if len(apps) < 2:
         return ""
     # per app, the positions of its kernels (in table order) and plain arrays: a sub-frame per app
@@ -69,6 +73,10 @@ def apps_html(kernels: pd.DataFrame, apps: list[str], sources: Mapping[str, str]
         href = "apps/" + urllib.parse.quote(f"{app}.html")
         source = sources.get(app)
         source_cell = f'<td class="cfg">{esc(source and source.split("/")[-1])}</td>' if any_source else ""
+        if app in failed:
+            rows.append(f'<tr class="failed"><td><a href="{esc(href)}">{esc(app)}</a></td>{source_cell}'
+                        f'<td colspan="6" class="error"><strong>failed</strong>: {reason_html(failed[app])}</td></tr>')
+            continue
         rows.append(
             f'<tr><td><a href="{esc(href)}">{esc(app)}</a></td>{source_cell}'
             f'<td>{esc(", ".join(sorted(set(device[at]))))}</td><td class="n">{len(at)}</td>'

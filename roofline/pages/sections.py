@@ -24,19 +24,49 @@ def app_sources(kernels: pd.DataFrame, diagnostics: pd.DataFrame) -> dict[str, s
     return dict(rows.drop_duplicates("app").itertuples(index=False, name=None))
 
 
+FAILED_REASON_CHARS = 240  # a failed app's reason in the Apps table and the Inputs box; Diagnostics has it all
+
+
+def failed_apps(kernels: pd.DataFrame, diagnostics: pd.DataFrame) -> dict[str, str]:
+    """Each app whose input failed (an ``error`` diagnostic and no kernel: its parse refused it),
+    with its first error's first line as the reason, in the diagnostics' order: an app with no
+    kernels is either failed or empty, and the pages must not show the two alike."""
+    errors = diagnostics[(diagnostics["severity"] == "error") & (diagnostics["app"] != "")]
+    errors = errors[~errors["app"].isin(set(kernels["app"]))].drop_duplicates("app")
+    return {app: str(message).strip().split("\n", 1)[0]
+            for app, message in zip(errors["app"], errors["message"].fillna(""))}
+
+
+def reason_html(reason: str) -> str:
+    """A failed app's reason, cut to :data:`FAILED_REASON_CHARS` (the whole of it as the tooltip)."""
+    if len(reason) <= FAILED_REASON_CHARS:
+        return esc(reason)
+    return f'<span title="{esc(reason)}">{esc(reason[:FAILED_REASON_CHARS - 1])}…</span>'
+
+
 def source_html(source: str | None) -> str:
     """An app's original file name, next to its name (app names are derived from file names)."""
     return f' <span class="meta" title="{esc(source)}">({esc(Path(source).name)})</span>' if source else ""
 
 
-def inputs_html(inputs: Sequence[Mapping], n_apps: int) -> str:
-    """The inputs: entries that gave no app (roofline.inputs.InputProblem), at the top of the summary."""
-    if not inputs and n_apps:
+def inputs_html(inputs: Sequence[Mapping], n_apps: int, failed: Mapping[str, str] | None = None,
+                sources: Mapping[str, str] | None = None) -> str:
+    """The inputs: entries that gave no app (roofline.inputs.InputProblem) and the apps whose input
+    failed (``failed``: app -> reason, :func:`failed_apps`; ``sources``: app -> its file), at the
+    top of the summary."""
+    failed, sources = failed or {}, sources or {}
+    if not inputs and not failed and n_apps:
         return ""
     none = "<p><strong>No application was analysed</strong>: no input was found.</p>" if not n_apps else ""
     items = "".join(f"<li><strong>{esc(i.get('problem'))}</strong>: {esc(i.get('fix'))}</li>" for i in inputs)
     listed = (f'<p>{len(inputs)} <code>inputs:</code> entr{"y" if len(inputs) == 1 else "ies"} gave no app '
               f"(warnings; <code>roofline.status --check</code> exits 4):</p><ul>{items}</ul>") if inputs else ""
+    if failed:
+        items = "".join(f'<li><strong class="error">{esc(app)} failed</strong>{source_html(sources.get(app))}: '
+                        f"{reason_html(reason)}</li>" for app, reason in failed.items())
+        listed += (f"<p>{len(failed)} input(s) failed: no kernel was read from them (errors, each under "
+                   '<a href="#diagnostics">Diagnostics</a>; <code>roofline.status --check</code> exits 1):</p>'
+                   f"<ul>{items}</ul>")
     return f'<section id="inputs" class="warning"><h2>Inputs</h2>{none}{listed}</section>'
 
 
