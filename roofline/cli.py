@@ -9,8 +9,8 @@ run, ranked by the GPU time to gain over all of them, as the summary page ranks 
 and with ``-o`` the compare page).
 A folder is its CSV exports (one app) and each report in it (an app each); each entry of it that is
 no input gets a "skipped" line on stderr. A file that cannot be analysed gets one line on stderr; the
-others are still shown, and the exit status is 1. ``--format csv|json`` print the full-precision numbers in SI base units, for scripts
-(as ncu's ``--csv --print-units base``).
+others are still shown, and the exit status is 1. ``--format csv|json`` print the full-precision
+numbers in SI base units, for scripts (as ncu's ``--csv --print-units base``).
 """
 
 from __future__ import annotations

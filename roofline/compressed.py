@@ -115,7 +115,8 @@ def zip_member(path: str | Path) -> str:
     shown = ", ".join(members[:4]) + (f" and {len(members) - 4} more" if len(members) > 4 else "")
     raise InputError(
         f"{path}: a zip archive of {len(members)} files ({shown}); one input file is one application, so a zip "
-        f"is read only when it holds one: unpack it (`unzip {path.name} -d {Path(plain_name(path.name)).stem}`) and give the "
+        "is read only when it holds one: unpack it "
+        f"(`unzip {path.name} -d {Path(plain_name(path.name)).stem}`) and give the "
         "files, or the folder (its CSV exports are read as one ncu run, each report as its own application)"
     )
 

@@ -287,7 +287,8 @@ def _tensor_description(cls: str) -> str:
         "tensor_fp8_acc32": "FP8 inputs (Blackwell: FP4/FP6/FP8), FP32 accumulate",
     }
     if base in MMA_OF:
-        return f"{_tensor_description(MMA_OF[base] + ('_sparse' if cls in SPARSE_OF else ''))}, mma.sync (Hopper HMMA/IMMA)"
+        wgmma_class = MMA_OF[base] + ("_sparse" if cls in SPARSE_OF else "")
+        return f"{_tensor_description(wgmma_class)}, mma.sync (Hopper HMMA/IMMA)"
     return f"{inputs.get(base, base.removeprefix('tensor_').upper() + ' inputs')}, {kind}"
 
 

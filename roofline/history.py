@@ -228,7 +228,8 @@ def append_run(store_dir: str | os.PathLike, run_id: str, kernels: pd.DataFrame,
                                     for d in [*names, None]] for name in _CONTEXT_NAMES})
     rows = np.where(codes < 0, len(names), codes)
     # added in one step: the kernels table is wide, and a column inserted into it one at a time copies
-    context_columns = pd.DataFrame({name: values.array.take(rows) for name, values in _coerce(distinct, CONTEXT).items()})
+    context_columns = pd.DataFrame({name: values.array.take(rows)
+                                    for name, values in _coerce(distinct, CONTEXT).items()})
     frame = pd.concat([frame, context_columns], axis=1)
     return _atomic_put(Path(store_dir), run_id, history_frame(frame))
 

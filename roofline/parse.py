@@ -208,8 +208,8 @@ def _launch_problems(row, refusal_columns: list[str]) -> list[str]:
 def diagnostics_for(counters, app: str) -> pd.DataFrame:
     """One warning row per launch that lacks or had refused a roofline quantity, and one per file
     whose launches ran on several devices; a ``note`` per memory level the capture left without a
-    roof (what the capture did not collect, not a fault of the input). ``counters``: the counters table as a frame or as the
-    Arrow table :func:`parse_table` gives."""
+    roof (what the capture did not collect, not a fault of the input). ``counters``: the counters
+    table as a frame or as the Arrow table :func:`parse_table` gives."""
     names = counters.column_names if isinstance(counters, pa.Table) else list(counters.columns)
     refusal_columns = [c for c in names if c.endswith("_refused")]
     missing = _texts(counters["missing"])

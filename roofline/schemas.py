@@ -202,7 +202,8 @@ KERNELS = [
 DIAGNOSTICS = [
     Column("app", "str"),
     Column("stage", "str", "", "parse, ceilings, classify"),
-    Column("severity", "str", "", "error (input not analysed), warning, or note (a part of the roofline the capture did not collect)"),
+    Column("severity", "str", "",
+           "error (input not analysed), warning, or note (a part of the roofline the capture did not collect)"),
     Column("source_file", "str"),
     Column("launch", "float", "", "launch id where the problem is per launch"),
     Column("message", "str", "", "what is wrong and how to fix it"),

@@ -232,7 +232,8 @@ def test_plot_saves_a_page_that_draws_offline(tmp_path):
     chart.save(tmp_path / "named.html", "html")
     assert not SCRIPT_SRC.search((tmp_path / "named.html").read_text())
     chart.save(tmp_path / "cdn.html", inline=False)
-    assert '<script type="text/javascript" src="https://cdn.jsdelivr.net/npm/vega@' in (tmp_path / "cdn.html").read_text()
+    cdn = (tmp_path / "cdn.html").read_text()
+    assert '<script type="text/javascript" src="https://cdn.jsdelivr.net/npm/vega@' in cdn
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         chart.save(tmp_path / "roofline.json")

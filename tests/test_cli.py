@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from conftest import REPO, get, real_fixture, report_metrics
+from conftest import REPO, get, nersc_sm_clock, real_fixture, report_metrics
 
 from roofline import api, cli
 from roofline.catalog import CATALOG_PATH
@@ -38,21 +38,6 @@ def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
     code = cli.main([str(a) for a in argv])
     captured = capsys.readouterr()
     return code, captured.out, captured.err
-
-
-def nersc_sm_clock(path: Path) -> float:
-    """The SM clock the NERSC export's launches ran at, read with the csv module: the median
-    sm__cycles_elapsed.avg.per_second of its launches of at least 20 us (short ones read low)."""
-    clock, duration = {}, {}
-    with path.open(newline="") as f:
-        for rec in csv.DictReader(f):
-            value = float(rec["Metric Value"].replace(",", ""))
-            if rec["Metric Name"] == "sm__cycles_elapsed.avg.per_second":
-                clock[rec["ID"]] = value * {"cycle/second": 1.0, "cycle/nsecond": 1e9}[rec["Metric Unit"]]
-            elif rec["Metric Name"] == "gpu__time_duration.sum":
-                duration[rec["ID"]] = value * {"nsecond": 1e-9, "usecond": 1e-6}[rec["Metric Unit"]]
-    long = [clock[i] for i in clock if duration.get(i, 0.0) >= 20e-6]
-    return statistics.median(long or list(clock.values()))
 
 
 def catalog_entry(device: str) -> dict:
@@ -86,7 +71,8 @@ def test_several_apps_are_ranked_over_the_run_as_on_the_summary(capsys, tmp_path
     GPU time to gain over the whole run, and its run shares add up to 1."""
     import html
 
-    folders = ("h100pcie-rmsnorm-full-ncu2025.1", "v100-kripke-full-ncu2023.3", "gtx1650-heatsim-stencil-full-ncu2021.3")
+    folders = ("h100pcie-rmsnorm-full-ncu2025.1", "v100-kripke-full-ncu2023.3",
+               "gtx1650-heatsim-stencil-full-ncu2021.3")
     reports = [next(real_fixture(f).glob("*.ncu-rep")) for f in folders]
     code, out, _ = run_cli(capsys, "show", *reports, "--format", "json")
     assert code == 0
@@ -400,7 +386,7 @@ def test_a_folder_of_reports_is_every_report_each_its_own_app(tmp_path):
     assert set(shown["device"]) == set(one_by_one.kernels["device"]) and len(set(shown["device"])) == 3
     assert [line for line in lines if "skipped" in line] == [
         "roofline: skipped reports/notes.md: unknown file type '.md'; accepted are .ncu-rep (.ncu-repz), ncu CSV "
-        f"exports (.csv) and what-if tables (.yaml/.yml or .csv), each also compressed (.gz, .xz, .zst, .zstd, .bz2, "
+        "exports (.csv) and what-if tables (.yaml/.yml or .csv), each also compressed (.gz, .xz, .zst, .zstd, .bz2, "
         ".zip; a .zip of one file): rename it if it is one of these",
         "roofline: skipped reports/old: a folder; folders inside a folder are not searched: give it as an input of "
         "its own",

@@ -13,7 +13,6 @@ import csv
 import math
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 from conftest import real_fixture

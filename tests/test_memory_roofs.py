@@ -23,8 +23,8 @@ import warnings
 from pathlib import Path
 
 import pytest
-
 from conftest import REAL, real_fixture, real_reports, report_actions, report_id
+
 from roofline import api
 
 # Per level, ncu's utilisation of the counter family whose bytes the level should count, in order

@@ -29,7 +29,8 @@ FINDINGS_KERNELS = 30  # kernels with ncu findings on an app page
 LEVEL_WORDS = {"dram": "DRAM", "l2": "L2", "l1": "L1", "shared": "shared-memory"}
 # the kernels table's columns "At a glance" reads: its selections and sorts then copy these, not ~100
 GLANCE_FIELDS = ("app", "kernel", "kernel_short", "grid", "block", "duration_s", "predicted_duration_s", "time_share",
-                 "priority", "bound", "binding_roof", "roof_pct", "roof_flops", *(f"roof_{lv}_bw" for lv in metrics.MEMORY_LEVELS),
+                 "priority", "bound", "binding_roof", "roof_pct", "roof_flops",
+                 *(f"roof_{lv}_bw" for lv in metrics.MEMORY_LEVELS),
                  "instruction_bound", "instruction_roof_pct", "issue_peak_ips", "ncu_rules", "note")
 
 
