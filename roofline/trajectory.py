@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from roofline.kernel_names import short_kernel_name
+from roofline.kernel_names import kernel_function_name
 from roofline.metrics import MEMORY_LEVELS
 
 # What moved, per kernel: each of these before and after, and (numbers) their ratio after / before.
@@ -97,7 +97,7 @@ def step_points(kernels: pd.DataFrame, steps: Sequence[str], rename: Mapping[str
         names = names.map(lambda n, c=compiled, r=(rename or {})[pattern]: c.sub(r, n))
     # the function's name first (an optimisation often changes template arguments: tile sizes, flags),
     # the full name where a function repeats in a step, then the launch configuration too
-    k["match"] = [short_kernel_name(n, limit=len(n) + 1) for n in names]
+    k["match"] = [kernel_function_name(n) for n in names]
     twice = k.duplicated(["step", "match"], keep=False)
     k["match"] = k["match"].where(~k["match"].isin(set(k.loc[twice, "match"])), names)
     repeated = set(k.loc[k.duplicated(["step", "match"], keep=False), "match"])
