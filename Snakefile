@@ -23,3 +23,11 @@ rule all:
     localrule: True
     input:
         final_outputs(),
+
+
+# The nightly target (docs/tracking.md): `snakemake --cores 4 nightly --config run_id=$(date +%F)`,
+# then the gate of README.md, which reads status.json and regressions.json.
+rule nightly:
+    localrule: True
+    input:
+        nightly_outputs(),

@@ -2,9 +2,10 @@
 
 The pipeline analyses every input it can and records the rest (an unreadable report, a refused
 launch quantity) in ``data/diagnostics/{app}.{stage}.parquet``; Snakemake itself succeeds. A nightly
-job wants one answer: did any input fail? ::
+job wants one answer: did any input fail, did a kernel regress? The nightly gate (README.md, "Exit
+status for schedulers", has the table users read; docs/tracking.md the nightly command) ::
 
-    snakemake --cores 4 && python -m roofline.status --check reports/status.json
+    python -m roofline.status --check reports/status.json --regressions reports/regressions.json
 
 ``--check`` exits
 
@@ -150,7 +151,8 @@ def check(path: str | Path, regressions: str | Path | None = None) -> int:
             count = int(json.loads(Path(regressions).read_text(encoding="utf-8"))["counts"]["regression"])
         except (OSError, ValueError, KeyError, TypeError) as exc:
             print(
-                f"roofline: no readable regressions at {regressions} ({exc}); run the nightly target", file=sys.stderr
+                f"roofline: no readable regressions at {regressions} ({exc}): the nightly run did not finish; "
+                f"rerun it (snakemake --cores 4 nightly)", file=sys.stderr
             )
             return 2
         if count:

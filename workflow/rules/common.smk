@@ -229,6 +229,12 @@ def final_outputs():
     return ["reports/summary.html", "reports/status.json", "reports/trends.html"]
 
 
+def nightly_outputs():
+    # the pages and both files the nightly gate reads (`python -m roofline.status --check
+    # reports/status.json --regressions reports/regressions.json`; docs/tracking.md)
+    return [*final_outputs(), "reports/regressions.json"]
+
+
 onstart:
     # Snakemake's default job rate limiter costs a scheduling round per job end per second of the
     # run and delays the exit; a local run of ours never reaches its limit (roofline/rate_limit.py).
