@@ -28,6 +28,7 @@ from roofline.decide_series import (
     join_note,
 )
 from roofline.history import SERIES_KEY, run_order
+from roofline.kernel_match import compile_rename, match_kernels
 
 __all__ = ["DECISION_COLUMNS", "LABELS", "RULE_VERSION", "DecisionParams", "Engine", "Night",
            "decide", "decide_all"]
@@ -60,8 +61,12 @@ class DecisionParams:
     segment_fields: tuple[str, ...] = ("gpu_uuid", "driver_version", "cuda_version",
                                        "ncu_version", "mig_mode", "ceiling_source", "convention")
     per_kernel: tuple[tuple[str, Mapping], ...] = ()
+    # kernels renamed by a code change: regular expression -> replacement on the full name, as
+    # roofline compare's --rename (roofline.kernel_match: an explicit map wins over inferred evidence)
+    rename: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
+        compile_rename(dict(self.rename))  # a bad pattern: ValueError now, not on the night it is used
         if not 1 <= self.min_nights <= self.window:
             raise ValueError(f"need 1 <= min_nights ({self.min_nights}) <= window ({self.window})")
         if min(self.rel_min, self.z_min, self.sigma_floor, self.work_tol, self.ridge_band) < 0:
@@ -82,6 +87,8 @@ class DecisionParams:
         for name in ("settings", "segment_fields"):
             if name in data:
                 data[name] = tuple(data[name])
+        if "rename" in data:
+            data["rename"] = tuple((str(k), str(v)) for k, v in dict(data["rename"]).items())
         if "per_kernel" in data:
             overrides = dict(data["per_kernel"]).items()
             data["per_kernel"] = tuple((str(k), dict(v)) for k, v in overrides)
@@ -163,6 +170,7 @@ class Engine:
         waiting = [(key, s.pending) for key, s in self.series.items()
                    if s.pending is not None and not s.pending.get("pinned")]
         i = self.runs
+        self.follow(tonight, i)  # after ``waiting``: a revision names the series as its night stored it
         keys: list[tuple[str, ...]] = []
         records: list[dict] = []
         for key in sorted(self.series.keys() | tonight.keys()):
@@ -183,6 +191,43 @@ class Engine:
         # changes nothing for a series restores what a first run may have revised.
         revisions = [(n["run_id"], n["row"], n["label"], key) for key, n in waiting]
         return Night(run_id, keys, records, revisions)
+
+
+    def follow(self, tonight: Mapping[tuple[str, ...], dict], i: int) -> None:
+        """Follow kernels through a change of their key: a series of an app that tonight lacks is
+        matched to a kernel of that app seen tonight for the first time
+        (:func:`roofline.kernel_match.match_kernels`: the rename map, kernel class, launch
+        configuration, ...) and carries on under the new key, told why for tonight's record.
+        Only series still followed (seen within a window) are matched; nothing changes for an app
+        whose kernels all kept their keys."""
+        def scope(key: tuple[str, ...]) -> tuple[str, ...]:
+            return (key[0], key[1], *key[5:])  # app, device, settings: kernel, grid and block may change
+
+        fresh = {scope(k) for k in tonight if k not in self.series}
+        if not fresh:
+            return
+        known: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
+        for key, state in self.series.items():
+            if scope(key) in fresh and (key in tonight or i - state.last_i <= state.p.window):
+                known.setdefault(scope(key), []).append(key)
+        for where, before in known.items():
+            if all(k in tonight for k in before):
+                continue  # no series is missing: the new kernels are new
+            after = [k for k in tonight if scope(k) == where]
+            pairs = match_kernels(_kernel_frame(before), _kernel_frame(after), dict(self.p.rename))
+            for b, a, why in zip(pairs["before"], pairs["after"], pairs["why"], strict=True):
+                old, new = before[b], after[a]
+                if old == new or new in self.series or old in tonight:
+                    continue
+                state = self.series.pop(old)
+                state.followed = (why, old[2])
+                self.series[new] = state
+
+
+def _kernel_frame(keys: list[tuple[str, ...]]) -> pd.DataFrame:
+    """Series keys as the rows :func:`roofline.kernel_match.match_kernels` matches."""
+    return pd.DataFrame({"kernel": [k[2] for k in keys], "grid": [k[3] for k in keys],
+                         "block": [k[4] for k in keys]})
 
 
 def night_commit(commits: Iterable[object]) -> str:

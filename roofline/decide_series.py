@@ -24,7 +24,9 @@ from roofline.history import SERIES_KEY
 if TYPE_CHECKING:
     from roofline.decide import DecisionParams
 
-RULE_VERSION = "track-2"  # track-2: a change of counting conventions starts a segment
+# track-2: a change of counting conventions starts a segment; track-3: a kernel is followed through a
+# change of its name (roofline.kernel_match), its night of change judged at once
+RULE_VERSION = "track-3"
 LABELS = ("regression", "improvement", "suspicious", "outlier", "workload_changed",
           "environment_change", "unstable_env", "missing", "error", "new", "insufficient_data",
           "unchanged")
@@ -151,8 +153,12 @@ def _scaled(nights: list[dict], tonight: dict, work: str, tol: float) -> list[fl
 
 
 def _judge(p: DecisionParams, night: dict, nights: list[dict], pending: dict | None, rec: dict,
-           row: Mapping, carried: float) -> None:
-    """Tonight's baseline, noise, limits, ratio, z and label, before the persistence bookkeeping."""
+           row: Mapping, carried: float, code_changed: bool = False) -> None:
+    """Tonight's baseline, noise, limits, ratio, z and label, before the persistence bookkeeping.
+
+    ``code_changed``: the kernel was followed through a change of its name tonight (a code change,
+    :mod:`roofline.kernel_match`): a violation tonight is the change's step, not noise to wait a
+    second night for, so it is a regression (or improvement) at once, as a big jump is."""
     last = nights[-1] if nights else None
     changed = []
     for name, what, column in (("flop", "FLOP", "flop_ratio"),
@@ -179,7 +185,7 @@ def _judge(p: DecisionParams, night: dict, nights: list[dict], pending: dict | N
     rec["label"] = "workload_changed" if changed else "insufficient_data"
     if changed:
         rec["metric"] = "throughput"
-        rec["note"] = f"work moved ({', '.join(changed)}): time judged per unit of {work}"
+        rec["note"] = join_note(rec["note"], f"work moved ({', '.join(changed)}): time judged per unit of {work}")
     if nb == 0:
         return
     base = float(statistics.median(values))
@@ -221,13 +227,15 @@ def _judge(p: DecisionParams, night: dict, nights: list[dict], pending: dict | N
         big = 1
     elif ratio <= 1 / p.big_ratio and z <= -p.big_z:
         big = -1
+    elif code_changed:
+        big = single
     night["dir"], night["persistent"] = persistent or big or single, bool(persistent)
     rec["direction"] = _DIRECTION[night["dir"]]
     if changed:
         return
     if persistent or big:
         rec["label"] = "regression" if night["dir"] > 0 else "improvement"
-        if big and not persistent:
+        if big and not persistent and not code_changed:
             rec["note"] = join_note(rec["note"], f"big jump: ratio {ratio:.3f}, z {z:.1f}")
     elif single:
         rec["label"] = "suspicious"
@@ -251,7 +259,7 @@ class SeriesState:
     """
 
     __slots__ = ("p", "ident", "seg", "seg_start", "carried", "last_i", "last_run", "template",
-                 "nights", "streak", "streak_dir", "pending", "bound")
+                 "nights", "streak", "streak_dir", "pending", "bound", "followed")
 
     def __init__(self, p: DecisionParams) -> None:
         self.p = p
@@ -263,6 +271,9 @@ class SeriesState:
         self.streak = self.streak_dir = 0
         self.pending: dict | None = None
         self.bound = Bound(p.ridge_band, p.flip_nights)
+        # set by the engine for the night the series is followed through a change of its key: what
+        # matched it (kernel_match's words) and its kernel before; cleared by that night's step
+        self.followed: tuple[str, str] | None = None
 
     def absent(self, i: int, run_id: str, run_date: str) -> dict | None:
         """The record of a night without this series: ``missing`` within a window of its last
@@ -287,10 +298,21 @@ class SeriesState:
         night = _night(row, run_id)
         rec = _record(row, run_id, run_date)
         rec["value_s"] = night["value"]
+        followed = None
+        if self.followed is not None:
+            why, was = self.followed
+            followed, self.followed = f"{why or 'launch configuration changed'} (was {was[:200]})", None
         new_ident = _ident(row, p.segment_fields)
         if new_ident != self.ident:  # first night, or a new segment: no comparison tonight
             self._new_segment(run_id, row, night, rec, new_ident)
+            if followed is not None:
+                rec["note"] = join_note(rec["note"], followed)
             return rec
+        if followed is not None:
+            # a new segment of the same series: the plot marks the change, the baseline stays the
+            # nights before it, so the night of the change is judged against them
+            self.seg, self.seg_start = self.seg + 1, run_id
+            rec["note"] = followed
         rec.update(segment=self.seg, segment_start=self.seg_start)
         if not night["value"] > 0:  # never timed (a what-if row): nothing to judge, no alarm
             label = "error" if self.nights else "insufficient_data"
@@ -303,7 +325,7 @@ class SeriesState:
                        note=f"SM clock {clock:+.1%} off the series' usual clock: not compared")
             return rec
         pending = self.pending
-        _judge(p, night, self.nights, pending, rec, row, self.carried)
+        _judge(p, night, self.nights, pending, rec, row, self.carried, followed is not None)
         flip = self.bound.step(number(row.get("ridge_ratio")))
         rec.update(bound_side=self.bound.side, bound_flip=flip)
         if flip:

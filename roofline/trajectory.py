@@ -3,8 +3,10 @@ kernel, a problem-size sweep), each kernel followed across the steps.
 
 A *step* is one app (one report); the steps of a series are judged together by
 :func:`roofline.api.analyse` (one ceilings table per device), so a kernel that moved did so against
-the same roofs. Kernels are matched across steps by name (after the series' ``rename``
-substitutions, for a kernel renamed by the optimisation; see below).
+the same roofs. Kernels are matched across steps by :func:`roofline.kernel_match.match_kernels`,
+the rule the nightly tracking follows kernels by: the full name, the series' explicit ``rename``
+map, then weaker evidence (kernel class, launch configuration, function name), each match made
+on weaker evidence saying so (``matched_by``).
 
 :func:`step_points` gives one row per kernel and step (its place on the roofline: the intensity at
 the level its verdict used, its performance); :func:`moves` one row per kernel and pair of
@@ -20,18 +22,20 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from roofline.kernel_match import compile_rename, match_kernels, renamed
 from roofline.kernel_names import kernel_function_name
 from roofline.metrics import MEMORY_LEVELS
 
 # What moved, per kernel: each of these before and after, and (numbers) their ratio after / before.
 MOVED = ["ai", "performance", "roof_pct", "duration_s"]
 TEXT_MOVED = ["app", "device", "bound", "level", "kernel", "kernel_short"]
-STEP_COLUMNS = ["match", "config", "step", "app", "kernel", "kernel_short", "grid", "block", "device", "launches",
+STEP_COLUMNS = ["match", "config", "matched_by", "step", "app", "kernel", "kernel_short", "grid", "block", "device",
+                "launches",
                 "bound", "compute_class", "level", "ai", "performance", "attainable", "roof_pct", "duration_s",
                 "time_share", "steps_present", "presence"]
 # The machine-readable columns of ``roofline compare --format csv|json`` (SI base units, as show's).
 MOVE_COLUMNS = [
-    "match", "kernel_short", "config", "presence", "step_before", "step_after",
+    "match", "kernel_short", "config", "presence", "matched_by", "step_before", "step_after",
     *(f"{f}_{side}" for f in TEXT_MOVED for side in ("before", "after")),
     *(f"{f}_{side}" for f in MOVED for side in ("before", "after", "ratio")),
     "time_share_before", "time_share_after",
@@ -70,11 +74,15 @@ def _level(bound: pd.Series, binding_level: pd.Series) -> pd.Series:
 def step_points(kernels: pd.DataFrame, steps: Sequence[str], rename: Mapping[str, str] | None = None) -> pd.DataFrame:
     """One row per kernel of the ``steps`` (app names, in order), with the key it is matched by.
 
-    ``match`` is the function name of the full name after ``rename`` (pattern -> replacement,
-    :func:`re.sub` on the full name, in order), or that full name where the function repeats within
-    a step; ``config`` is ``grid × block`` for names that repeat within some step, else
-    empty. ``ai`` is the intensity at ``level``, the level the verdict used; ``steps_present`` lists
-    the steps the kernel is in, ``presence`` says it in words.
+    Each step's kernels are matched to the kernels of the steps before it by
+    :func:`roofline.kernel_match.match_kernels` (the full name, the explicit ``rename`` map:
+    pattern -> replacement, :func:`re.sub` on the full name, in order; then weaker evidence:
+    kernel class, launch configuration, function name); ``matched_by`` says how a kernel was
+    matched to its previous step when that was not by its name. ``match`` is the function name of
+    the kernel's first name (after ``rename``), or that full name where two kernels share the
+    function; ``config`` is ``grid × block`` where they share that too, else empty. ``ai`` is the
+    intensity at ``level``, the level the verdict used; ``steps_present`` lists the steps the kernel
+    is in, ``presence`` says it in words.
 
     Raises
     ------
@@ -89,19 +97,23 @@ def step_points(kernels: pd.DataFrame, steps: Sequence[str], rename: Mapping[str
     if missing:
         raise SeriesError(f"steps {missing} have no kernel (not analysed, or not an app name); the apps are "
                           f"{sorted(present)}")
-    patterns = check_rename(rename or {})
+    check_rename(rename or {})
     k = kernels[kernels["app"].isin(steps)].reset_index(drop=True)
     k = k.assign(step=k["app"].map({a: i + 1 for i, a in enumerate(steps)}).astype(int))
-    names = k["kernel"].astype(str)
-    for pattern, compiled in patterns.items():
-        names = names.map(lambda n, c=compiled, r=(rename or {})[pattern]: c.sub(r, n))
-    # the function's name first (an optimisation often changes template arguments: tile sizes, flags),
-    # the full name where a function repeats in a step, then the launch configuration too
-    k["match"] = [kernel_function_name(n) for n in names]
-    twice = k.duplicated(["step", "match"], keep=False)
-    k["match"] = k["match"].where(~k["match"].isin(set(k.loc[twice, "match"])), names)
-    repeated = set(k.loc[k.duplicated(["step", "match"], keep=False), "match"])
-    k["config"] = np.where(k["match"].isin(repeated), k["grid"].astype(str) + " × " + k["block"].astype(str), "")
+    chain, why = _chains(k, len(steps), rename or {})
+    # each kernel's label: the function name of its chain's first name (after the rename), its full
+    # name where two chains share that function, then the launch configuration too
+    first = k.assign(_c=chain).sort_values("step", kind="stable").groupby("_c", sort=False).head(1)
+    patterns = compile_rename(rename)
+    names = first["kernel"].astype(str).map(lambda n: renamed(n, patterns))
+    label = pd.Series([kernel_function_name(n) for n in names], index=names.index)
+    label = label.where(~label.duplicated(keep=False), names)
+    config = (first["grid"].astype(str) + " × " + first["block"].astype(str)).where(label.duplicated(keep=False), "")
+    twice = (label + config).duplicated(keep=False)  # two chains from one launch configuration: their first step
+    config = config.where(~twice, config + " (from step " + first["step"].astype(str) + ")")
+    by_chain = pd.DataFrame({"match": label.to_numpy(), "config": config.to_numpy()}, index=chain[first.index])
+    k = k.assign(matched_by=why, match=by_chain["match"].reindex(chain).to_numpy(),
+                 config=by_chain["config"].reindex(chain).to_numpy()).copy()  # one insert: the table is wide
     k["level"] = _level(k["bound"].astype(str), k["binding_level"])
     ai = np.select([k["level"] == lv for lv in MEMORY_LEVELS], [k[f"ai_{lv}"] for lv in MEMORY_LEVELS], np.nan)
     k["ai"] = np.where(ai > 0, ai, np.nan)
@@ -118,6 +130,26 @@ def step_points(kernels: pd.DataFrame, steps: Sequence[str], rename: Mapping[str
     return k[STEP_COLUMNS].reset_index(drop=True)
 
 
+def _chains(k: pd.DataFrame, n_steps: int, rename: Mapping[str, str]) -> tuple[pd.Series, pd.Series]:
+    """Each row's chain (one kernel followed across the steps) and how it was matched to the chain's
+    previous row: step by step, each step's kernels against the last row of every chain so far."""
+    chain = pd.Series(-1, index=k.index)
+    why = pd.Series("", index=k.index, dtype=object)
+    last: dict[int, int] = {}  # chain -> the label of its last row
+    for step in range(1, n_steps + 1):
+        rows = k.index[k["step"] == step]
+        owner = {row: c for c, row in last.items()}
+        pairs = match_kernels(k.loc[list(last.values())], k.loc[rows], rename)
+        for b, a, text in zip(pairs["before"], pairs["after"], pairs["why"], strict=True):
+            chain[a], why[a] = owner[b], text
+            last[owner[b]] = a
+        for a in rows:
+            if chain[a] < 0:
+                chain[a] = len(last)
+                last[len(last)] = a
+    return chain, why
+
+
 def moves(points: pd.DataFrame) -> pd.DataFrame:
     """What moved: one row per kernel and pair of consecutive steps it is in (``step_before`` ->
     ``step_after``), each quantity before, after and ``_ratio`` = after / before. A kernel in one
@@ -130,7 +162,8 @@ def moves(points: pd.DataFrame) -> pd.DataFrame:
         for before, after in pairs:
             one = before or after
             row = {"match": match, "kernel_short": one["kernel_short"], "config": config,
-                   "presence": one["presence"], "step_before": before["step"] if before else np.nan,
+                   "presence": one["presence"], "matched_by": after["matched_by"] if before and after else "",
+                   "step_before": before["step"] if before else np.nan,
                    "step_after": after["step"] if after else np.nan}
             for f in TEXT_MOVED:
                 row[f"{f}_before"] = before[f] if before else ""
@@ -188,7 +221,7 @@ def move_cells(frame: pd.DataFrame) -> list[list[str]]:
         pct = [f"{r[f'roof_pct_{s}']:.1f}" if np.isfinite(r[f"roof_pct_{s}"]) else "" for s in ("before", "after")]
         name = _arrow(r["kernel_short_before"], r["kernel_short_after"]) + (f" {r['config']}" if r["config"] else "")
         rows.append([
-            name, steps, r["presence"],
+            name, steps, r["presence"] + (f"; {r['matched_by']}" if r["matched_by"] else ""),
             _arrow(r["bound_before"], r["bound_after"]),
             (_arrow(*pct) + " %" if any(pct) else "–") + _times(r["roof_pct_ratio"]),
             (ai_text if any(ai) else "–") + _times(r["ai_ratio"]),

@@ -80,7 +80,7 @@ def test_a_step_is_suspicious_then_a_regression():
     row = d.iloc[13]
     assert row["ratio"] == pytest.approx(1.2 * WIGGLE[1], rel=0.02) and row["z"] > 4
     assert row["lower_s"] < row["baseline_s"] < row["upper_s"] and row["noise_s"] > 0
-    assert row["nights_in_violation"] == 2 and row["rule_version"] == "track-2"
+    assert row["nights_in_violation"] == 2 and row["rule_version"] == "track-3"
     assert d["revised_label"].iat[12] == "regression"  # the suspicious night was the onset
 
 
