@@ -20,17 +20,19 @@ BASE = ("__init__.py", "jobs.py", "errors.py", "atomic_files.py", "schemas.py", 
 RUNNER = ("job_client.py", "job_server.py")
 # what writes the pages: the report's, the app jobs' and (with its own modules) the tracking's; stage_code.py
 # because the chart specs kept between runs are keyed on these files (roofline/pages/cache.py); ceilings.py for the
-# words its citations use for the clock a roof is held at, which the charts' clock line reads
+# words its citations use for the clock a roof is held at, which the charts' clock line reads; kernels.py for the
+# run-wide ranking At a glance shares with the CLI
 PAGES = ("report.py", "chart.py", "chart_roofs.py", "chart_instruction.py", "chart_trajectory.py", "trajectory.py",
          "derive.py", "kernel_names.py", "plausibility.py", "instruction.py", "ncu_rules.py", "inputs.py", "units.py",
-         "assets/report.css", "assets/report.js", "pages/*.py", "stage_code.py", "ceilings.py", "report_peaks.py")
+         "assets/report.css", "assets/report.js", "pages/*.py", "stage_code.py", "ceilings.py", "report_peaks.py",
+         "kernels.py", "classify.py")
 # stage (roofline.jobs.STAGES) -> its files beyond BASE; a pattern stands for the files it matches
 STAGE_CODE: dict[str, tuple[str, ...]] = {
     "parse": ("parse.py", "derive.py", "kernel_names.py", "plausibility.py", "input_hash.py", "what_if.py", "units.py",
               "ncu_rep.py", "report_provenance.py", "config.py", "inputs.py", "compressed.py", "ncu_log.py",
               "ncu_rules.py", "report_peaks.py", "ncu_csv/*.py"),
     "ceilings": ("analysis.py", "ceilings.py", "report_peaks.py", "catalog.py", "catalog_entries.py", "strict_yaml.py",
-                 "ncu_rules.py", "kept_join.py"),
+                 "ncu_rules.py", "kept_join.py", "inputs.py", "plausibility.py"),
     "app": ("analysis.py", "classify.py", "kernels.py", "instruction.py", "ncu_rules.py", "app_job.py", *PAGES),
     "report": (*PAGES, "kept_join.py"),
     "status": ("status.py",),
