@@ -25,7 +25,7 @@ RUNNER = ("job_client.py", "job_server.py")
 PAGES = ("report.py", "chart.py", "chart_roofs.py", "chart_instruction.py", "chart_trajectory.py", "trajectory.py",
          "derive.py", "kernel_names.py", "plausibility.py", "instruction.py", "ncu_rules.py", "inputs.py", "units.py",
          "assets/report.css", "assets/report.js", "pages/*.py", "stage_code.py", "ceilings.py", "report_peaks.py",
-         "kernels.py", "classify.py")
+         "kernels.py", "classify.py", "kernel_match.py")
 # stage (roofline.jobs.STAGES) -> its files beyond BASE; a pattern stands for the files it matches
 STAGE_CODE: dict[str, tuple[str, ...]] = {
     "parse": ("parse.py", "derive.py", "kernel_names.py", "plausibility.py", "input_hash.py", "what_if.py", "units.py",
