@@ -49,9 +49,10 @@ def short_kernel_name(name: str, limit: int = 80) -> str:
     function, groups = _function_name(text)
     short = function
     kept = function.rfind(_ELIDED)
-    if kept >= 0:
+    group = function.count(_ELIDED, 0, kept) if kept >= 0 else -1
+    if 0 <= group < len(groups):  # an unclosed "<" (a name cut short, or not C++) opens no group
         # the kernel's own arguments: the last group left of the function name (not of its parameters)
-        arguments = _shown_arguments(groups[function.count(_ELIDED, 0, kept)])
+        arguments = _shown_arguments(groups[group])
         widened = f"{function[:kept]}<{arguments}>{function[kept + len(_ELIDED):]}"
         if arguments and len(widened.replace(_UNNAMED_MARK, _UNNAMED)) <= limit:
             short = widened

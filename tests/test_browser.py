@@ -292,7 +292,7 @@ def test_compare_page_draws_offline_without_errors(compare_rendered):
     assert "net::ERR" not in page["log"] and "ERR_FILE_NOT_FOUND" not in page["log"]
     exported = attribute(page, "exported").split()
     assert exported == ["svg:data:image/png;base64:drawn"]
-    assert "fa3_fwd_kernel&lt;…&gt; → fa3db_full_fwd_kernel&lt;…&gt;" in page["dom"]
+    assert "fa3_fwd_kernel&lt;64&gt; → fa3db_full_fwd_kernel&lt;64, …&gt;" in page["dom"]  # the short names
 
 
 def test_compare_screenshot(compare_rendered):

@@ -2,6 +2,8 @@
 
 import pytest
 from conftest import real_fixture
+from hypothesis import given
+from hypothesis import strategies as st
 
 import roofline
 from roofline.kernel_names import kernel_function_name, short_kernel_name
@@ -121,3 +123,11 @@ def test_distinct_kernels_of_a_real_report_get_distinct_short_names():
         # nothing was lost for names that were short and distinct already (no template arguments)
         assert all(s == n for s, n in zip(shorts, names) if "<" not in n and "(" not in n)
     assert compared >= 2  # the at::vectorized_elementwise_kernel<2|4, …> pairs at least
+
+
+@given(st.text(alphabet="<>()[]{},:&*-~ abcAZ09_'\"$`;", max_size=60))
+def test_any_text_gets_a_short_name_without_an_exception(name: str) -> None:
+    """Hostile or cut-short names (an unclosed '<', markup, shell text) never stop the parse stage."""
+    short = short_kernel_name(name, limit=40)
+    assert isinstance(short, str) and len(short) <= 40
+    assert isinstance(kernel_function_name(name), str)
