@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import re
 import sys
 from pathlib import Path
 
@@ -159,6 +160,12 @@ def floor_ncu_rep(path: Path) -> list[dict[str, object]]:
                 values[metrics.HFMA2_MMA_METRIC] = sum(
                     per_opcode.as_double(i) for i in range(per_opcode.num_instances())
                     if opcodes.as_string(i).startswith("HFMA2.MMA"))
+            warp_opcodes = action.metric_by_name(metrics.MMA_INSTRUCTIONS_METRIC.split("[")[0])
+            if warp_opcodes is not None and warp_opcodes.num_instances():  # the tensor cores' matrix opcodes
+                names = warp_opcodes.correlation_ids()
+                values[metrics.MMA_INSTRUCTIONS_METRIC] = sum(
+                    warp_opcodes.as_double(i) for i in range(warp_opcodes.num_instances())
+                    if re.fullmatch(r"(UTC)?[A-Z]G?MMA", names.as_string(i).split(".")[0]))
             for name in action.metric_names():
                 if name not in REP_METRICS and not name.startswith(REP_TENSOR_PREFIX):
                     continue
