@@ -5,21 +5,29 @@ log-normal night-to-night noise, injected 5 %, 10 % and 25 % steps (up, and a fe
 spikes, one workload change and one driver upgrade; ``score()`` compares the labels of
 :func:`roofline.history.decide_all` with the truth. tests/test_track.py runs one seed of it;
 ``python benchmarks/tracking_simulation.py --seeds 20`` prints the rates recorded in
-docs/tracking.md.
+docs/tracking.md. ``--detection-table --write`` reruns the seeded detection campaign (steps of 5, 10
+and 20 % at 1, 2 and 3 % noise) and rewrites roofline/data/detection_figures.json, which docs/tracking.md
+and the trends page show.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from dataclasses import dataclass, field
 from datetime import date, timedelta
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from roofline.decide_series import RULE_VERSION
+from roofline.detection_figures import FIGURES_FILE, figures_markdown, replace_docs_table
 from roofline.history import CONTEXT, DecisionParams, decide_all, history_frame
 from roofline.schemas import TABLES
+
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "tracking.md"
 
 PEAK_FLOPS = 19.5e12
 PEAK_BW = 1.555e12
@@ -80,6 +88,13 @@ def simulate(seed: int = 0, nights: int = 60, kernels: int = 50, noise: float = 
     names = [f"{NAMES[i % len(NAMES)]}#{i}" for i in range(kernels)]
     truth = Truth(nights=nights, kernels=kernels)
     events = _plan(rng, names, nights, truth)
+    return _history(rng, names, events, truth, noise, start), truth
+
+
+def _history(rng: np.random.Generator, names: list[str], events: dict, truth: Truth, noise: float,
+             start: date) -> pd.DataFrame:
+    """The history table of ``names`` over ``truth.nights`` nights with ``events`` injected."""
+    kernels, nights = len(names), truth.nights
     base = np.exp(rng.uniform(np.log(10e-6), np.log(5e-3), kernels))
     ai = np.exp(rng.uniform(np.log(0.1), np.log(100.0), kernels))
     efficiency = rng.uniform(0.3, 0.9, kernels)
@@ -120,7 +135,7 @@ def simulate(seed: int = 0, nights: int = 60, kernels: int = 50, noise: float = 
     frame["roof_pct"] = 100 * frame["performance"] / np.minimum(PEAK_FLOPS, PEAK_BW * frame["ai_dram"])
     totals = frame.groupby(["run_id", "app"])["duration_s"].transform("sum")
     frame["time_share"] = frame["duration_s"] / totals
-    return history_frame(frame), truth
+    return history_frame(frame)
 
 
 def nightly_inputs(history: pd.DataFrame):
@@ -212,12 +227,103 @@ def report(scores: pd.DataFrame, noise: float) -> str:
     return "\n".join(lines)
 
 
+# ------------------------------------------------------------------------------ detection table
+# The published figures (docs/tracking.md, the trends page): steps of 5, 10 and 20 % at 1, 2 and 3 %
+# night-to-night noise. 2 % is the realistic night: the simulator's default noise and the sigma the rule
+# assumes for a series too short to measure its own (DecisionParams.short_sigma_floor).
+DETECTION = {"steps": (0.05, 0.10, 0.20), "noise": (0.01, 0.02, 0.03), "realistic_noise": 0.02,
+             "campaign": {"first_seed": 1000, "seeds": 10, "nights": 60, "per_step": 20, "controls": 20,
+                          "first_step_night": 12, "horizon": 10}}
+
+
+def simulate_steps(seed: int, noise: float, steps: tuple[float, ...], per_step: int, controls: int,
+                   nights: int, first_step_night: int, horizon: int,
+                   start: date = date(2026, 1, 1)) -> tuple[pd.DataFrame, Truth]:
+    """A history of ``per_step`` kernels per step size, each stepping once on a random night (early
+    enough to leave ``horizon`` nights to flag it), and ``controls`` kernels that never change; no
+    spikes, workload or driver change, so every alert is a detection or a false alarm."""
+    rng = np.random.default_rng(seed)
+    names = [f"{NAMES[i % len(NAMES)]}#{i}" for i in range(len(steps) * per_step + controls)]
+    truth = Truth(nights=nights, kernels=len(names), driver_night=nights)  # no driver change
+    events = {}
+    for name, size in zip(names, np.repeat(steps, per_step), strict=False):
+        at = int(rng.integers(first_step_night, nights - horizon + 1))
+        events[name] = ("step", at, float(size))
+        truth.steps.append((name, at, float(size)))
+    return _history(rng, names, events, truth, noise, start), truth
+
+
+def detection_counts(decisions: pd.DataFrame, truth: Truth, first_step_night: int, horizon: int) -> dict:
+    """Per step: nights until first flagged (1 = the step night; None: not within ``horizon``); false
+    alarms: ``regression`` labels on kernel-nights from ``first_step_night`` on before any step."""
+    night = {d: i for i, d in enumerate(sorted(decisions["run_id"].unique()))}
+    flagged: dict[str, list[int]] = {}
+    nights = decisions["run_id"].map(night)
+    for kernel, n in zip(decisions["kernel"][decisions["label"] == "regression"],
+                         nights[decisions["label"] == "regression"], strict=True):
+        flagged.setdefault(kernel, []).append(int(n))
+    step_at = {k: at for k, at, _ in truth.steps}
+    delays = []
+    for kernel, at, size in truth.steps:
+        hits = [n - at + 1 for n in flagged.get(kernel, []) if at <= n < at + horizon]
+        delays.append((size, min(hits) if hits else None))
+    clean = [(k, n) for k, n in zip(decisions["kernel"], nights, strict=True)
+             if first_step_night <= n < step_at.get(k, truth.nights)]
+    alarms = sum(n in flagged.get(k, ()) for k, n in clean)
+    return {"delays": delays, "false_alarms": alarms, "kernel_nights": len(clean)}
+
+
+def detection_figures(params: DecisionParams | None = None) -> dict:
+    """The detection table's figures (what roofline/data/detection_figures.json holds) from the
+    seeded campaign ``DETECTION``; the same on every run."""
+    c = DETECTION["campaign"]
+    levels = []
+    for noise in DETECTION["noise"]:
+        delays, alarms, kernel_nights = [], 0, 0
+        for seed in range(c["first_seed"], c["first_seed"] + c["seeds"]):
+            history, truth = simulate_steps(seed, noise, DETECTION["steps"], c["per_step"], c["controls"],
+                                            c["nights"], c["first_step_night"], c["horizon"])
+            counts = detection_counts(decide_all(history, params), truth, c["first_step_night"], c["horizon"])
+            delays += counts["delays"]
+            alarms += counts["false_alarms"]
+            kernel_nights += counts["kernel_nights"]
+        rows = []
+        for step in DETECTION["steps"]:
+            found = sorted(d for s, d in delays if s == step and d is not None)
+            n = sum(s == step for s, _ in delays)
+            rows.append({"step": step, "n": n, "detected": len(found),
+                         "delay_median": float(np.median(found)) if found else None,
+                         # nearest rank: a delay some step really had, in whole nights
+                         "delay_p90": found[int(np.ceil(0.9 * len(found))) - 1] if found else None})
+        levels.append({"noise": noise, "false_alarms": alarms, "kernel_nights": kernel_nights, "steps": rows})
+    return {"rule_version": RULE_VERSION, "realistic_noise": DETECTION["realistic_noise"],
+            "campaign": dict(c), "noise_levels": levels}
+
+
+def write_detection_table(figures: dict, docs: Path = DOCS) -> None:
+    """Write ``figures`` to the package's data file and their table into ``docs`` (docs/tracking.md)."""
+    FIGURES_FILE.write_text(json.dumps(figures, indent=1) + "\n", encoding="utf-8")
+    docs.write_text(replace_docs_table(docs.read_text(encoding="utf-8"), figures), encoding="utf-8")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--noise", type=float, nargs="+", default=[0.01, 0.02, 0.03])
     parser.add_argument("--noise-method", choices=["diff", "level"], default="diff")
+    parser.add_argument("--detection-table", action="store_true",
+                        help="print the published detection table (fixed seeds; --seeds/--noise ignored)")
+    parser.add_argument("--write", action="store_true",
+                        help="with --detection-table: rewrite roofline/data/detection_figures.json and the "
+                             "table in docs/tracking.md")
     args = parser.parse_args(argv)
+    if args.detection_table:
+        figures = detection_figures()
+        print(figures_markdown(figures))
+        if args.write:
+            write_detection_table(figures)
+            print(f"wrote {FIGURES_FILE} and {DOCS}")
+        return 0
     params = DecisionParams(noise_method=args.noise_method)
     for noise in args.noise:
         print(report(run(range(args.seeds), noise=noise, params=params), noise))

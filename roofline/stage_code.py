@@ -39,8 +39,10 @@ STAGE_CODE: dict[str, tuple[str, ...]] = {
     # the tracking hashes the config into each night's context (workflow_config.config_hash)
     "track": ("history.py", "track*.py", "decide*.py", "workflow_config.py", "config.py", "strict_yaml.py",
               "kept_join.py", *PAGES),
-    # the trends page of the night the tracking judged, from the store (the state's run order)
-    "trends": ("history.py", "track*.py", "decide*.py", *PAGES),
+    # the trends page of the night the tracking judged, from the store (the state's run order); its method
+    # section shows the published detection figures
+    "trends": ("history.py", "track*.py", "decide*.py", "detection_figures.py", "data/detection_figures.json",
+               *PAGES),
 }
 
 

@@ -7,6 +7,7 @@ import pytest
 from test_chart import _rows_with
 
 from roofline import chart
+from roofline.detection_figures import figures_html, read_figures
 from roofline.history import SERIES_KEY
 from roofline.kernels import aggregate_kernels
 from roofline.pages import trend_roofs, trends
@@ -123,6 +124,8 @@ def test_a_night_without_findings_says_so_instead_of_an_empty_chart():
     assert "No kernel regressed or improved tonight" in page
     assert page.count('<div class="chart" id="chart') == 2  # any kernel, tonight's roofline
     assert 'id="chart0"></div></section>' in page.split('<section id="any">')[1][:200]
+    # the method shows the published detection table, read from the one data file
+    assert figures_html(read_figures()) in page.split('<section id="method">')[1]
 
 
 def test_tonights_rooflines_draw_the_summarys_charts_from_the_pages_rows():

@@ -21,6 +21,7 @@ import pandas as pd
 from roofline.atomic_files import write_text_atomic
 from roofline.chart import CHART_FIELDS, KERNEL_DATA
 from roofline.decide_series import DECISION_COLUMNS
+from roofline.detection_figures import figures_html, read_figures
 from roofline.history import SERIES_KEY
 from roofline.pages.markup import esc, script_json
 from roofline.pages.page import asset_src, page_html, write_vega_asset
@@ -259,7 +260,8 @@ def trends_html(decisions: pd.DataFrame, summary: Mapping, kernels: pd.DataFrame
         "saves a chart as SVG or PNG.</p>" + "\n".join(roof_blocks) + "</section>\n"
         f'<section id="health"><h2>Health</h2>{_health(decisions, tonight)}</section>\n'
         f'<section id="method"><h2>Method</h2><p>{esc(summary["method"])} Rule version '
-        f'{esc(summary["rule_version"])}.</p><h3>Run context</h3><table>{ctx}</table></section>'
+        f'{esc(summary["rule_version"])}.</p>{figures_html(read_figures())}'
+        f'<h3>Run context</h3><table>{ctx}</table></section>'
     )
     columns = "{}" if rows is None else columns_json(rows)
     data = (f'{{"n":{0 if rows is None else len(rows)},"cols":{columns},"charts":{script_json(entries)},'
