@@ -20,7 +20,8 @@ from conftest import REPO, nersc_sm_clock, real_fixture
 
 pytestmark = pytest.mark.slow  # a wheel, a venv and five commands: ~15 s
 
-PACKAGE_DATA = ("roofline/data/gpus.yaml", "roofline/data/config.schema.json", "roofline/assets/report.css",
+PACKAGE_DATA = ("roofline/data/gpus.yaml", "roofline/data/config.schema.json", "roofline/data/detection_figures.json",
+                "roofline/assets/report.css",
                 "roofline/assets/report.js", "roofline/__main__.py", "roofline/api.py")
 A100_80 = "NVIDIA A100-SXM4-80GB"
 
