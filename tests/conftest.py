@@ -1,6 +1,7 @@
 """Shared test helpers: where the real Nsight Compute fixtures live (read from ../shared, never copied)."""
 
 import csv
+import importlib.util
 import math
 import re
 import statistics
@@ -146,3 +147,14 @@ def nersc_sm_clock(path: Path) -> float:
                 duration[rec["ID"]] = value * {"nsecond": 1e-9, "usecond": 1e-6}[rec["Metric Unit"]]
     long = [clock[i] for i in clock if duration.get(i, 0.0) >= 20e-6]
     return statistics.median(long or list(clock.values()))
+
+
+def tracking_simulator():
+    """benchmarks/tracking_simulation.py as a module (the benchmarks are no package), loaded once."""
+    if "tracking_simulation" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("tracking_simulation",
+                                                      REPO / "benchmarks" / "tracking_simulation.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # dataclasses look their module up there
+        spec.loader.exec_module(module)
+    return sys.modules["tracking_simulation"]

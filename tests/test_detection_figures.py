@@ -2,23 +2,12 @@
 current rule's (tests/test_trends.py: the trends page shows it); the slow test reruns the seeded
 campaign and compares."""
 
-import importlib.util
-import sys
 
 import pytest
-from conftest import REPO
+from conftest import REPO, tracking_simulator
 
 from roofline import detection_figures as df
 from roofline.decide_series import RULE_VERSION
-
-
-def _simulator():
-    spec = importlib.util.spec_from_file_location("tracking_simulation",
-                                                  REPO / "benchmarks" / "tracking_simulation.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_the_docs_table_is_the_shipped_files():
@@ -29,7 +18,7 @@ def test_the_docs_table_is_the_shipped_files():
 
 def test_the_shipped_figures_are_the_current_rules_and_campaigns():
     figures = df.read_figures()
-    sim = _simulator()
+    sim = tracking_simulator()
     assert figures["rule_version"] == RULE_VERSION, f"rule changed: run {df.COMMAND}"
     assert figures["campaign"] == sim.DETECTION["campaign"]
     assert [level["noise"] for level in figures["noise_levels"]] == list(sim.DETECTION["noise"])
@@ -51,7 +40,7 @@ def test_a_missing_marker_is_an_error_not_a_silent_append():
 
 
 def test_a_small_campaign_scores_steps_and_false_alarms():
-    sim = _simulator()
+    sim = tracking_simulator()
     history, truth = sim.simulate_steps(7, 0.02, (0.05, 0.20), per_step=3, controls=3, nights=40,
                                         first_step_night=12, horizon=10)
     counts = sim.detection_counts(sim.decide_all(history), truth, 12, 10)
@@ -62,4 +51,4 @@ def test_a_small_campaign_scores_steps_and_false_alarms():
 @pytest.mark.slow
 def test_rerunning_the_campaign_gives_the_published_figures():
     """About 15 s: the seeded campaign, as the command runs it."""
-    assert _simulator().detection_figures() == df.read_figures(), f"stale figures: run {df.COMMAND}"
+    assert tracking_simulator().detection_figures() == df.read_figures(), f"stale figures: run {df.COMMAND}"

@@ -1,33 +1,21 @@
 """Decisions on hand-made series and on the seeded simulator; regressions.json, trends.html, CLI."""
 
-import importlib.util
 import json
 import math
-import sys
 from datetime import date, timedelta
 
 import numpy as np
 import pandas as pd
 import pytest
 import vl_convert
-from conftest import REPO
+from conftest import tracking_simulator
 
 from roofline import track
 from roofline.history import DecisionParams, append_run, decide, decide_all, history_frame
 from roofline.pages import trends
 from roofline.table_files import write_table
 
-
-def _simulator():
-    spec = importlib.util.spec_from_file_location("tracking_simulation",
-                                                  REPO / "benchmarks" / "tracking_simulation.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
-SIM = _simulator()
+SIM = tracking_simulator()
 # +-1 % wiggle: noise without randomness, so that each rule fires exactly where it should
 WIGGLE = [1.0, 1.01, 0.99, 1.005, 0.995, 1.0, 1.01, 0.99, 1.0, 1.005]
 
