@@ -51,7 +51,7 @@ def fresh_dir(path: Path) -> Path:
 NOOP_SNAKEFILE = """# benchmarks/_common.py: the workflow's shape, jobs that do nothing (generated)
 import sys
 sys.path.insert(0, {repo!r})
-from roofline.rate_limit import lift_default_rate_limit
+from roofline.jobs.rate_limit import lift_default_rate_limit
 APPS = [f"app_{{i:03d}}" for i in range({n})]
 rule all:
     input: "reports/summary.html", "reports/trends.html", "reports/status.json"
@@ -65,7 +65,7 @@ checkpoint ceilings:
     input: expand("data/counters/{{app}}.parquet", app=APPS)
     output: "data/ceilings/devices.parquet"
     shell: "echo unchanged > {{output}}"
-rule analyse_app:
+rule classify_app:
     localrule: True
     input: c="data/counters/{{app}}.parquet", d="data/diagnostics/{{app}}.parse.parquet",
            ceilings=lambda wildcards: checkpoints.ceilings.get().output[0]
@@ -147,7 +147,7 @@ def job_env(bytecode: bool) -> dict[str, str]:
         env["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
     # The jobs run `python -m roofline.jobs <stage>`: make sure `python` is this venv's interpreter.
     env["PATH"] = f"{Path(PY).parent}{os.pathsep}{env.get('PATH', '')}"
-    # The jobs' warm server (roofline/job_server.py) ends soon after a run's last job, so that every
+    # The jobs' warm server (roofline/jobs/server.py) ends soon after a run's last job, so that every
     # measured run starts without one, as a user's first run does; its time is counted (SUBREAPER).
     env["ROOFLINE_JOB_SERVER_IDLE"] = "3"
     return env
@@ -155,8 +155,10 @@ def job_env(bytecode: bool) -> dict[str, str]:
 
 def warm_bytecode(env: dict[str, str]) -> None:
     """Fill the bytecode cache (not timed) so that measured runs start as a normal install would."""
-    modules = "roofline.jobs, roofline.parse, roofline.analysis, roofline.catalog, roofline.report, roofline.track, " \
-        "roofline.status, snakemake.cli"
+    from roofline.jobs.stages import STAGES
+
+    modules = ", ".join(["roofline.jobs.runner", "roofline.jobs.client", *(s.module for s in STAGES.values()),
+                         "snakemake.cli"])
     subprocess.run([PY, "-c", f"import {modules}"], env=env, cwd=REPO, check=True, capture_output=True)
 
 
@@ -182,7 +184,7 @@ class Run:
 def _subreaper() -> bool:
     """Make this process the reaper of its orphaned descendants (Linux), so their CPU time counts.
 
-    The workflow's stage jobs fork from a server process (roofline/job_server.py) that leaves the
+    The workflow's stage jobs fork from a server process (roofline/jobs/server.py) that leaves the
     job that started it and outlives snakemake by a moment; without this it would be reparented to
     init and its CPU time and memory (those of every job it ran) would be missing from the figures."""
     try:

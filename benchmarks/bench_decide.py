@@ -2,7 +2,7 @@
 
 For each history length a store is generated (seeded: log-normal noise, steps, spikes, kernels
 missing on some nights, a driver change that starts a new segment for every series), the decision
-state is built by a full replay (``roofline.decide_state.update(replay=True)``: what a rule change
+state is built by a full replay (``roofline.nightly.state.update(replay=True)``: what a rule change
 costs, and what every night cost before the state existed), then tonight is appended and decided
 from the state (``append_run`` + ``update`` + tonight's summary: the nightly decision), four more
 times as a first run (tonight's rows, records and state removed before each), then once more with
@@ -30,10 +30,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _common import BENCH_TMP, fresh_dir, record  # noqa: E402
 
-from roofline import decide_state, track, track_summary  # noqa: E402
-from roofline.decide import DecisionParams  # noqa: E402
-from roofline.decide_state import STATE_DIR, update  # noqa: E402
-from roofline.history import (  # noqa: E402
+from roofline.nightly import state, track  # noqa: E402
+from roofline.nightly import summary as track_summary  # noqa: E402
+from roofline.nightly.params import DecisionParams  # noqa: E402
+from roofline.nightly.state import STATE_DIR, update  # noqa: E402
+from roofline.nightly.store import (  # noqa: E402
     CONTEXT,
     DECISIONS_DIR,
     append_run,
@@ -42,7 +43,7 @@ from roofline.history import (  # noqa: E402
     write_partition,
 )
 from roofline.pages.trends import trends_html  # noqa: E402
-from roofline.schemas import TABLES  # noqa: E402
+from roofline.tables.schemas import TABLES  # noqa: E402
 
 PEAK_FLOPS, PEAK_BW = 19.5e12, 1.555e12
 GOAL_S = 2.0
@@ -119,10 +120,10 @@ def tonight(store: Path, fleet: Fleet, run_id: str, kernels: pd.DataFrame, conte
 
 def forget_tonight(store: Path, run_id: str) -> None:
     """The store as before tonight's first run: tonight's rows, its records and the state after it
-    gone (a rerun of the same night would judge only what changed: roofline/decide_rerun.py)."""
+    gone (a rerun of the same night would judge only what changed: roofline/nightly/state.py)."""
     shutil.rmtree(store / f"run={run_id}")
     shutil.rmtree(store / DECISIONS_DIR / f"run={run_id}")
-    shutil.rmtree(decide_state._states(store)[0][1].parent)
+    shutil.rmtree(state._states(store)[0][1].parent)
 
 
 def rerun_one_app(store: Path, fleet: Fleet, run_id: str, kernels: pd.DataFrame, context: dict,
@@ -133,18 +134,18 @@ def rerun_one_app(store: Path, fleet: Fleet, run_id: str, kernels: pd.DataFrame,
     changed = kernels.assign(duration_s=kernels["duration_s"].where(kernels["app"] != app,
                                                                     kernels["duration_s"] * 1.02))
     partial = []
-    real = decide_state.rerun_changed_apps
+    real = state.rerun_changed_apps
 
     def seen(*args):
         done = real(*args)
         partial.append(done is not None)
         return done
 
-    decide_state.rerun_changed_apps = seen
+    state.rerun_changed_apps = seen
     try:
         elapsed = tonight(store, fleet, run_id, changed, context, params)[0]
     finally:
-        decide_state.rerun_changed_apps = real
+        state.rerun_changed_apps = real
     return elapsed, partial == [True]
 
 
@@ -217,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         f"(tonight's rows, records and state removed before each; their summaries equal the "
         f"first: {'yes' if all(r['same'] for r in results) else '**no**'}). *Rerun, one app changed*: "
         f"tonight again with one of the fleet's 40 apps 2 % slower, which judges only that app's series "
-        f"(roofline/decide_rerun.py). *vs {short['nights']} "
+        f"(roofline/nightly/state.py). *vs {short['nights']} "
         f"nights*: best / best at {short['nights']} nights, same run. Full replay = "
         f"`update(replay=True)`: every night judged again from nothing and its records rewritten "
         f"(after a rule change; what each night cost before the state existed); *replay / nightly* "

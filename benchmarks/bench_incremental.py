@@ -52,14 +52,14 @@ def noop_rerun_time(env: dict, n: int, repeat: int = 3) -> float:
         (work / "inputs" / "app_000.csv").write_text(f"changed {k}\n")
         rerun = run_tracked(cmd, cwd=work, env=env)
         ran = jobs_in(rerun.text)
-        if rerun.rc != 0 or "analyse_app:app_000" not in ran or "analyse_app:app_001" in ran:
+        if rerun.rc != 0 or "classify_app:app_000" not in ran or "classify_app:app_001" in ran:
             raise SystemExit(f"the no-op workflow's rerun ran {ran}:\n{rerun.text[-4000:]}")
         times.append(rerun.wall_s)
     return statistics.median(times)
 
 
 def _counted(jobs: list[str]) -> str:
-    """Jobs as rule names, a per-app rule with its job count: "200 analyse_app, report"."""
+    """Jobs as rule names, a per-app rule with its job count: "200 classify_app, report"."""
     counts: dict[str, int] = {}
     for job in jobs:
         counts[job.split(":")[0]] = counts.get(job.split(":")[0], 0) + 1
@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         handle.write("\n# benchmark edit: rerun the analysis and its dependents\n")
     edited = run()
     got_c = jobs_in(edited.text)
-    want_c = expected_jobs(graph, cold_jobs, {"analyse_app"}, apps)
+    want_c = expected_jobs(graph, cold_jobs, {"classify_app"}, apps)
     print(f"(c) classify.py edited: {edited.wall_s:.1f} s, {len(got_c)} jobs; upstream jobs: "
           f"{[j for j in got_c if j.split(':')[0] in ('parse', 'capture')]}")
 

@@ -93,13 +93,14 @@ OURS = '''
 import sys, time, json
 sys.path.insert(0, sys.argv[4])
 t0 = time.perf_counter()
-from roofline.parse import parse_input
-from roofline.ceilings import build_ceilings
-from roofline.classify import classify_launches
-from roofline.kernels import aggregate_kernels
-from roofline.ncu_csv import read_ncu_csv
-from roofline.table_files import write_table
-from roofline.catalog import CATALOG_PATH  # imported lazily by the ceilings stage: count it as an import, not as work
+from roofline.parse.counters import parse_input
+from roofline.ceilings.select import build_ceilings
+from roofline.classify.launches import classify_launches
+from roofline.classify.kernels import aggregate_kernels
+from roofline.parse.readers.ncu_csv import read_ncu_csv
+from roofline.tables.files import write_table
+# imported lazily by the ceilings stage: count it as an import, not as work
+from roofline.ceilings.catalog import CATALOG_PATH
 import contextlib
 context = contextlib.nullcontext()
 t1 = time.perf_counter()

@@ -9,8 +9,8 @@ NERSC-style long CSV and ``--page raw`` wide CSV (generated, 20k or 100k launche
   thousands separators, so they cannot be read as numbers directly);
 - *floor*: bare read + the minimal pivot to one row per launch and one float column per metric
   (separators stripped, cast, scattered into a launches x metrics array) -- no units, no checks;
-- *ours, reader*: ``roofline.ncu_csv.read_ncu_csv`` (units to SI, checks, identity columns);
-- *ours, stage*: ``roofline.parse.parse_table`` (reader + recipes + provenance + schema: the table the
+- *ours, reader*: ``roofline.parse.readers.ncu_csv.read_ncu_csv`` (units to SI, checks, identity columns);
+- *ours, stage*: ``roofline.parse.counters.parse_table`` (reader + recipes + provenance + schema: the table the
   parse job writes).
 
 ``.ncu-rep`` reports (the real ones in ``../shared/fixtures/real/*/*.ncu-rep``, read in place; the
@@ -18,12 +18,12 @@ part is skipped, saying why, when that folder or the ``ncu_report`` module is ab
 
 - *bare load*: ``ncu_report.load_report`` alone;
 - *floor*: load + every launch's kernel names and the value of every metric our reader reads (the
-  metrics of ``roofline.metrics.all_input_metrics()`` and the tensor-pipe ``sm__ops_path_tensor_*``
+  metrics of ``roofline.metrics.quantities.all_input_metrics()`` and the tensor-pipe ``sm__ops_path_tensor_*``
   family, numbers through ``as_double()``, the device name through ``value()``), into one dict per
   launch -- no units, no checks, no frame. After timing, the floor's metric names are checked to be
   exactly the metric columns of our reader's frame, so both read the same set;
-- *ours, reader*: ``roofline.ncu_rep.read_ncu_rep`` (structure check, load, units to SI, frame);
-- *ours, stage*: ``roofline.parse.parse_table(path, "bench", "ncu-rep")``.
+- *ours, reader*: ``roofline.parse.readers.ncu_rep.read_ncu_rep`` (structure check, load, units to SI, frame);
+- *ours, stage*: ``roofline.parse.counters.parse_table(path, "bench", "ncu-rep")``.
 
 Each report is timed on its own (both sides load the file each time); the table gives the total
 over all reports (sum of the best times) and the largest report.
@@ -53,12 +53,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import BENCH_TMP, REPO, best_time, record  # noqa: E402
 from generate import NERSC_DEVICE, generate_big  # noqa: E402
 
-from roofline import metrics  # noqa: E402
 from roofline.errors import InputError  # noqa: E402
-from roofline.job_client import without_huge_pages  # noqa: E402
-from roofline.ncu_csv import is_kept_metric, read_ncu_csv  # noqa: E402
-from roofline.ncu_rep import read_ncu_rep  # noqa: E402
-from roofline.parse import parse_table  # noqa: E402
+from roofline.jobs.client import without_huge_pages  # noqa: E402
+from roofline.metrics import quantities  # noqa: E402
+from roofline.parse.counters import parse_table  # noqa: E402
+from roofline.parse.readers.ncu_csv import is_kept_metric, read_ncu_csv  # noqa: E402
+from roofline.parse.readers.ncu_rep import read_ncu_rep  # noqa: E402
 
 LONG_COLUMNS = ["ID", "Kernel Name", "Metric Name", "Metric Unit", "Metric Value"]
 KINDS = ("long", "wide", "ncu-rep")
@@ -70,13 +70,13 @@ FLOOR = "floor"  # the key of the floor's time in every kind's figures
 READER = "ours: reader"
 STAGE = "ours: stage"
 
-# What our .ncu-rep reader reads (roofline.ncu_rep._wanted), restated from the public metric table so
+# What our .ncu-rep reader reads (roofline.parse.readers.ncu_rep._wanted), restated from the public metric table so
 # that the floor does not depend on the reader's private names; check_same_metrics() fails the
 # run if the two ever drift apart.
-REP_METRICS = frozenset(metrics.all_input_metrics())
+REP_METRICS = frozenset(quantities.all_input_metrics())
 REP_TENSOR_PREFIX = "sm__ops_path_tensor_"
 REP_DEVICE = "device__attribute_display_name"  # read as text, as our reader does
-REP_PER_OPCODE = metrics.HFMA2_MMA_METRIC.split("[")[0]  # its HFMA2.MMA instances summed, as our reader does
+REP_PER_OPCODE = quantities.HFMA2_MMA_METRIC.split("[")[0]  # its HFMA2.MMA instances summed, as our reader does
 
 
 def _floats(column: pa.ChunkedArray) -> np.ndarray:
@@ -157,13 +157,13 @@ def floor_ncu_rep(path: Path) -> list[dict[str, object]]:
             per_opcode = action.metric_by_name(REP_PER_OPCODE)  # SASS counts, one instance per opcode
             if per_opcode is not None and per_opcode.num_instances():
                 opcodes = per_opcode.correlation_ids()
-                values[metrics.HFMA2_MMA_METRIC] = sum(
+                values[quantities.HFMA2_MMA_METRIC] = sum(
                     per_opcode.as_double(i) for i in range(per_opcode.num_instances())
                     if opcodes.as_string(i).startswith("HFMA2.MMA"))
-            warp_opcodes = action.metric_by_name(metrics.MMA_INSTRUCTIONS_METRIC.split("[")[0])
+            warp_opcodes = action.metric_by_name(quantities.MMA_INSTRUCTIONS_METRIC.split("[")[0])
             if warp_opcodes is not None and warp_opcodes.num_instances():  # the tensor cores' matrix opcodes
                 names = warp_opcodes.correlation_ids()
-                values[metrics.MMA_INSTRUCTIONS_METRIC] = sum(
+                values[quantities.MMA_INSTRUCTIONS_METRIC] = sum(
                     warp_opcodes.as_double(i) for i in range(warp_opcodes.num_instances())
                     if re.fullmatch(r"(UTC)?[A-Z]G?MMA", names.as_string(i).split(".")[0]))
             for name in action.metric_names():
@@ -353,7 +353,7 @@ def main(argv: list[str] | None = None) -> int:
         "long": lambda: generate_big(BENCH_TMP / ("long-20k" if args.quick else "big"), n, n // 20),
         "wide": lambda: generate_big(BENCH_TMP / f"wide-{n // 1000}k", n, n // 20, kind="wide"),
     }
-    # as the parse jobs run (their server and its workers: roofline.job_client.without_huge_pages)
+    # as the parse jobs run (their server and its workers: roofline.jobs.client.without_huge_pages)
     without_huge_pages()
     rows, notes, figures = [], [], {}
     if "ncu-rep" in args.only:

@@ -1,7 +1,7 @@
 """Report size and draw time at 100k launches / 5,000 kernels.
 
 The generated 100k-launch NERSC-style CSV (5,000 kernels) goes through parse, ceilings and classify
-in-process; the report stage then runs as the workflow runs it (``python -m roofline.report``), and
+in-process; the report stage then runs as the workflow runs it (``python -m roofline.pages.report``), and
 the summary page is drawn in headless Chromium (Debian's ``chromium``; ``apt-get install chromium``).
 Draw time = Chromium's wall time on the page minus its wall time on a blank page (the in-run
 baseline: browser start and exit). A copy of the page with a probe script is dumped to check that
@@ -32,10 +32,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import BENCH_TMP, PY, REPO, fresh_dir, gb, job_env, record, run_tracked, warm_bytecode  # noqa: E402
 from generate import NERSC_DEVICE, generate_big  # noqa: E402
 
-from roofline.ceilings import build_ceilings  # noqa: E402
-from roofline.kernels import aggregate_kernels  # noqa: E402
-from roofline.parse import diagnostics_for, parse_input  # noqa: E402
-from roofline.table_files import write_table  # noqa: E402
+from roofline.ceilings.select import build_ceilings  # noqa: E402
+from roofline.classify.kernels import aggregate_kernels  # noqa: E402
+from roofline.parse.counters import diagnostics_for, parse_input  # noqa: E402
+from roofline.tables.files import write_table  # noqa: E402
 
 CHROMIUM_FLAGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -91,7 +91,7 @@ def fleet(args) -> int:
     """The summary at ``args.apps`` apps: sizes and draw times as ratios against a blank page."""
     import pandas as pd
 
-    from roofline.schemas import conform
+    from roofline.tables.schemas import conform
 
     kernels, ceilings = fleet_kernels(args.apps)
     work = fresh_dir(BENCH_TMP / "report-apps")
@@ -102,7 +102,8 @@ def fleet(args) -> int:
     env = job_env(True)
     warm_bytecode(env)
     summary = work / "reports" / "summary.html"
-    cmd = [PY, "-m", "roofline.report", "--kernels", str(tables["kernels"]), "--ceilings", str(tables["ceilings"]),
+    cmd = [PY, "-m", "roofline.stages.report", "--kernels", str(tables["kernels"]),
+           "--ceilings", str(tables["ceilings"]),
            "--diagnostics", str(tables["diagnostics"]), "--output", str(summary), "--apps-dir",
            str(work / "reports" / "apps"), "--title", f"bench {args.apps} apps"]
     run = run_tracked(cmd, cwd=REPO, env=env)
@@ -114,7 +115,7 @@ def fleet(args) -> int:
     blank.write_text("<!DOCTYPE html><html><body><p>blank (benchmark baseline)</p></body></html>\n")
     sizes = {"blank page": blank.stat().st_size, "summary.html": summary.stat().st_size,
              "largest app page": max(p.stat().st_size for p in pages), "vega-bundle.js (once)": bundle.stat().st_size}
-    rows = [["report job (python -m roofline.report)", f"{run.wall_s:.1f} s", "", "", gb(run.max_proc_rss)]]
+    rows = [["report job (python -m roofline.pages.report)", f"{run.wall_s:.1f} s", "", "", gb(run.max_proc_rss)]]
     rows += [[what, f"{size / 1e6:.3f} MB", f"{size / sizes['blank page']:,.0f}x", "<= 5 MB" if what == "summary.html"
               else "", ""] for what, size in sizes.items()]
     total = sum(p.stat().st_size for p in pages)
@@ -179,7 +180,8 @@ def main(argv: list[str] | None = None) -> int:
     env = job_env(True)
     warm_bytecode(env)
     summary = work / "reports" / "summary.html"
-    cmd = [PY, "-m", "roofline.report", "--kernels", str(tables["kernels"]), "--ceilings", str(tables["ceilings"]),
+    cmd = [PY, "-m", "roofline.stages.report", "--kernels", str(tables["kernels"]),
+           "--ceilings", str(tables["ceilings"]),
            "--diagnostics", str(tables["diagnostics"]), "--output", str(summary), "--apps-dir",
            str(work / "reports" / "apps"), "--title", "bench 100k launches"]
     report_run = run_tracked(cmd, cwd=REPO, env=env)
@@ -191,7 +193,8 @@ def main(argv: list[str] | None = None) -> int:
           f"summary.html {size / 1e6:.2f} MB, app page {app_pages[0].stat().st_size / 1e6:.2f} MB")
 
     rows = [
-        ["report job (python -m roofline.report)", f"{report_run.wall_s:.1f} s", "", gb(report_run.max_proc_rss), ""],
+        ["report job (python -m roofline.stages.report)", f"{report_run.wall_s:.1f} s", "", gb(report_run.max_proc_rss),
+         ""],
         ["summary.html size", f"{size / 1e6:.2f} MB", "<= 5 MB", "", "met" if size <= 5e6 else "**not met**"],
     ]
     ok = size <= 5e6

@@ -48,7 +48,7 @@ from generate import generate_apps, write_config  # noqa: E402
 # One rule whose only input exists and which has no output to make: "Nothing to be done", the
 # fixed cost of starting Snakemake, parsing a Snakefile and checking the (empty) DAG.
 EMPTY_SNAKEFILE = 'rule all:\n    input: "Snakefile"\n'
-STAGES = ("parse", "analysis", "report")
+STAGES = ("roofline.stages.parse", "roofline.stages.classify_app", "roofline.stages.report")
 
 
 def empty_workflow_time(env: dict, repeat: int = 3) -> float:
@@ -67,9 +67,9 @@ def startup_floor(env: dict, repeat: int = 3) -> dict[str, float]:
     """Median wall time of starting one job of each stage (interpreter + imports, no work)."""
     out = {}
     for stage in STAGES:
-        times = [run_tracked([PY, "-c", f"import roofline.{stage}"], cwd=REPO, env=env).wall_s for _ in range(repeat)]
+        times = [run_tracked([PY, "-c", f"import {stage}"], cwd=REPO, env=env).wall_s for _ in range(repeat)]
         out[stage] = statistics.median(times)
-    served = [run_tracked([PY, "-c", "import roofline.jobs, roofline.job_client"], cwd=REPO, env=env).wall_s
+    served = [run_tracked([PY, "-c", "import roofline.jobs.runner, roofline.jobs.client"], cwd=REPO, env=env).wall_s
               for _ in range(repeat)]
     out["served"] = statistics.median(served)
     return out
@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
         f"Baselines in the same run: empty workflow {empty:.2f} s; job start-up in its own process (interpreter + "
         "imports) " + ", ".join(f"{s} {floor[s]:.2f} s" for s in STAGES)
         + f": what a job pays before any work when it runs itself (the first of a run does); a job handed to the "
-        f"warm server (roofline/job_server.py, every later one) starts in {floor['served']:.2f} s and its forked "
+        f"warm server (roofline/jobs/server.py, every later one) starts in {floor['served']:.2f} s and its forked "
         "child has the imports.",
         f"Scaling: linear fit {slope:.2f} s/app + {intercept:.1f} s (R² {r2:.4f}); marginal s/app between "
         "points " + ", ".join(f"{m:.2f}" for m in marginal) + ".",

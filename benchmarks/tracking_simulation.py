@@ -3,7 +3,7 @@
 ``simulate()`` builds a history (the store's table) of N nights x M kernels with multiplicative
 log-normal night-to-night noise, injected 5 %, 10 % and 25 % steps (up, and a few down), single-night
 spikes, one workload change and one driver upgrade; ``score()`` compares the labels of
-:func:`roofline.history.decide_all` with the truth. tests/test_track.py runs one seed of it;
+:func:`roofline.nightly.engine.decide_all` with the truth. tests/nightly/test_track.py runs one seed of it;
 ``python benchmarks/tracking_simulation.py --seeds 20`` prints the rates recorded in
 docs/tracking.md. ``--detection-table --write`` reruns the seeded detection campaign (steps of 5, 10
 and 20 % at 1, 2 and 3 % noise) and rewrites roofline/data/detection_figures.json, which docs/tracking.md
@@ -22,10 +22,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from roofline.decide_series import RULE_VERSION
-from roofline.detection_figures import FIGURES_FILE, figures_markdown, replace_docs_table
-from roofline.history import CONTEXT, DecisionParams, decide_all, history_frame
-from roofline.schemas import TABLES
+from roofline.nightly.detection_figures import FIGURES_FILE, figures_markdown, replace_docs_table
+from roofline.nightly.engine import decide_all
+from roofline.nightly.params import DecisionParams
+from roofline.nightly.series_rule import RULE_VERSION
+from roofline.nightly.store import CONTEXT, history_frame
+from roofline.tables.schemas import TABLES
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "tracking.md"
 
@@ -73,7 +75,7 @@ def _plan(rng: np.random.Generator, kernels: list[str], nights: int, truth: Trut
 
 def simulate(seed: int = 0, nights: int = 60, kernels: int = 50, noise: float = 0.02,
              start: date = date(2026, 1, 1)) -> tuple[pd.DataFrame, Truth]:
-    """A history table (as :func:`roofline.history.read_history` returns) and what was injected.
+    """A history table (as :func:`roofline.nightly.store.read_history` returns) and what was injected.
 
     Parameters
     ----------

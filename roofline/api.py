@@ -1,7 +1,7 @@
 """The Python API for notebooks: read a profile, analyse it, draw its roofline.
 
 In the spirit of hatchet's ``GraphFrame.from_<format>`` readers, one call per step, each returning
-plain pandas tables whose columns are declared in :mod:`roofline.schemas`::
+plain pandas tables whose columns are declared in :mod:`roofline.tables.schemas`::
 
     import roofline
     counters = roofline.read("profile.ncu-rep")                    # one row per launch
@@ -23,15 +23,14 @@ from typing import TYPE_CHECKING, Literal
 
 import pandas as pd
 
-from roofline import inputs
-from roofline.schemas import conform
+from roofline.ceilings import CROSS_CHECK_MARGIN, DEFAULT_POLICY
+from roofline.config import inputs
+from roofline.tables.schemas import conform
 
 if TYPE_CHECKING:
     import altair as alt
 
-DEFAULT_POLICY = ("report", "datasheet")
 SOURCES = ("report", "measured", "datasheet", "what-if")  # what build_ceilings can select from
-CROSS_CHECK_MARGIN = 0.25  # sources of one roof that differ by more are a warning (config's default)
 PathLike = str | os.PathLike
 Source = PathLike | pd.DataFrame
 
@@ -59,7 +58,7 @@ class Analysis:
     @cached_property
     def launches(self) -> pd.DataFrame:
         """The classified per-launch table (``data/classified/{app}.parquet`` of the workflow)."""
-        from roofline.classify import classify_launches
+        from roofline.classify.launches import classify_launches
 
         if self.counters.empty:
             return conform(pd.DataFrame(), "classified")
@@ -100,9 +99,9 @@ def read(path: PathLike, device: str | None = None, app: str | None = None) -> p
         (``roofline.errors.InputError`` and others) when the file cannot be read; the message
         names the file and the fix.
     """
+    from roofline.config.workflow import input_kind
     from roofline.errors import InputError
-    from roofline.parse import parse_input
-    from roofline.workflow_config import input_kind
+    from roofline.parse.counters import parse_input
 
     path = os.fspath(path)
     # the workflow's judgement of a file a pattern found: the same message, naming the fix
@@ -117,7 +116,7 @@ def read(path: PathLike, device: str | None = None, app: str | None = None) -> p
 def input_files(paths: Iterable[PathLike]) -> tuple[list[str], list[str]]:
     """The inputs ``paths`` name, each one application, and the folder entries left out with why.
 
-    A file is itself. A folder (:func:`roofline.inputs.folder_inputs`) is its CSV exports, read
+    A file is itself. A folder (:func:`roofline.config.inputs.folder_inputs`) is its CSV exports, read
     together as one application named after the folder (the workflow's ``csv-dir``), then each
     other input in it (reports, what-if tables) as its own application named after its file; an
     entry that is no input (a note, a subfolder) is a line ``"<path>: <why>"`` of the second list.
@@ -143,7 +142,7 @@ def input_files(paths: Iterable[PathLike]) -> tuple[list[str], list[str]]:
 
 def app_names(paths: Iterable[PathLike], taken: Iterable[str] = ()) -> list[str]:
     """The app name of each file in the order given, as the workflow names it
-    (:func:`roofline.inputs.app_name`); a later file with a name already taken gets ``-2``, ``-3``..."""
+    (:func:`roofline.config.inputs.app_name`); a later file with a name already taken gets ``-2``, ``-3``..."""
     names: list[str] = []
     reserved = set(taken)
     for path in paths:
@@ -154,7 +153,7 @@ def app_names(paths: Iterable[PathLike], taken: Iterable[str] = ()) -> list[str]
 def _problem(exc: Exception, path: str) -> str:
     """The one line for an input that could not be read: its own message where it explains itself
     (naming the file), else the exception named with the fix."""
-    from roofline.units import UnitError
+    from roofline.metrics.units import UnitError
 
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     if isinstance(exc, ValueError | UnitError | OSError) and text:
@@ -167,7 +166,7 @@ def _problem(exc: Exception, path: str) -> str:
 def _read_logged(path: str, app: str, device: str | None) -> tuple[pd.DataFrame, list[dict]]:
     """:func:`read`, with the readers' warnings about the input (repairs) as diagnostics rows, as
     the workflow's parse stage records them."""
-    from roofline.parse import _named, _reportable, diagnostics_for
+    from roofline.parse.counters import diagnostics_for, named_message, reportable_warning
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -177,7 +176,7 @@ def _read_logged(path: str, app: str, device: str | None) -> tuple[pd.DataFrame,
                          "filters -k/--kernel-name, --launch-skip, --launch-count)")
     repaired = [
         {"app": app, "stage": "parse", "severity": "warning", "source_file": path, "message": text}
-        for text in dict.fromkeys(_named(str(w.message), path) for w in caught if _reportable(w))
+        for text in dict.fromkeys(named_message(str(w.message), path) for w in caught if reportable_warning(w))
     ]
     return frame, [*repaired, *diagnostics_for(frame, app).to_dict("records")]
 
@@ -239,9 +238,9 @@ def analyse(
         For an unknown policy source or a catalog that cannot be read (the arguments), and with
         ``errors="raise"`` for the first input that cannot be analysed.
     """
-    from roofline.catalog import CATALOG_PATH
-    from roofline.ceilings import build_ceilings, clock_notes, cross_check
-    from roofline.kernels import aggregate_kernels
+    from roofline.ceilings.catalog import CATALOG_PATH
+    from roofline.ceilings.select import build_ceilings, clock_notes, cross_check
+    from roofline.classify.kernels import aggregate_kernels
 
     unknown = [s for s in policy if s not in SOURCES]
     if isinstance(policy, str) or unknown:
@@ -285,7 +284,8 @@ def analyse(
 
 
 def plot(analysis: Analysis, device: str | None = None) -> alt.LayerChart:
-    """The hierarchical roofline of one device, as the report draws it (:func:`roofline.chart.roofline_chart`):
+    """The hierarchical roofline of one device, as the report draws it
+    (:func:`roofline.charts.roofline_chart.roofline_chart`):
     an Altair chart, which Jupyter renders inline and ``.save("x.html")`` writes out.
 
     ``device`` may be left out when the analysis has one device.
@@ -295,7 +295,7 @@ def plot(analysis: Analysis, device: str | None = None) -> alt.LayerChart:
     ValueError
         When ``device`` is not one of the analysis' devices, or is left out and there are several.
     """
-    from roofline.chart import roofline_chart
+    from roofline.charts.roofline_chart import roofline_chart
 
     devices = analysis.devices
     if device is None and len(devices) == 1:
@@ -309,7 +309,7 @@ def plot(analysis: Analysis, device: str | None = None) -> alt.LayerChart:
 def ceilings_of(analysis: Analysis, selected_only: bool = False) -> pd.DataFrame:
     """The ceilings per device in reading order (device, compute classes then memory levels in the
     package's order, the selected candidate first): the table ``roofline ceilings`` prints."""
-    from roofline.metrics import COMPUTE_CLASSES, MEMORY_LEVELS
+    from roofline.metrics.quantities import COMPUTE_CLASSES, MEMORY_LEVELS
 
     frame = analysis.ceilings
     if selected_only:

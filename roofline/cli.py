@@ -26,7 +26,8 @@ from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from roofline import inputs
+from roofline.ceilings import DEFAULT_POLICY
+from roofline.config import inputs
 from roofline.errors import EXIT_STATUS as EXIT_WRITE
 from roofline.errors import cannot_write, is_environmental, message
 
@@ -41,7 +42,7 @@ SORTS = ("priority", "time", "roof")
 SHOW_COLUMNS = ["kernel", "app", "device", "bound", "% roof (of)", "of run", "saving", "AI [FLOP/B]",
                 "performance"]
 # The machine-readable columns of ``show`` (contract names of data/kernels/{app}.parquet; units in
-# roofline/schemas.py), in reading order; --all-columns prints every column of the table.
+# roofline/tables/schemas.py), in reading order; --all-columns prints every column of the table.
 KERNEL_FIELDS = [
     "rank", "kernel", "kernel_short", "app", "device", "grid", "block", "launches", "launches_used", "bound",
     "compute_class", "binding_level", "binding_roof", "roof_pct", "time_share", "run_share", "duration_s", "saving_s",
@@ -76,7 +77,7 @@ by run_priority = saving_s / the run's GPU time (of one app: its priority).
 
 
 def app_name(path: str | Path, taken: set[str]) -> str:
-    """The app name of an input (roofline.inputs.app_name, as the workflow names it), made unique
+    """The app name of an input (roofline.config.inputs.app_name, as the workflow names it), made unique
     against ``taken`` with ``-2``, ``-3``, ..."""
     return inputs.unique_name(inputs.app_name(path), taken)
 
@@ -93,11 +94,11 @@ def app_names(paths: Sequence[str]) -> list[str]:
 
 def sort_kernels(kernels: pd.DataFrame, by: str = "priority") -> pd.DataFrame:
     """The kernels in the order asked for: ``priority`` (over the whole run, as the summary's At a
-    glance: :func:`roofline.kernels.run_order`), ``time`` (total GPU time, longest first) or ``roof``
+    glance: :func:`roofline.classify.kernels.run_order`), ``time`` (total GPU time, longest first) or ``roof``
     (% of the binding roof, furthest from it first); missing values last."""
     import pandas as pd
 
-    from roofline.kernels import RUN_FIELDS, run_order, run_ranking
+    from roofline.classify.kernels import RUN_FIELDS, run_order, run_ranking
 
     frame = kernels.reset_index(drop=True)
     ranking = frame[RUN_FIELDS] if set(RUN_FIELDS) <= set(frame.columns) else run_ranking(frame)
@@ -114,12 +115,12 @@ def sort_kernels(kernels: pd.DataFrame, by: str = "priority") -> pd.DataFrame:
 
 def select_kernels(kernels: pd.DataFrame, sort: str = "priority", pattern: re.Pattern | None = None,
                    top: int | None = None) -> pd.DataFrame:
-    """The kernels with their run-level figures (:func:`roofline.kernels.run_ranking`, over all of
+    """The kernels with their run-level figures (:func:`roofline.classify.kernels.run_ranking`, over all of
     ``kernels``), sorted, then those whose full name matches ``pattern`` (searched, as Python's
     ``re``), then the first ``top``; ``rank`` numbers them in that order from 1."""
     import pandas as pd
 
-    from roofline.kernels import run_ranking
+    from roofline.classify.kernels import run_ranking
 
     frame = kernels.reset_index(drop=True)
     frame = pd.concat([frame, run_ranking(frame)], axis=1)
@@ -137,8 +138,8 @@ def select_kernels(kernels: pd.DataFrame, sort: str = "priority", pattern: re.Pa
 
 def _kernel_cells(kernels: pd.DataFrame) -> list[list[str]]:
     """The readable cells of :data:`SHOW_COLUMNS`, one list per kernel."""
-    from roofline.metrics import MEMORY_LEVELS
-    from roofline.units import si
+    from roofline.metrics.quantities import MEMORY_LEVELS
+    from roofline.metrics.units import si
 
     def finite(value: object) -> bool:
         return isinstance(value, int | float) and math.isfinite(value)
@@ -163,7 +164,7 @@ def _kernel_cells(kernels: pd.DataFrame) -> list[list[str]]:
 
 def _ceiling_cells(ceilings: pd.DataFrame) -> list[list[str]]:
     """The readable cells of :data:`CEILING_COLUMNS`, one list per ceiling."""
-    from roofline.units import si
+    from roofline.metrics.units import si
 
     rows = []
     for r in ceilings.to_dict("records"):
@@ -290,8 +291,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "a device the file records wins")
     common.add_argument("--catalog", metavar="YAML",
                         help="GPU datasheet catalog (default: the one shipped with roofline)")
-    common.add_argument("--policy", type=_policy, default=["report", "datasheet"], metavar="SOURCES",
-                        help="ceiling sources in order of preference (default: report,datasheet)")
+    common.add_argument("--policy", type=_policy, default=list(DEFAULT_POLICY), metavar="SOURCES",
+                        help=f"ceiling sources in order of preference (default: {','.join(DEFAULT_POLICY)})")
     printed = argparse.ArgumentParser(add_help=False)
     printed.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
     printed.add_argument("--csv", dest="format", action="store_const", const="csv", help="same as --format csv")
@@ -325,7 +326,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _write_pages(args: argparse.Namespace, analysis) -> int:
     from roofline.api import source_paths
-    from roofline.report import write_pages
+    from roofline.pages.report import write_pages
 
     output = Path(args.output)
     apps_dir = Path(args.apps_dir) if args.apps_dir else output.parent / "apps"
@@ -345,7 +346,7 @@ def _write_pages(args: argparse.Namespace, analysis) -> int:
 def _compare(args: argparse.Namespace, analysis) -> int:
     """``roofline compare``: the table of what moved, and the page with ``-o``."""
     from roofline.api import app_names, input_files, source_paths
-    from roofline.trajectory import MOVE_COLUMNS, MOVE_HEADERS, MOVE_TEXT, move_cells, moves, step_points
+    from roofline.compare import MOVE_COLUMNS, MOVE_HEADERS, MOVE_TEXT, move_cells, moves, step_points
 
     files = input_files(args.files)[0]  # a folder's reports are steps in name order
     steps = [a for a in app_names(files) if a in set(analysis.kernels["app"])]
@@ -378,7 +379,7 @@ def run(args: argparse.Namespace) -> int:
     from roofline import api
 
     if args.catalog:
-        from roofline.catalog import load_catalog
+        from roofline.ceilings.catalog import load_catalog
 
         try:
             load_catalog(args.catalog)

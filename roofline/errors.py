@@ -2,7 +2,7 @@
 
 These are not bugs and not bad inputs, so they get no traceback: one message names the path and
 the cause, and says what to do before rerunning. Outputs are written atomically
-(:func:`roofline.atomic_files.atomic_output`), so a failed write leaves the old file or none, and a
+(:func:`roofline.files.atomic.atomic_output`), so a failed write leaves the old file or none, and a
 rerun after the cause is fixed writes the same outputs as an undisturbed run.
 
 ``roofline: cannot write data/classified/x.parquet: No space left on device (ENOSPC); free space on
@@ -48,7 +48,7 @@ class CaptureError(RuntimeError):
 class InputError(ValueError):
     """An input that cannot be analysed; the message names the file and the fix.
 
-    Raised by every reader of the parse stage but the CSV one (:class:`roofline.ncu_csv.NcuCsvError`).
+    Raised by every reader of the parse stage but the CSV one (:class:`roofline.parse.readers.ncu_csv.NcuCsvError`).
     """
 
 

@@ -30,10 +30,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from roofline import jobs
-from roofline.atomic_files import atomic_output
-from roofline.schemas import conform
-from roofline.table_files import read_table
+from roofline.files.atomic import atomic_output
+from roofline.jobs.arguments import read_json_argument
+from roofline.tables.files import read_table
+from roofline.tables.schemas import conform
 
 STATUS_VERSION = 1
 
@@ -51,14 +51,14 @@ def build_status(tables: Iterable[pd.DataFrame], apps: Iterable[str] = (), sourc
     Parameters
     ----------
     tables
-        Diagnostics tables (``roofline.schemas.DIAGNOSTICS`` columns), any number, any stages.
+        Diagnostics tables (``roofline.tables.schemas.DIAGNOSTICS`` columns), any number, any stages.
     apps
         Every application of the run, also those without any diagnostic.
     sources
         Each app's input as the config found it; shown per app as ``source``.
     inputs
         The ``inputs:`` entries that gave no app (``pattern``, ``problem``, ``fix``, ``path``;
-        roofline.inputs.InputProblem).
+        roofline.config.inputs.InputProblem).
 
     Returns
     -------
@@ -189,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         return check(args.check, args.regressions)
     if not args.output:
         parser.error("give --output (write) or --check (read)")
-    sources, problems = jobs.read_json_argument(args.sources), jobs.read_json_argument(args.input_problems)
+    sources, problems = read_json_argument(args.sources), read_json_argument(args.input_problems)
     status = write_status(args.diagnostics, args.output, sources, problems)
     print(summary_line(status), file=sys.stderr)
     return 0

@@ -15,7 +15,7 @@ Each case declares the behaviour the pipeline must show:
 - ``config``: a configuration problem: the workflow stops before any job with one message naming
   the key (ConfigError).
 
-:data:`PATTERN_CASES` are what an ``inputs:`` pattern finds beside a good input (roofline/inputs.py);
+:data:`PATTERN_CASES` are what an ``inputs:`` pattern finds beside a good input (roofline/config/inputs.py);
 none stops the run, and the good input is analysed:
 
 - ``named``: an odd file name or a compressed export: the file is an app under a derived name and
@@ -209,7 +209,7 @@ def _reference_counters() -> pd.DataFrame:
     """The counters of the unedited derived NERSC CSV, for value checks."""
     import tempfile
 
-    from roofline.parse import parse_input
+    from roofline.parse.counters import parse_input
 
     with tempfile.TemporaryDirectory() as tmp:
         path = _nersc("reference")(Path(tmp))

@@ -11,7 +11,7 @@ from pathlib import Path
 import ncu_report
 import pytest
 
-from roofline.inputs import APP_NAME
+from roofline.config.inputs import APP_NAME
 
 REPO = Path(__file__).resolve().parents[1]
 REAL = REPO.parent / "shared" / "fixtures" / "real"
@@ -61,7 +61,7 @@ def real_reports() -> list[Path]:
 def report_id(path: Path) -> str:
     """One name per real fixture file, unique where a folder holds several reports: the folder and
     the file stem (``a40-julia-imma-trajectory-full-ncu2022.1_profile_1_db02bc1``), in the characters
-    an app name allows (roofline.inputs.APP_NAME); the app name and test id of that file."""
+    an app name allows (roofline.config.inputs.APP_NAME); the app name and test id of that file."""
     stem = path.name[: -len(".ncu-rep")] if path.name.endswith(".ncu-rep") else path.stem
     name = re.sub(r"[^A-Za-z0-9._-]", "_", f"{path.parent.name}_{stem}")
     assert APP_NAME.match(name), name

@@ -17,7 +17,7 @@ from test_cli import A100_80, TEXTBOOK, nersc_csv, silu_report  # the same input
 
 import roofline
 from roofline import api
-from roofline.catalog import CATALOG_PATH
+from roofline.ceilings.catalog import CATALOG_PATH
 
 
 def test_import_roofline_is_cheap():
@@ -78,9 +78,9 @@ def test_analyse_files_or_tables_alike():
 
 def test_analyse_with_the_catalog_policy_and_device():
     """device= gives an export the catalog's roofs: with policy datasheet only, every selected
-    ceiling is the catalog's (checked against roofline.catalog's own rows for that GPU), its compute
+    ceiling is the catalog's (checked against roofline.ceilings.catalog's own rows for that GPU), its compute
     roofs held at the SM clock the export's launch ran at (the CSV's sm__cycles_elapsed.avg.per_second)."""
-    from roofline.catalog import catalog_ceilings, load_catalog
+    from roofline.ceilings.catalog import catalog_ceilings, load_catalog
 
     result = roofline.analyse(nersc_csv(), catalog=CATALOG_PATH, policy=["datasheet"], device=A100_80)
     (kernel,) = result.kernels.to_dict("records")
@@ -124,11 +124,11 @@ def test_analyse_errors_warn_raise_or_collect(tmp_path):
 
 
 def test_plot_draws_the_reports_roofline():
-    """plot() is roofline.chart.roofline_chart for the one device; Vega-Lite compiles it (vl-convert,
+    """plot() is roofline.charts.roofline_chart.roofline_chart for the one device; Vega-Lite compiles it (vl-convert,
     offline) and Jupyter gets an HTML bundle that draws without a CDN when asked to."""
     import vl_convert
 
-    from roofline.chart import roofline_chart
+    from roofline.charts.roofline_chart import roofline_chart
 
     result = roofline.analyse(silu_report())
     drawn = roofline.plot(result)

@@ -2,7 +2,7 @@
 
 The corpus lives in tests/bad_inputs.py (each case built at test time, from the real reports in
 ../shared/fixtures/real or by hand). Every input case goes through the parse stage's entry point
-(``python -m roofline.parse``'s ``main``) in-process; every config case through the checks the
+(``python -m roofline.parse.counters``'s ``main``) in-process; every config case through the checks the
 workflow makes before any job. Two workflow runs (marker ``slow``) check the same end to end:
 several bad inputs beside a good one, and config errors that must stop the run before any job.
 The pattern cases (what ``inputs:`` patterns find beside a good input: odd names, compressed
@@ -40,12 +40,14 @@ from bad_inputs import (
 )
 from conftest import REPO, snakemake_command
 
-from roofline import parse, status
-from roofline.config import ConfigError, load_config
-from roofline.inputs import App, is_app_name, write_refusal
-from roofline.schemas import conform
-from roofline.table_files import read_table
-from roofline.workflow_config import input_kind, load_workflow_config, resolve_apps
+from roofline import status
+from roofline.config.inputs import App, is_app_name, write_refusal
+from roofline.config.model import ConfigError, load_config
+from roofline.config.workflow import input_kind, load_workflow_config, resolve_apps
+from roofline.parse import counters as parse
+from roofline.stages import parse as parse_stage
+from roofline.tables.files import read_table
+from roofline.tables.schemas import conform
 
 
 def run_parse(path: Path, out: Path, app: str = "app") -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -53,7 +55,7 @@ def run_parse(path: Path, out: Path, app: str = "app") -> tuple[pd.DataFrame, pd
     out.mkdir(parents=True, exist_ok=True)
     argv = ["--input", str(path), "--app", app, "--kind", input_kind(str(path)),
             "--output", str(out / "counters.parquet"), "--diagnostics", str(out / "diagnostics.parquet")]
-    assert parse.main(argv) == 0, "the parse stage never fails on a bad input: it records it"
+    assert parse_stage.main(argv) == 0, "the parse stage never fails on a bad input: it records it"
     return read_table(out / "counters.parquet", "counters"), read_table(out / "diagnostics.parquet", "diagnostics")
 
 
@@ -136,10 +138,10 @@ def test_app_names_cannot_leave_data_and_reports(tmp_path):
 def test_kernel_names_with_shell_metacharacters_never_reach_a_shell(tmp_path, monkeypatch):
     """Parse, ceilings and classify of a report whose kernel names are shell code start no process;
     capture commands come from config alone (apps given as reports are never captured)."""
-    from roofline.capture import capture_plan
-    from roofline.ceilings import build_ceilings
-    from roofline.classify import classify_launches
-    from roofline.kernels import aggregate_kernels
+    from roofline.capture.capture import capture_plan
+    from roofline.ceilings.select import build_ceilings
+    from roofline.classify.kernels import aggregate_kernels
+    from roofline.classify.launches import classify_launches
 
     bad = case("csv_markup_and_shell_kernel_names")
     path = bad.build(tmp_path / "in")
@@ -208,9 +210,9 @@ def _app(path: Path) -> str:
 
 @pytest.mark.slow
 def test_the_good_input_is_intact_beside_bad_ones(bad_run, monkeypatch):
-    from roofline.ceilings import build_ceilings
-    from roofline.classify import classify_launches
-    from roofline.kernels import aggregate_kernels
+    from roofline.ceilings.select import build_ceilings
+    from roofline.classify.kernels import aggregate_kernels
+    from roofline.classify.launches import classify_launches
 
     work, _, _, _ = bad_run
     monkeypatch.chdir(work)  # the same relative source path as the workflow's
@@ -299,7 +301,7 @@ def test_config_errors_stop_the_run_before_any_job(case_id, tmp_path):
 
 # -- what inputs: patterns find beside a good input ------------------------------------------------
 
-READERS_OPEN_COMPRESSED = importlib.util.find_spec("roofline.compressed") is not None
+READERS_OPEN_COMPRESSED = importlib.util.find_spec("roofline.files.compressed") is not None
 
 
 def _with_good(tmp: Path, config: dict) -> dict:

@@ -15,12 +15,14 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from test_chart import make_ceilings, make_kernels
-from test_report import HOSTILE, IMG, make_diagnostics
-from test_report import real_pages as real_pages  # a fixture, shared
+from charts.test_roofline_chart import make_ceilings, make_kernels
+from pages.test_report import HOSTILE, IMG, make_diagnostics
+from pages.test_report import real_pages as real_pages  # a fixture, shared
 
-from roofline import chart, report
-from roofline.schemas import conform
+from roofline.charts import roofline_chart
+from roofline.pages import report
+from roofline.stages import track_history
+from roofline.tables.schemas import conform
 
 pytestmark = pytest.mark.browser
 
@@ -305,13 +307,12 @@ def trends_rendered(tmp_path_factory) -> dict:
     """The trends page of a 40-night simulated history (tonight: one kernel 60 % slower, one 40 %
     faster), written by the tracking stage's CLI beside tonight's summary (whose device charts,
     assets/charts.js, it draws, as in the workflow), drawn, probed and screenshotted."""
-    from test_track import SIM
+    from nightly.test_track import SIM
 
-    from roofline import track
-    from roofline.history import append_run
+    from roofline.nightly.store import append_run
     from roofline.pages.trends import applied_ceilings
-    from roofline.schemas import TABLES
-    from roofline.table_files import write_table
+    from roofline.tables.files import write_table
+    from roofline.tables.schemas import TABLES
 
     tmp = tmp_path_factory.mktemp("trends")
     history, _ = SIM.simulate(seed=3, nights=40, kernels=24)
@@ -328,7 +329,7 @@ def trends_rendered(tmp_path_factory) -> dict:
     rows = conform(kernels[[c.name for c in TABLES["kernels"] if c.name in kernels]], "kernels")
     report.write_pages(rows, applied_ceilings(rows), conform(pd.DataFrame(), "diagnostics"),
                        tmp / "reports" / "summary.html", None, "T")
-    code = track.main(["--kernels", str(tmp / "k.parquet"), "--store", str(tmp / "store"), "--run-id", run_id,
+    code = track_history.main(["--kernels", str(tmp / "k.parquet"), "--store", str(tmp / "store"), "--run-id", run_id,
                        "--context-json", json.dumps(context), "--trends", str(page),
                        "--regressions", str(tmp / "reports" / "regressions.json"),
                        "--charts-asset", str(tmp / "reports" / "assets" / "charts.js")])
@@ -408,7 +409,7 @@ def test_an_app_page_draws_the_summarys_chart_fitted_to_its_rows(app_pages, tmp_
     drawn = _drawn_app_page(app_pages / "apps", app_pages / "apps" / "app1.html", tmp_path / "profile")
     assert attribute(drawn, "chart") == "yes", drawn["log"][-2000:]
     assert attribute(drawn, "top") == "6" and attribute(drawn, "subtitle").startswith("6 kernels; ")
-    assert attribute(drawn, "apps") == f"{chart.ALL},app1"
+    assert attribute(drawn, "apps") == f"{roofline_chart.ALL},app1"
     assert "12 kernels" in (app_pages / "assets" / "charts.js").read_text()  # the summary's, before fitting
 
 

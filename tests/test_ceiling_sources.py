@@ -2,8 +2,8 @@
 
 The oracle reads raw metrics only: ``.ncu-rep`` files with NVIDIA's ``ncu_report``, CSV exports with
 the ``csv`` module, the datasheet catalog ``roofline/data/gpus.yaml`` with ``yaml``. It never imports the
-package's recipe code (roofline.metrics / derive / ceilings / catalog); the tests that check the
-package (``test_package_*``) call ``roofline.parse.parse_input`` and ``roofline.ceilings`` inside
+package's recipe code (roofline.metrics.quantities / derive / ceilings / catalog); the tests that check the
+package (``test_package_*``) call ``roofline.parse.counters.parse_input`` and ``roofline.ceilings.select`` inside
 the test, so the oracle tests run even while the package is being rewritten.
 
 1. Report vs datasheet, per clock: ``<metric>.sum.peak_sustained`` x the counting factor (FLOP or
@@ -661,7 +661,7 @@ def _oracle_launches(kind: str, paths: tuple[Path, ...]) -> list[Launch]:
 
 @pytest.mark.parametrize("kind,paths", [i[1:] for i in package_inputs()], ids=[i[0] for i in package_inputs()])
 def test_package_report_ceilings_match_oracle(kind, paths):
-    """roofline.ceilings.report_ceilings: per class the oracle knows, value = peak per cycle x the
+    """roofline.ceilings.select.report_ceilings: per class the oracle knows, value = peak per cycle x the
     median SM clock of the device's long launches (all launches if none is long), within 0.5 %."""
     launches = _oracle_launches(kind, paths)
     peaks = device_peaks(launches)
@@ -670,9 +670,9 @@ def test_package_report_ceilings_match_oracle(kind, paths):
         pytest.skip(f"{where}: no peak metrics")
     import pandas as pd
 
-    from roofline.ceilings import report_ceilings
-    from roofline.metrics import COMPUTE_CLASSES
-    from roofline.parse import parse_input
+    from roofline.ceilings.select import report_ceilings
+    from roofline.metrics.quantities import COMPUTE_CLASSES
+    from roofline.parse.counters import parse_input
 
     device = DEVICE_OF_FOLDER.get(paths[0].parent.name) if kind == "csv-dir" else None
     counters = pd.concat([parse_input(p, "app", kind, device=device) for p in paths], ignore_index=True)
@@ -708,7 +708,7 @@ HELD_FIXTURES = {  # fixture folder -> the datasheet compute classes its device 
 
 @pytest.mark.parametrize("folder", list(HELD_FIXTURES))
 def test_package_holds_every_compute_roof_at_the_launches_clock(folder):
-    """roofline.ceilings.build_ceilings on one fixture: every compute candidate (datasheet ones too)
+    """roofline.ceilings.select.build_ceilings on one fixture: every compute candidate (datasheet ones too)
     = the datasheet's value / the clock it assumes (raw YAML) x the report's median SM clock (raw
     ``sm__cycles_elapsed.avg.per_second``, read with ncu_report); every selected compute roof of the
     device at that one clock; the vendor's value and clock kept in the datasheet row's citation."""
@@ -719,8 +719,8 @@ def test_package_holds_every_compute_roof_at_the_launches_clock(folder):
     _, entry = catalog_by_name()[device]
     import pandas as pd
 
-    from roofline.ceilings import build_ceilings
-    from roofline.parse import parse_input
+    from roofline.ceilings.select import build_ceilings
+    from roofline.parse.counters import parse_input
 
     counters = pd.concat([parse_input(p, p.stem, "ncu-rep") for p in paths], ignore_index=True)
     table = build_ceilings(counters, CATALOG, ["report", "datasheet"])
@@ -880,7 +880,7 @@ def test_package_fp_work_matches_per_opcode_oracle(path):
     launches = [x for x in opcode_launches(path) if x.level == "thread"]
     if not launches:
         pytest.skip(f"{path.parent.name}/{path.name}: no thread-level per-opcode counts")
-    from roofline.parse import parse_input
+    from roofline.parse.counters import parse_input
 
     counters = parse_input(path, "app", "ncu-rep").reset_index(drop=True)
     assert len(counters) == len(list(report_actions(path)))

@@ -19,7 +19,7 @@ import yaml
 from conftest import REPO, get, nersc_sm_clock, real_fixture, report_metrics
 
 from roofline import api, cli
-from roofline.catalog import CATALOG_PATH
+from roofline.ceilings.catalog import CATALOG_PATH
 
 TEXTBOOK = REPO / "data" / "examples" / "textbook.yaml"
 A100_80 = "NVIDIA A100-SXM4-80GB"
@@ -41,7 +41,7 @@ def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
 
 
 def catalog_entry(device: str) -> dict:
-    """The catalog's entry of ``device``, read from the YAML directly (not through roofline.catalog)."""
+    """The catalog's entry of ``device``, read from the YAML directly (not through roofline.ceilings.catalog)."""
     gpus = yaml.safe_load(CATALOG_PATH.read_text())["gpus"]
     return next(e for e in gpus.values() if device in e["names"])
 
@@ -286,7 +286,7 @@ def test_app_names_unique():
 
 
 def test_app_names_are_the_workflows(tmp_path, capsys):
-    """Any file name gives the app name the workflow gives it (roofline.inputs.app_name); a file of no
+    """Any file name gives the app name the workflow gives it (roofline.config.inputs.app_name); a file of no
     known type gets the workflow's message, and the report names each app's original file."""
     odd = tmp_path / "my run (1).yaml"
     odd.write_bytes(TEXTBOOK.read_bytes())

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from conftest import REPO, SNAKEMAKE
 
-from roofline.table_files import read_table
+from roofline.tables.files import read_table
 
 pytestmark = pytest.mark.slow
 ENV_FILE = REPO / "workflow" / "envs" / "roofline.yaml"
@@ -48,7 +48,7 @@ def test_the_workflow_runs_as_a_module_of_another_project(tmp_path):
     classified = read_table(project / "data" / "classified" / "textbook.parquet", "classified")
     assert "seed_normalization" in set(classified["kernel"])
     assert (project / "reports" / "summary.html").stat().st_size > 100_000
-    for rule in ("parse", "ceilings", "analyse_app", "report", "status", "track_history", "trends_page"):
+    for rule in ("parse", "ceilings", "classify_app", "report", "status", "track_history", "trends_page"):
         assert re.search(rf"^local(rule|checkpoint) roofline_{rule}:", log, re.M), rule
     assert "not present in the Snakefile" not in log and "Traceback" not in log
 
@@ -92,7 +92,7 @@ def test_a_conda_dry_run_plans_every_rule_with_the_workflows_environment(tmp_pat
     planned = _snakemake(project, "-n", "--sdm", "conda", env=env)
     assert planned.returncode == 0, planned.stderr[-4000:]
     stats = planned.stdout[planned.stdout.index("Job stats:"):]
-    for rule in ("capture", "measure", "parse", "ceilings", "analyse_app", "report", "status",
+    for rule in ("capture", "measure", "parse", "ceilings", "classify_app", "report", "status",
                  "track_history", "trends_page"):
         assert re.search(rf"^roofline_{rule}\s+\d+$", stats, re.M), rule
     listed = _snakemake(project, "-n", "--sdm", "conda", "--list-conda-envs", env=env)

@@ -10,7 +10,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from roofline.atomic_files import atomic_output
 from roofline.errors import (
     AFTERWARDS,
     CannotWrite,
@@ -20,7 +19,8 @@ from roofline.errors import (
     preflight,
     quiet_log_files,
 )
-from roofline.history import append_run, read_history
+from roofline.files.atomic import atomic_output
+from roofline.nightly.store import append_run, read_history
 
 
 def _error(code: int) -> OSError:

@@ -406,7 +406,7 @@ def test_a_forbidden_output_directory_fails_the_job_in_one_line(reference, tmp_p
         code, output = _run_to_end(work, prefix=prefix)
         assert code != 0, output[-3000:]
         named = _assert_one_line_per_failed_job(output, cause)
-        assert FAILED_JOB.findall(output) == ["analyse_app"] * len(APPS), output[-6000:]
+        assert FAILED_JOB.findall(output) == ["classify_app"] * len(APPS), output[-6000:]
         assert sorted(named) == [f"reports/apps/{app}.html" for app in APPS], named
         assert f"make {apps} writable for this user" in output
         assert json.loads((work / "reports" / "status.json").read_text())["ok"] is True, "the other jobs ran"

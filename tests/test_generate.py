@@ -7,8 +7,8 @@ import sys
 import pytest
 from conftest import REAL, REPO
 
-from roofline.ceilings import build_ceilings
-from roofline.parse import parse_input
+from roofline.ceilings.select import build_ceilings
+from roofline.parse.counters import parse_input
 
 CATALOG = REPO / "roofline" / "data" / "gpus.yaml"
 

@@ -15,8 +15,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from capture.test_capture import fake_ncu
 from conftest import REPO, snakemake_command
-from test_capture import fake_ncu
 
 pytestmark = pytest.mark.slow
 
@@ -126,8 +126,8 @@ def test_c_editing_classify_reruns_the_analysis_and_the_report_only(flow):
     finally:
         module.write_bytes(original)
     assert [j for j in jobs if j.split(":")[0] in ("parse", "capture", "ceilings")] == []
-    assert "analyse_app:beta" in jobs and "report" in jobs
-    assert jobs == _expected(flow, "analyse_app", [*APPS, "probe"])
+    assert "classify_app:beta" in jobs and "report" in jobs
+    assert jobs == _expected(flow, "classify_app", [*APPS, "probe"])
 
 
 def _replaced(flow: Workflow, app: str, old: str, new: str) -> list[str]:
@@ -154,7 +154,7 @@ def test_b_replacing_one_input_reruns_its_chain_and_the_aggregates_only(flow):
     assert aggregates == ["ceilings", "report", "status", "track_history", "trends_page"]
     # status reads beta's diagnostics, which come out byte-identical: it runs only when Snakemake
     # starts it beside the ceilings, before the checkpoint has it look at every job again
-    assert [j for j in jobs if j != "status"] == ["analyse_app:beta", "ceilings", "parse:beta", "report",
+    assert [j for j in jobs if j != "status"] == ["classify_app:beta", "ceilings", "parse:beta", "report",
                                                   "track_history", "trends_page"]
 
 
@@ -166,7 +166,7 @@ def test_b_moving_a_roof_reclassifies_every_app(flow):
                      "seed-120T-3TB:   {compute: {fp32: 120.0e+12}, memory: {dram: 3.3e+12}}")
     assert [j for j in jobs if j.startswith(("parse", "capture"))] == ["parse:alpha"]
     apps = [*APPS, "probe"]
-    assert {f"analyse_app:{a}" for a in apps} | {"ceilings", "report"} <= set(jobs)
+    assert {f"classify_app:{a}" for a in apps} | {"ceilings", "report"} <= set(jobs)
 
 
 def test_d_editing_an_analysis_module_plans_no_capture(flow):

@@ -95,7 +95,7 @@ def test_wheel_installs_a_complete_package(tmp_path):
         assert "Traceback" not in done.stderr, done.stderr
         return done
 
-    where = run(python, "-c", "import json, roofline, roofline.catalog as c, roofline.pages.page as r; "
+    where = run(python, "-c", "import json, roofline, roofline.ceilings.catalog as c, roofline.pages.page as r; "
                 "from importlib.resources import files; print(json.dumps([roofline.__file__, str(c.CATALOG_PATH), "
                 "str(files('roofline') / 'data' / 'config.schema.json'), str(r.ASSETS)]))")
     assert where.returncode == 0, where.stderr

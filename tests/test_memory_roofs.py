@@ -167,7 +167,7 @@ def test_h100_l2_share_is_counted_in_one_convention() -> None:
 def test_a_level_without_a_roof_of_its_bytes_family_says_so() -> None:
     """The NERSC long CSV holds lts__t_bytes and l1tex__t_bytes but no peak of either: bytes, no
     roof (never another family's), and a diagnostic naming the ncu flags."""
-    from roofline.parse import diagnostics_for
+    from roofline.parse.counters import diagnostics_for
 
     path = real_fixture("a100-dropout-nersc-metrics-csv") / "nsight162.csv"
     counters = _read(path)
@@ -180,7 +180,7 @@ def test_a_level_without_a_roof_of_its_bytes_family_says_so() -> None:
 
 def test_a_report_without_level_counters_says_so() -> None:
     path = real_fixture("a10g-sgemm-rooflineset-ncu2023.1") / "profile_output.ncu-rep"
-    from roofline.parse import diagnostics_for
+    from roofline.parse.counters import diagnostics_for
 
     messages = " ".join(diagnostics_for(_read(path), "a10g")["message"])
     assert "have no L2 and L1 traffic counters" in messages and "lts__" in messages and "l1tex__" in messages

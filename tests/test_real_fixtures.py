@@ -21,7 +21,7 @@ from conftest import (
     snakemake_command,
 )
 
-from roofline.table_files import read_table
+from roofline.tables.files import read_table
 
 pytestmark = pytest.mark.slow
 REPORTS = real_reports()
@@ -41,7 +41,7 @@ WIDE_CSVS = {
         1, "NVIDIA GeForce RTX 5060", "dram__bytes_op_read.sum", "dram__bytes_op_write.sum"
     ),
 }
-# The units those exports give the metrics checked below, and their SI factors (not roofline.units).
+# The units those exports give the metrics checked below, and their SI factors (not roofline.metrics.units).
 WIDE_UNITS = {"byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "us": 1e-6, "ms": 1e-3}
 _app = report_id  # one app per report file, also where a folder holds several
 
@@ -172,10 +172,10 @@ def test_rtx5090_bf16_tensor_work_equals_the_csv_and_stays_under_its_roof(folder
     """Every RTX 5090 folder: BF16 tensor work is the CSV's `src_bf16_dst_fp32` ops (one op one
     FLOP); where there is some, the launch is judged on the tensor BF16 roof of the datasheet and
     sits under it (were an op one FMA, the CUTLASS GEMM of kernel_0005 would be at 107 %)."""
-    from roofline.catalog import CATALOG_PATH
-    from roofline.ceilings import build_ceilings
-    from roofline.classify import classify_launches
-    from roofline.parse import parse_input
+    from roofline.ceilings.catalog import CATALOG_PATH
+    from roofline.ceilings.select import build_ceilings
+    from roofline.classify.launches import classify_launches
+    from roofline.parse.counters import parse_input
 
     counters = parse_input(folder, folder.name, "csv-dir", device="NVIDIA GeForce RTX 5090")
     expected = _csv_metric(folder, "sm__ops_path_tensor_src_bf16_dst_fp32.sum")

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO, snakemake_command
 
-from roofline.table_files import read_table
+from roofline.tables.files import read_table
 
 pytestmark = pytest.mark.slurm
 PROFILE = REPO / "workflow" / "profiles" / "slurm"
@@ -73,7 +73,7 @@ def test_only_gpu_work_is_queued_one_job_per_captured_app_none_for_imported_repo
     """An imported report and an app captured (by a fake ncu that copies a real H100 report) on the
     cluster: exactly one sbatch, the capture, on the gpu partition with a GPU; every analysis rule
     runs on the submitting host, and the captured report flows through them."""
-    from test_capture import fake_ncu
+    from capture.test_capture import fake_ncu
 
     ncu = fake_ncu(workdir)
     (workdir / "config.yaml").write_text(
@@ -88,7 +88,7 @@ def test_only_gpu_work_is_queued_one_job_per_captured_app_none_for_imported_repo
     submitted = [re.search(r"--comment rule_(\w+?)(?:_wildcards|\s)", c).group(1) for c in calls]
     assert submitted == ["capture"], calls
     assert " -p gpu " in calls[0] and "--gpus=h100:1" in calls[0]
-    for rule in ("parse", "ceilings", "analyse_app", "report", "status", "track_history", "trends_page"):
+    for rule in ("parse", "ceilings", "classify_app", "report", "status", "track_history", "trends_page"):
         assert re.search(rf"^local(rule|checkpoint) {rule}:", log, re.M), rule
     classified = read_table(workdir / "data" / "classified" / "rmsnorm.parquet", "classified")
     assert len(classified) == 3 and set(classified["device"]) == {"NVIDIA H100 PCIe"}
@@ -115,7 +115,7 @@ def test_capture_job_is_planned_for_the_gpu_partition_with_gpus(workdir):
     assert resources["slurm_partition"] == "gpu"
     assert resources["gpu"] == "1" and resources["gpu_model"] == "h100"
     assert resources["runtime"] == "20" and resources["mem_mb"] == "1000"
-    assert "python -m roofline.capture --app saxpy" in text
+    assert "python -m roofline.capture.capture --app saxpy" in text
 
     planned = type("Resources", (dict,), {"__getattr__": dict.__getitem__})(
         gpu=int(resources["gpu"]), gpu_model=resources["gpu_model"]

@@ -9,7 +9,7 @@ import pytest
 from conftest import REPO
 
 from roofline import status
-from roofline.table_files import write_table
+from roofline.tables.files import write_table
 
 
 def diag(app, severity, message="hand-made message", stage="parse", launch=float("nan")):

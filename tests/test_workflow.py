@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import CONTRACT_COLUMNS, REAL, REPO, snakemake_command
 
-from roofline.table_files import read_table
+from roofline.tables.files import read_table
 
 pytestmark = pytest.mark.slow
 
@@ -59,7 +59,7 @@ def test_workflow_writes_the_contract_outputs(workdir):
 
 
 def test_a_local_run_schedules_without_snakemakes_default_rate_limiter(workdir):
-    # roofline/rate_limit.py, called from the workflow's onstart handler (tests/test_rate_limit.py
+    # roofline/jobs/rate_limit.py, called from the workflow's onstart handler (tests/jobs/test_rate_limit.py
     # checks what it does to Snakemake's scheduler)
     output = (workdir / "snakemake-output.txt").read_text()
     assert "roofline: Snakemake's default job rate limit lifted for this local run" in output
@@ -103,9 +103,9 @@ def test_second_run_and_touch_run_no_job(workdir):
 def test_editing_a_stage_reruns_it_and_its_dependents_only(workdir):
     result = _run(workdir, "--configfile", str(workdir / "config.yaml"), "-n", "--list-changes", "code")
     assert result.returncode == 0
-    dry = _run(workdir, "--configfile", str(workdir / "config.yaml"), "-n", "--forcerun", "analyse_app")
+    dry = _run(workdir, "--configfile", str(workdir / "config.yaml"), "-n", "--forcerun", "classify_app")
     text = dry.stdout + dry.stderr
-    assert "rule analyse_app:" in text and "rule report:" in text
+    assert "rule classify_app:" in text and "rule report:" in text
     assert "rule parse:" not in text and "checkpoint ceilings:" not in text
 
 
@@ -135,7 +135,7 @@ def test_no_command_argument_grows_past_what_linux_takes_at_many_apps(tmp_path):
     dry = _run(tmp_path, "--configfile", str(tmp_path / "config.yaml"), "-n", "-p", "--forceall")
     commands = [line.split("roofline.jobs ", 1)[1] for line in dry.stdout.splitlines() if "roofline.jobs " in line]
     stages = {command.split()[0] for command in commands}
-    assert {"parse", "ceilings", "app", "report", "track", "trends", "status"} <= stages, stages
+    assert {"parse", "ceilings", "classify_app", "report", "track_history", "trends_page", "status"} <= stages, stages
     import shlex
 
     longest = max(len(argument) for command in commands for argument in shlex.split(command))
@@ -179,6 +179,6 @@ def test_the_tracking_judges_beside_the_report_up_to_400_apps_and_after_it_beyon
     graph = _run(tmp_path, "--configfile", str(tmp_path / "config.yaml"), "--rulegraph").stdout
     names = dict(m.groups() for line in graph.splitlines() if (m := _NODE.match(line)))
     edges = {(names[a], names[b]) for line in graph.splitlines() if (m := _EDGE.match(line)) for a, b in [m.groups()]}
-    assert ("analyse_app", "track_history") in edges and ("parse", "track_history") in edges
+    assert ("classify_app", "track_history") in edges and ("parse", "track_history") in edges
     assert {("report", "trends_page"), ("track_history", "trends_page")} <= edges
     assert (("report", "track_history") in edges) is after

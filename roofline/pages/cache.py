@@ -6,7 +6,7 @@ and the report builds one per device from every app's kernels on it; when one ap
 changes, the other devices' charts come from the very rows they came from last time. A spec is
 kept under the digest of everything it is built from: the device, its kernel rows and ceilings
 (every column, in order), how many kernels it draws at first, the code of the pages
-(:func:`roofline.stage_code.code_digests`, the files whose edit reruns the report) and Altair's
+(:func:`roofline.jobs.stages.code_digests`, the files whose edit reruns the report) and Altair's
 version. Any problem with the folder (read-only, full, a damaged entry) just builds the spec
 again; ``ROOFLINE_CHART_CACHE=off`` never reads or writes it.
 
@@ -39,7 +39,7 @@ def _code_key() -> str | None:
     kept between runs: a spec from other code could not be told apart)."""
     import altair
 
-    from roofline.stage_code import code_digests
+    from roofline.jobs.stages import code_digests
 
     try:
         return f"{code_digests('report')} altair:{altair.__version__}"

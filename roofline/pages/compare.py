@@ -1,6 +1,6 @@
 """The compare page: the steps of one series (before/after, v1..v8, a size sweep), each kernel's
-path across them on its device's roofline (:mod:`roofline.chart_trajectory`) and the table of what
-moved (:mod:`roofline.trajectory`), built by the one page builder (:mod:`roofline.pages.page`).
+path across them on its device's roofline (:mod:`roofline.charts.trajectory`) and the table of what
+moved (:mod:`roofline.compare`), built by the one page builder (:mod:`roofline.pages.page`).
 """
 
 from __future__ import annotations
@@ -12,14 +12,14 @@ from pathlib import Path
 import altair as alt
 import pandas as pd
 
-from roofline.atomic_files import write_text_atomic
-from roofline.chart_trajectory import trajectory_chart
+from roofline.charts.trajectory import trajectory_chart
+from roofline.compare import MOVE_HEADERS, moves, step_points
+from roofline.files.atomic import write_text_atomic
+from roofline.metrics.units import si
 from roofline.pages.markup import esc, script_json
 from roofline.pages.page import asset_src, page_html, write_vega_asset
 from roofline.pages.sections import ceilings_html
-from roofline.schemas import conform
-from roofline.trajectory import MOVE_HEADERS, moves, step_points
-from roofline.units import si
+from roofline.tables.schemas import conform
 
 HELP = {
     "steps": "the steps compared: before → after (consecutive steps the kernel is in)",
@@ -32,8 +32,8 @@ HELP = {
 
 
 def moved_html(frame: pd.DataFrame) -> str:
-    """The table of what moved (:func:`roofline.trajectory.move_cells`), numbers right-aligned."""
-    from roofline.trajectory import MOVE_TEXT, move_cells
+    """The table of what moved (:func:`roofline.compare.move_cells`), numbers right-aligned."""
+    from roofline.compare import MOVE_TEXT, move_cells
 
     head = "".join(f'<th title="{esc(HELP.get(h, ""))}">{esc(h)}</th>' for h in MOVE_HEADERS)
     rows = []
@@ -47,13 +47,13 @@ def moved_html(frame: pd.DataFrame) -> str:
 def compare_html(kernels: pd.DataFrame, ceilings: pd.DataFrame, steps: Sequence[str], title: str = "Trajectories",
                  rename: Mapping[str, str] | None = None, sources: Mapping[str, str] | None = None,
                  vega: str | None = None) -> str:
-    """The whole compare page of ``steps`` (app names, in order; see :func:`roofline.trajectory.step_points`
+    """The whole compare page of ``steps`` (app names, in order; see :func:`roofline.compare.step_points`
     for how kernels are matched and ``rename``). ``sources`` names each step's input file; ``vega`` as
-    for :func:`roofline.report.summary_html`.
+    for :func:`roofline.pages.report.summary_html`.
 
     Raises
     ------
-    roofline.trajectory.SeriesError
+    roofline.compare.SeriesError
         For a step without kernels, a step given twice or a bad rename pattern.
     """
     kernels, ceilings = conform(kernels, "kernels"), conform(ceilings, "ceilings")

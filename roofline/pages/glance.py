@@ -2,7 +2,7 @@
 roof that binds each, how far it is and what reaching the roof would save; and ncu's own findings.
 
 "At a glance" ranks judged kernels by their saving at the roof as a fraction of the page's GPU time
-(:func:`roofline.kernels.run_ranking`, as ``roofline show`` does): on an app page that is the kernels
+(:func:`roofline.classify.kernels.run_ranking`, as ``roofline show`` does): on an app page that is the kernels
 table's ``priority`` (time share x (1 - fraction of the binding roof)), on the summary the share of the
 whole run. The saving at the roof is ``duration_s - predicted_duration_s`` (the kernel's totals over
 the launches used), never below zero. "% of roof" is the kernels table's ``roof_pct``, of the roof
@@ -16,11 +16,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from roofline import metrics
-from roofline.kernels import run_order, run_ranking
-from roofline.ncu_rules import parse_rules
+from roofline.classify.kernels import run_order, run_ranking
+from roofline.metrics import quantities
+from roofline.metrics.units import si
 from roofline.pages.markup import esc
-from roofline.units import si
+from roofline.parse.readers.ncu_rules import parse_rules
 
 GLANCE_KERNELS = 5  # kernels listed at a glance
 UNJUDGED_LISTED = 3  # kernels without a verdict listed under them
@@ -30,7 +30,7 @@ LEVEL_WORDS = {"dram": "DRAM", "l2": "L2", "l1": "L1", "shared": "shared-memory"
 # the kernels table's columns "At a glance" reads: its selections and sorts then copy these, not ~100
 GLANCE_FIELDS = ("app", "kernel", "kernel_short", "grid", "block", "duration_s", "predicted_duration_s", "time_share",
                  "priority", "bound", "binding_roof", "roof_pct", "roof_flops",
-                 *(f"roof_{lv}_bw" for lv in metrics.MEMORY_LEVELS),
+                 *(f"roof_{lv}_bw" for lv in quantities.MEMORY_LEVELS),
                  "instruction_bound", "instruction_roof_pct", "issue_peak_ips", "ncu_rules", "note")
 
 
@@ -39,11 +39,11 @@ def class_words(cls: str) -> str:
     "BF16 tensor mma.sync"."""
     if not cls.startswith("tensor_"):
         return cls.upper()
-    sparse = cls in metrics.SPARSE_OF
-    base = metrics.SPARSE_OF.get(cls, cls)
-    words = metrics.MMA_OF.get(base, base).removeprefix("tensor_").split("_")
+    sparse = cls in quantities.SPARSE_OF
+    base = quantities.SPARSE_OF.get(cls, cls)
+    words = quantities.MMA_OF.get(base, base).removeprefix("tensor_").split("_")
     text = f"{words[0].upper()} tensor" + (" (FP32 accumulate)" if words[1:] == ["acc32"] else "")
-    text += " mma.sync" if base in metrics.MMA_OF else ""
+    text += " mma.sync" if base in quantities.MMA_OF else ""
     return text + (" 2:4 sparse" if sparse else "")
 
 

@@ -11,9 +11,9 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from roofline.metrics.units import si
 from roofline.pages.markup import esc
 from roofline.pages.sections import reason_html
-from roofline.units import si
 
 SUMMARY_KERNELS = 2000  # kernels the summary's table and charts carry: half by priority, half by GPU time
 

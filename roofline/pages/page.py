@@ -2,7 +2,7 @@
 sheet, Vega bundle and inline script, so they look and behave alike.
 
 The Vega bundle (~1 MB of JavaScript) is either inlined (a page written alone, e.g.
-:func:`roofline.report.summary_html`'s string) or, for pages written together, one shared file,
+:func:`roofline.pages.report.summary_html`'s string) or, for pages written together, one shared file,
 ``assets/vega-bundle.js`` beside the summary, loaded by relative path (:func:`write_vega_asset`,
 :func:`asset_src`): a classic ``<script src>`` loads from ``file://`` in every browser, so the
 pages still open offline, and a thousand app pages do not carry a thousand copies.
@@ -22,7 +22,7 @@ import posixpath
 import urllib.parse
 from pathlib import Path
 
-from roofline.atomic_files import write_text_atomic
+from roofline.files.atomic import write_text_atomic
 from roofline.pages.cache import cache_folder
 from roofline.pages.markup import esc, script_json
 

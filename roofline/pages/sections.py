@@ -1,5 +1,5 @@
 """The report pages' plain HTML blocks: inputs that gave no app, the kernels table's controls,
-ceilings and diagnostics (:mod:`roofline.report` puts them on a page)."""
+ceilings and diagnostics (:mod:`roofline.pages.report` puts them on a page)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from roofline.metrics.units import si
 from roofline.pages.markup import esc
-from roofline.units import si
 
 UNPLOTTED_LISTED = 100  # kernels not on a chart listed by name under Diagnostics
 
@@ -51,7 +51,7 @@ def source_html(source: str | None) -> str:
 
 def inputs_html(inputs: Sequence[Mapping], n_apps: int, failed: Mapping[str, str] | None = None,
                 sources: Mapping[str, str] | None = None) -> str:
-    """The inputs: entries that gave no app (roofline.inputs.InputProblem) and the apps whose input
+    """The inputs: entries that gave no app (roofline.config.inputs.InputProblem) and the apps whose input
     failed (``failed``: app -> reason, :func:`failed_apps`; ``sources``: app -> its file), at the
     top of the summary."""
     failed, sources = failed or {}, sources or {}

@@ -9,8 +9,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from roofline.chart import chart_ranks
-from roofline.metrics import MEMORY_LEVELS
+from roofline.charts.roofline_chart import chart_ranks
+from roofline.metrics.quantities import MEMORY_LEVELS
 from roofline.pages.markup import script_safe
 
 TABLE = [

@@ -1,5 +1,5 @@
 """The summary's "Tonight against the baseline" block: when a history exists, the nightly tracking
-stage's findings (``reports/regressions.json``, :func:`roofline.track_summary.summarize`), regressions first,
+stage's findings (``reports/regressions.json``, :func:`roofline.nightly.summary.summarize`), regressions first,
 each linked to its row on the trends page.
 
 The workflow writes the summary and tracks the night side by side, so the summary does not wait
@@ -15,16 +15,16 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from roofline.atomic_files import write_text_atomic
+from roofline.files.atomic import write_text_atomic
+from roofline.metrics.units import si
 from roofline.pages.markup import esc, script_json
 from roofline.pages.page import asset_src
-from roofline.units import si
 
 TONIGHT_LISTED = 8  # findings listed on the summary; the trends page lists more (MAX_FINDING_ROWS)
 # Reading order: what needs action first, then what is good news, then what to keep an eye on.
 LABEL_ORDER = ["regression", "improvement", "suspicious", "workload_changed", "environment_change", "outlier",
                "error", "missing", "new", "insufficient_data", "unchanged"]
-SERIES_FIELDS = ["app", "device", "kernel", "grid", "block"]  # a series' identity, as history.SERIES_KEY
+SERIES_FIELDS = ["app", "device", "kernel", "grid", "block"]  # a series' identity, as history.KERNEL_KEY
 
 
 def series_anchor(finding: Mapping) -> str:

@@ -1,5 +1,5 @@
 """The trends page's rooflines: tonight's kernels on the summary's chart, and the regressed and
-improved kernels' move from their baseline to tonight (:func:`roofline.chart_trajectory.trajectory_chart`,
+improved kernels' move from their baseline to tonight (:func:`roofline.charts.trajectory.trajectory_chart`,
 the compare page's), both on the roofs the verdicts used: the ceilings each kernel row was judged
 with (:func:`applied_ceilings`), never a median of mixed peaks; and the name of a series that the
 page's rooflines, findings and trend charts share (:func:`series_names`). The page itself is
@@ -14,22 +14,21 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from roofline.chart import roofline_spec
-from roofline.chart_trajectory import trajectory_chart
-from roofline.history import SERIES_KEY
-from roofline.metrics import COMPUTE_CLASSES, MEMORY_LEVELS
+from roofline.charts.roofline_chart import roofline_spec
+from roofline.charts.trajectory import trajectory_chart
+from roofline.compare import STEP_COLUMNS, point_level
+from roofline.metrics.quantities import COMPUTE_CLASSES, MEMORY_LEVELS
 from roofline.pages.markup import esc
 from roofline.pages.overview import SUMMARY_KERNELS, summary_rows
 from roofline.pages.table import TABLE_READS, page_table
-from roofline.schemas import TABLES, conform
-from roofline.trajectory import STEP_COLUMNS, _level
+from roofline.tables.schemas import KERNEL_KEY, TABLES, conform
 
 MOVED = ("regression", "improvement")  # the findings drawn from their baseline to tonight
 # What the rooflines read of tonight's stored kernel rows (a stored night has every kernels column
 # and the run context): the page's table, the points, the roofs each verdict used and the classes
-# judged by a time bound. tests/test_track.py checks the page drawn from these alone against one
+# judged by a time bound. tests/nightly/test_track.py checks the page drawn from these alone against one
 # drawn from every column.
-TONIGHT_READS = tuple(dict.fromkeys([*SERIES_KEY, *TABLE_READS, "roof_flops",
+TONIGHT_READS = tuple(dict.fromkeys([*KERNEL_KEY, *TABLE_READS, "roof_flops",
                                      *(f"roof_{lv}_bw" for lv in MEMORY_LEVELS),
                                      *(f"time_bound_{c}" for c in COMPUTE_CLASSES)]))
 
@@ -44,8 +43,8 @@ def series_names(frame: pd.DataFrame) -> pd.Series:
     many = frame["device"].nunique() > 1
     # each series' rows by its key, in order of first appearance; its name built once, from its first
     # row (a page's 90 nights are 90 rows per series)
-    codes = frame.groupby(SERIES_KEY, sort=False, dropna=False, observed=True).ngroup().to_numpy()
-    first = frame.iloc[np.unique(codes, return_index=True)[1]][[*SERIES_KEY, "kernel_short"]].fillna("")
+    codes = frame.groupby(KERNEL_KEY, sort=False, dropna=False, observed=True).ngroup().to_numpy()
+    first = frame.iloc[np.unique(codes, return_index=True)[1]][[*KERNEL_KEY, "kernel_short"]].fillna("")
     short = first["kernel_short"].where(first["kernel_short"] != "", first["kernel"])
     shape = (" | " + first["grid"] + "×" + first["block"]).where((first["grid"] != "") | (first["block"] != ""), "")
     name = first["app"] + " | " + short + shape  # launch_shape, for every series at once
@@ -119,7 +118,7 @@ def _most_frequent(groups: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, 
 
 def _at_level(rows: pd.DataFrame) -> pd.DataFrame:
     """Each row's place on the roofline: the memory level its verdict used and its intensity there."""
-    level = _level(rows["bound"].astype(str), rows["binding_level"].astype(str))
+    level = point_level(rows["bound"].astype(str), rows["binding_level"].astype(str))
     ai = np.select([level == lv for lv in MEMORY_LEVELS],
                    [pd.to_numeric(rows[f"ai_{lv}"], errors="coerce") for lv in MEMORY_LEVELS], np.nan)
     performance = pd.to_numeric(rows["performance"], errors="coerce")
@@ -129,23 +128,23 @@ def _at_level(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def moved_points(kernels: pd.DataFrame, baseline: pd.DataFrame, findings: Sequence[Mapping]) -> pd.DataFrame:
-    """The regressed and improved series as two-step trajectories (:data:`roofline.trajectory.STEP_COLUMNS`):
+    """The regressed and improved series as two-step trajectories (:data:`roofline.compare.STEP_COLUMNS`):
     step 1 their baseline, step 2 tonight.
 
     Tonight is the series' kernel row; the baseline is the median over its baseline nights' rows
-    (``baseline``, :func:`roofline.track.page_rows`) of the intensity at the level most of those
+    (``baseline``, :func:`roofline.nightly.track.page_rows`) of the intensity at the level most of those
     verdicts used, of the performance and of the time. Each point sits where its verdict put it, so
     a point at 100 % of its roof lies on that roof.
     """
-    moved = pd.DataFrame([f for f in findings if f.get("label") in MOVED], columns=[*SERIES_KEY, "label"])
+    moved = pd.DataFrame([f for f in findings if f.get("label") in MOVED], columns=[*KERNEL_KEY, "label"])
     if moved.empty or kernels.empty:
         return pd.DataFrame(columns=STEP_COLUMNS)
     # the legend names each path: its label first, so that a regression reads as one
     moved["match"] = moved["label"] + ": " + series_names(moved.assign(kernel_short=[
-        next((f.get("kernel_short") for f in findings if all(f.get(c) == r[c] for c in SERIES_KEY)), "")
+        next((f.get("kernel_short") for f in findings if all(f.get(c) == r[c] for c in KERNEL_KEY)), "")
         for r in moved.to_dict("records")]))
-    now = _at_level(kernels.merge(moved, on=SERIES_KEY))
-    before = _at_level(baseline.merge(moved, on=SERIES_KEY)) if len(baseline) else now.iloc[:0]
+    now = _at_level(kernels.merge(moved, on=KERNEL_KEY))
+    before = _at_level(baseline.merge(moved, on=KERNEL_KEY)) if len(baseline) else now.iloc[:0]
     steps = []
     for match, night in now.groupby("match", sort=False):
         row = night.iloc[0]
@@ -181,7 +180,7 @@ def roofline_specs(kernels: pd.DataFrame, baseline: pd.DataFrame, findings: Sequ
     summary's own specs, which the page loads from ``assets/charts.js`` and fills from its columns
     (as an app page does), instead of building each device's chart again here.
     """
-    from roofline.report import CANVAS_FROM, chart_controls
+    from roofline.pages.report import CANVAS_FROM, chart_controls
 
     specs: list[dict | None] = []
     entries: list[dict] = []

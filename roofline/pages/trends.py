@@ -18,11 +18,11 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from roofline.atomic_files import write_text_atomic
-from roofline.chart import CHART_FIELDS, KERNEL_DATA
-from roofline.decide_series import DECISION_COLUMNS
-from roofline.detection_figures import figures_html, read_figures
-from roofline.history import SERIES_KEY
+from roofline.charts.roofline_chart import CHART_FIELDS, KERNEL_DATA
+from roofline.files.atomic import write_text_atomic
+from roofline.metrics.units import si
+from roofline.nightly.detection_figures import figures_html, read_figures
+from roofline.nightly.series_rule import DECISION_COLUMNS
 from roofline.pages.markup import esc, script_json
 from roofline.pages.page import asset_src, page_html, write_vega_asset
 from roofline.pages.table import columns_json
@@ -35,7 +35,7 @@ from roofline.pages.trend_roofs import (  # noqa: F401 - tests read MOVED and th
     roofline_specs,
     series_names,
 )
-from roofline.units import si
+from roofline.tables.schemas import KERNEL_KEY
 
 MAX_TREND_CHARTS = 12
 MAX_SELECTOR_SERIES = 150  # the selector chart carries every night of this many series
@@ -54,7 +54,7 @@ COLORS = {
 
 # ------------------------------------------------------------------------------------- the trends
 def seconds_expr(value: str) -> str:
-    """A Vega expression writing the seconds ``value`` as the pages' :func:`roofline.units.si` does:
+    """A Vega expression writing the seconds ``value`` as the pages' :func:`roofline.metrics.units.si` does:
     "15 ms", "250 µs", "1.2 s" (d3's SI prefix, then a space before it)."""
     return f"replace(format({value}, '{SI_FORMAT}'), /([yzafpnµmkMGTPEZY]?)$/, ' $1') + 's'"
 
@@ -203,9 +203,9 @@ def _finding_names(found: Sequence[Mapping], decisions: pd.DataFrame, names: pd.
     of the night add to every name, or another series' "#2"."""
     apps = {str(f["app"]) for f in found}  # only their apps' rows tonight, not every series' (thousands)
     mine = ((decisions["run_id"] == run_id) & decisions["app"].isin(apps)).to_numpy()
-    keys = zip(*(decisions.loc[mine, column].astype(str) for column in SERIES_KEY), strict=True)
+    keys = zip(*(decisions.loc[mine, column].astype(str) for column in KERNEL_KEY), strict=True)
     by_key = dict(zip(keys, names.to_numpy()[mine], strict=True))
-    wanted = (tuple(str(f[column]) for column in SERIES_KEY) for f in found)
+    wanted = (tuple(str(f[column]) for column in KERNEL_KEY) for f in found)
     return list(dict.fromkeys(by_key[key] for key in wanted if key in by_key))
 
 

@@ -15,40 +15,27 @@ PKG = REPO / "roofline"
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-# Every rule is a shell command `python -m roofline...`. Without a conda environment, `python` is the
-# interpreter running Snakemake (the project's environment), whether or not it was activated: jobs
-# inherit the PATH. Under --software-deployment-method conda, each rule's environment comes first.
-from roofline.job_prestart import interpreter_first_on_path, start_as_workflow_loads  # noqa: E402
-
-interpreter_first_on_path()
-
-
+# Every rule is a shell command `python -m roofline...`. Without a deployment method a job runs the
+# interpreter that runs Snakemake (the project's environment, activated or not); under
+# --software-deployment-method conda or apptainer, the environment's own `python`.
 def python_command():
-    """`python` with this workflow's own package first on the import path: used as a module, or in
-    a conda environment that holds only the dependencies, a job runs the code the rule lists as its
-    inputs."""
-    return f"PYTHONPATH={shlex.quote(str(REPO))}${{PYTHONPATH:+:$PYTHONPATH}} python"
+    """The interpreter with this workflow's own package first on the import path: used as a module,
+    or in a conda environment that holds only the dependencies, a job runs the code the rule lists
+    as its inputs."""
+    python = "python" if workflow.deployment_settings.deployment_method else shlex.quote(sys.executable)
+    return f"PYTHONPATH={shlex.quote(str(REPO))}${{PYTHONPATH:+:$PYTHONPATH}} {python}"
 
 
-# The jobs' warm server (roofline/job_server.py) imports its modules while Snakemake reads the config
-# and builds the DAG, so that the first job finds it: started here, first, for a run that executes
-# jobs with the interpreter on the PATH (not under conda or apptainer, whose jobs run another one; not
-# in a cluster job).
-if workflow.is_main_process and not workflow.deployment_settings.deployment_method:
-    from snakemake.shell import shell as _shell
-
-    start_as_workflow_loads(python_command(), _shell.get_executable(), sys.argv[1:])
-
-from roofline.config import ConfigError  # noqa: E402
-from roofline.workflow_config import (  # noqa: E402
+from roofline.config.model import ConfigError  # noqa: E402
+from roofline.config.workflow import (  # noqa: E402
     catalog_path,
     config_hash,
     load_workflow_config,
 )
-from roofline.jobs import json_argument  # noqa: E402
-from roofline.stage_code import code_digests  # noqa: E402
-from roofline.inputs import folder_exports  # noqa: E402
-from roofline.rate_limit import lift_default_rate_limit  # noqa: E402
+from roofline.jobs.arguments import json_argument  # noqa: E402
+from roofline.jobs.stages import code_digests  # noqa: E402
+from roofline.config.inputs import APP_NAME, folder_exports  # noqa: E402
+from roofline.jobs.rate_limit import lift_default_rate_limit  # noqa: E402
 
 # Only a malformed config stops the run, here, before any job: one message naming the key and the
 # fix (exit status 1). What the inputs: patterns find is judged per input (config/README.md).
@@ -76,12 +63,12 @@ if not workflow.dryrun and (environment_problem := preflight()) is not None:
     raise WorkflowError(environment_problem)
 
 wildcard_constraints:
-    app="[A-Za-z0-9._-]+",
+    app=APP_NAME.pattern.strip("^$"),
 
 
 def pkg_code(stage):
     """The package files a stage's jobs run, each with a digest of its content (the table is
-    roofline/stage_code.py): a rule's param, so that editing one reruns the stage's jobs (the
+    roofline/jobs/stages.py): a rule's param, so that editing one reruns the stage's jobs (the
     profiles' rerun-triggers include params). A param rather than ~30 input files per job, for each
     of which Snakemake would stat, and checksum once per output, every job."""
     return code_digests(stage, PKG)
@@ -93,7 +80,7 @@ def python_m(module):
 
 
 def stage(name):
-    """The start of an analysis rule's shell command (roofline/jobs.py: the log, and environment
+    """The start of an analysis rule's shell command (roofline/jobs/runner.py: the log, and environment
     failures in one line)."""
     return python_m("roofline.jobs") + f" {name} {{log:q}}"
 
@@ -101,7 +88,7 @@ def stage(name):
 
 
 # The aggregate jobs' joined tables, kept between runs: a rerun reads only the apps' tables that
-# changed (roofline/kept_join.py); Snakemake's own folder, so that it goes where the workflow's state goes.
+# changed (roofline/tables/kept_join.py); Snakemake's own folder, so that it goes where the workflow's state goes.
 KEPT_JOINS = ".snakemake/roofline-joined"
 ENV = "../envs/roofline.yaml"  # every rule's conda environment (--software-deployment-method conda)
 
@@ -149,7 +136,7 @@ DEVICE_CEILINGS = "data/ceilings/devices.parquet"
 
 
 def checked_ceilings(wildcards):
-    """The devices' ceilings table, through its checkpoint (workflow/rules/analyse.smk): a job that
+    """The devices' ceilings table, through its checkpoint (workflow/rules/ceilings.smk): a job that
     reads it is looked at again once the ceilings job has run, so a byte-identical table reruns none."""
     return checkpoints.ceilings.get().output.ceilings
 
@@ -205,7 +192,7 @@ def diagnostics_tables():
 
 def app_sources():
     """Each app's input as the config found it (captured apps: none), for the pages and status;
-    at a thousand apps too long for one argument, so then a file (roofline.workflow_config.json_argument)."""
+    at a thousand apps too long for one argument, so then a file (roofline.jobs.arguments.json_argument)."""
     return json_argument(as_json({name: app.source for name, app in sorted(APPS.items()) if app.source}))
 
 
@@ -237,6 +224,6 @@ def nightly_outputs():
 
 onstart:
     # Snakemake's default job rate limiter costs a scheduling round per job end per second of the
-    # run and delays the exit; a local run of ours never reaches its limit (roofline/rate_limit.py).
+    # run and delays the exit; a local run of ours never reaches its limit (roofline/jobs/rate_limit.py).
     if lift_default_rate_limit(workflow):
         logger.info("roofline: Snakemake's default job rate limit lifted for this local run")

@@ -1,7 +1,7 @@
 # Measured ceilings: microbenchmarks on a GPU node, only when config ceilings.measure is true.
 rule measure:
     input:
-        code=[str(PKG / "measure.py")],
+        code=[str(PKG / "capture" / "measure.py")],
     output:
         MEASURED_TABLE,
     params:
@@ -14,4 +14,4 @@ rule measure:
     conda:
         ENV
     shell:
-        python_m("roofline.measure") + " --output {output} 2> {log}"
+        python_m("roofline.capture.measure") + " --output {output} 2> {log}"

@@ -1,5 +1,5 @@
 # The summary, the series' compare pages, and the Vega bundle and device charts every page loads,
-# from every app's tables; each app's own page is written by its analyse_app job, so one changed app
+# from every app's tables; each app's own page is written by its classify_app job, so one changed app
 # rewrites its page only.
 rule report:
     # only GPU work goes to a cluster's queue: this takes seconds of CPU, on the submitting host

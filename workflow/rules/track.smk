@@ -1,4 +1,4 @@
-# Nightly tracking (roofline/track.py, docs/tracking.md): append tonight's kernels of every app to
+# Nightly tracking (roofline/nightly/track.py, docs/tracking.md): append tonight's kernels of every app to
 # the history store data/history/ (one partition per run id, replaced on a rerun), judge every
 # kernel series and write the findings; trends_page then draws the trends page. run_id() is a param,
 # so a new night reruns the rule even when the kernels tables did not change.
@@ -20,7 +20,7 @@ rule track_history:
         # that the report does not wait for this job (roofline/pages/tonight.py)
         tonight="reports/tonight.js",
     params:
-        code=pkg_code("track"),
+        code=pkg_code("track_history"),
         kept_joins=KEPT_JOINS,
         run_id=run_id(),
         store=HISTORY_STORE,
@@ -35,7 +35,7 @@ rule track_history:
     conda:
         ENV
     shell:
-        stage("track") + " --kernels {input.kernels} --counters {input.counters} --store={params.store}"
+        stage("track_history") + " --kernels {input.kernels} --counters {input.counters} --store={params.store}"
         " --run-id={params.run_id:q} --config-hash={params.config_hash} --params={params.decision_params:q}"
         " --context-json={params.context:q} --trends={params.trends} --no-trends-page"
         " --regressions={output.regressions} --tonight-script={output.tonight} --keep-joined={params.kept_joins}"
@@ -53,12 +53,12 @@ rule trends_page:
     output:
         trends=TRENDS_PAGE,
     params:
-        code=pkg_code("trends"),
+        code=pkg_code("trends_page"),
         store=HISTORY_STORE,
     log:
         "logs/track/trends_page.log",
     conda:
         ENV
     shell:
-        stage("trends") + " --store={params.store} --regressions={input.regressions} --trends={output.trends}"
+        stage("trends_page") + " --store={params.store} --regressions={input.regressions} --trends={output.trends}"
         " --charts-asset={input.charts}"

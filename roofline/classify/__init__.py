@@ -1,0 +1,1 @@
+"""Verdicts: each launch against its roofs, kernel aggregates, the instruction roofline."""

@@ -1,0 +1,1 @@
+"""The workflow's config: the pydantic model, the config against the working directory, input patterns."""

@@ -1,0 +1,62 @@
+"""The ceilings stage (checkpoint ``ceilings``): every app's counters -> one ceilings table per device.
+
+Every app on a device is judged against the same roof (the report source is the median over all
+apps' launches on that device), so the ceilings are one job over every app's counters, of which it
+reads the peaks table each parse job stored in the file's metadata (a few rows per app). The
+workflow makes it a checkpoint: when one app's new counters leave the ceilings byte-identical, only
+that app is classified again; when they move its device's roof, every app is.
+
+    python -m roofline.jobs ceilings LOG --counters data/counters/a.parquet data/counters/b.parquet \\
+        --catalog roofline/data/gpus.yaml --ceilings data/ceilings/devices.parquet \\
+        --ceilings-diagnostics data/diagnostics/devices.ceilings.parquet
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+
+import pandas as pd
+
+from roofline.ceilings import CROSS_CHECK_MARGIN, DEFAULT_POLICY
+from roofline.ceilings.select import device_ceilings
+from roofline.tables.files import write_table
+
+
+def _ceiling_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--counters", nargs="*", default=[], help="every app's counters table (none: no app)")
+    parser.add_argument("--catalog", required=True, help="datasheet catalog (YAML)")
+    parser.add_argument("--policy", default=",".join(DEFAULT_POLICY), help="ceiling sources in order of preference")
+    parser.add_argument("--device-policy", default="{}", help="JSON: device -> list of sources")
+    parser.add_argument("--measured", default="", help="measured ceilings table, if any")
+    parser.add_argument("--overrides", default="{}", help="JSON: catalog additions/overrides")
+    parser.add_argument("--margin", type=float, default=CROSS_CHECK_MARGIN, help="cross-check margin between sources")
+    parser.add_argument("--ceilings", required=True, help="the devices' ceilings table to write")
+    parser.add_argument("--ceilings-diagnostics", required=True, help="its diagnostics table to write")
+    parser.add_argument("--keep-joined", help="a folder where the counters files' peaks are kept between runs: a "
+                        "rerun reads the footers of the files that changed only")
+
+
+def _write_ceilings(args: argparse.Namespace) -> pd.DataFrame:
+    ceilings, diagnostics = device_ceilings(
+        args.counters, args.catalog, args.policy.split(","), json.loads(args.device_policy), args.measured,
+        json.loads(args.overrides), args.margin, args.keep_joined)
+    write_table(ceilings, "ceilings", args.ceilings)
+    write_table(diagnostics, "diagnostics", args.ceilings_diagnostics)
+    return ceilings
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The ceilings job: every app's counters -> the devices' ceilings table and its diagnostics."""
+    parser = argparse.ArgumentParser(description="Ceilings per device from every app's counters.")
+    _ceiling_arguments(parser)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    _write_ceilings(args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
