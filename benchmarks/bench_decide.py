@@ -212,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
                      f"{r['render_s']:.2f} s", f"{r['state_mb']:.1f} MB",
                      f"<= {GOAL_S:g} s: {'met' if ok else '**not met**'}"])
     notes = [
-        f"Nightly decision = `append_run` of tonight + `decide_state.update` (load the state, read "
+        f"Nightly decision = `append_run` of tonight + `nightly.state.update` (load the state, read "
         f"tonight's partition, judge every series, write tonight's records, the revisions and the "
         f"state) + tonight's summary; first run and best of it and {RERUNS} more first runs of the same night "
         f"(tonight's rows, records and state removed before each; their summaries equal the "

@@ -1,7 +1,7 @@
 """Report size and draw time at 100k launches / 5,000 kernels.
 
 The generated 100k-launch NERSC-style CSV (5,000 kernels) goes through parse, ceilings and classify
-in-process; the report stage then runs as the workflow runs it (``python -m roofline.pages.report``), and
+in-process; the report stage then runs as the workflow runs it (``python -m roofline.stages.report``), and
 the summary page is drawn in headless Chromium (Debian's ``chromium``; ``apt-get install chromium``).
 Draw time = Chromium's wall time on the page minus its wall time on a blank page (the in-run
 baseline: browser start and exit). A copy of the page with a probe script is dumped to check that
@@ -115,7 +115,7 @@ def fleet(args) -> int:
     blank.write_text("<!DOCTYPE html><html><body><p>blank (benchmark baseline)</p></body></html>\n")
     sizes = {"blank page": blank.stat().st_size, "summary.html": summary.stat().st_size,
              "largest app page": max(p.stat().st_size for p in pages), "vega-bundle.js (once)": bundle.stat().st_size}
-    rows = [["report job (python -m roofline.pages.report)", f"{run.wall_s:.1f} s", "", "", gb(run.max_proc_rss)]]
+    rows = [["report job (python -m roofline.stages.report)", f"{run.wall_s:.1f} s", "", "", gb(run.max_proc_rss)]]
     rows += [[what, f"{size / 1e6:.3f} MB", f"{size / sizes['blank page']:,.0f}x", "<= 5 MB" if what == "summary.html"
               else "", ""] for what, size in sizes.items()]
     total = sum(p.stat().st_size for p in pages)

@@ -209,11 +209,6 @@ def markdown_table(headers: list[str], rows: list[list[str]], left: Collection[i
     return "\n".join([line(headers), line(rule), *(line(r) for r in rows)])
 
 
-def show_table(kernels: pd.DataFrame) -> str:
-    """The kernels as a plain text table, in the order given (long names cut at 60 characters)."""
-    return text_table(SHOW_COLUMNS, _kernel_cells(kernels), KERNEL_TEXT, limits={0: 60})
-
-
 def machine_text(frame: pd.DataFrame, fmt: str) -> str:
     """``frame`` as CSV or as a JSON list of row objects: every value at full precision (Python's
     shortest round-trip repr), a missing one empty (CSV) or ``null`` (JSON; also +-inf, which JSON

@@ -2,7 +2,7 @@
 
 The corpus lives in tests/bad_inputs.py (each case built at test time, from the real reports in
 ../shared/fixtures/real or by hand). Every input case goes through the parse stage's entry point
-(``python -m roofline.parse.counters``'s ``main``) in-process; every config case through the checks the
+(``roofline.stages.parse.main``) in-process; every config case through the checks the
 workflow makes before any job. Two workflow runs (marker ``slow``) check the same end to end:
 several bad inputs beside a good one, and config errors that must stop the run before any job.
 The pattern cases (what ``inputs:`` patterns find beside a good input: odd names, compressed

@@ -15,6 +15,7 @@ import struct
 import sys
 from collections.abc import Callable, Collection
 
+from roofline.config.switches import switched_on
 from roofline.files.processes import process_alive
 
 try:
@@ -42,7 +43,7 @@ PACKAGE = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # roofli
 
 def usable(environ: os._Environ | dict = os.environ) -> bool:
     """Whether jobs here may go through a server (see the module's docstring)."""
-    return (sys.platform == "linux" and environ.get("ROOFLINE_JOB_SERVER", "on").lower() not in ("off", "0", "no")
+    return (sys.platform == "linux" and switched_on("ROOFLINE_JOB_SERVER", True, environ)
             and not any(name in environ for name in (*BATCH_JOB_ENV, *CONTAINER_ENV)))
 
 
@@ -252,9 +253,9 @@ def without_huge_pages(environ: os._Environ | dict = os.environ) -> bool:
     and Arrow's allocator ask for huge pages, and a huge page costs its whole 2 MB at first touch:
     zeroed, compacted out of fragmented memory, and in a virtual machine that returns free memory
     to its host, backed by the host page by page. A short process gains too little from huge pages
-    to make up for that where it is slow (measured in benchmarks/README.md, round 19).
+    to make up for that where it is slow (measured).
     """
-    if sys.platform != "linux" or environ.get("ROOFLINE_HUGE_PAGES", "").lower() in ("on", "1", "yes"):
+    if sys.platform != "linux" or switched_on("ROOFLINE_HUGE_PAGES", False, environ):
         return False
     try:
         import ctypes

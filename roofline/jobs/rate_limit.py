@@ -4,7 +4,7 @@ Snakemake starts every run with a job rate limiter (``--max-jobs-per-timespan``,
 second) and ends every scheduling round with a ``threading.Timer`` of that timespan that starts
 another round. Each round that finds ready jobs starts a timer again, so every job end adds a chain
 of rounds that repeats once a second for as long as jobs wait for a core: the rounds grow
-faster than the jobs (benchmarks/README.md, round 10). The timers are not daemon threads either,
+faster than the jobs. The timers are not daemon threads either,
 so Snakemake's exit waits for the last one (up to a second).
 
 The limit is there to spare a cluster's queue; on a local run the cores already bound how many

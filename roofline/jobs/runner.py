@@ -90,6 +90,8 @@ def run(stage: str, log: str, argv: list[str]) -> int:
 def _run_stage(stage: str, log: str, argv: list[str], stream: _Log, job_stderr: int) -> int:
     from roofline import errors
 
+    program = sys.argv
+    sys.argv = [f"roofline.jobs {stage}", *argv]  # argparse names the job in its usage and errors
     try:
         status = importlib.import_module(STAGES[stage].module).main(argv)
     except OSError as error:
@@ -103,6 +105,8 @@ def _run_stage(stage: str, log: str, argv: list[str], stream: _Log, job_stderr: 
         status = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
         if not isinstance(exit_.code, int | None):
             stream.write(f"{exit_.code}\n")
+    finally:
+        sys.argv = program
     if stream.error is not None:  # the outputs are whole, but the log is not: say so, fail
         _say(job_stderr, errors.message(errors.cannot_write(log, stream.error)))
         return errors.EXIT_STATUS

@@ -2,9 +2,8 @@
 
 Every analysis rule is ``python -m roofline.jobs STAGE LOG ...``, an ordinary process. Starting one
 costs ~0.45 s of imports (pandas, pyarrow, Altair) before any work, which is most of a parse job:
-50 apps pay it 50 times. So the workflow starts this server in the background as Snakemake reads
-it (:mod:`roofline.jobs.prestart`), or else the first job of a run does (and runs itself as usual);
-a job arriving while the server still imports its modules waits for it, up to
+50 apps pay it 50 times. So the first job of a run starts this server in the background (and runs
+itself as usual); a job arriving while the server still imports its modules waits for it, up to
 :data:`roofline.jobs.client.STARTING_WAIT_SECONDS` (the server's marker file names its process until
 it listens), rather than pay the same imports on the core the server needs; later jobs hand their
 command line, working directory, environment and standard streams to it over a Unix socket, and a
@@ -43,16 +42,13 @@ import struct
 import sys
 from typing import TYPE_CHECKING
 
-from roofline.files.processes import process_alive
 from roofline.jobs.client import (
     STATUS,
-    mark_starting,
     read_request,
     receive_exactly,
     server_key,
     socket_path,
     starting_marker,
-    starting_server,
     usable,
     without_huge_pages,
 )
@@ -74,7 +70,6 @@ PRELOAD_FIRST = ("pandas", "pyarrow.parquet", "pyarrow.compute", "pyarrow.csv", 
 PRELOAD = (*PRELOAD_FIRST, "roofline.parse.readers.what_if", *(stage.module for stage in STAGES.values()),
            # what the stages import on first use
            "roofline.ceilings.catalog", "roofline.pages.trends", "roofline.pages.tonight", "roofline.pages.compare")
-FIRST_JOB_WAIT_SECONDS = max(IDLE_SECONDS, 120.0)  # a server started before any job (serve's owner)
 IDLE_WORKERS_MAX = max(2, os.cpu_count() or 2)  # idle workers kept: as many as jobs run at once, as a rule
 WORKER_IDLE_SECONDS = 2.0  # how long a worker waits for a next job: Snakemake starts one within ~0.1 s
 # How often the server looks for ended children and its idle time where nothing wakes it sooner.
@@ -114,13 +109,8 @@ def _preload(module: str) -> None:
         pass
 
 
-def serve(path: str, owner: int | None = None) -> None:
-    """Listen at ``path`` until idle for :data:`IDLE_SECONDS`; each job to an idle worker, or to a new one.
-
-    ``owner``: the process that started the server before any job (Snakemake, reading the workflow):
-    until the first job, the server waits while that process runs, up to :data:`FIRST_JOB_WAIT_SECONDS`
-    (building a thousand apps' DAG takes longer than the idle time), and ends with it when it ran none.
-    """
+def serve(path: str) -> None:
+    """Listen at ``path`` until idle for :data:`IDLE_SECONDS`; each job to an idle worker, or to a new one."""
     import fcntl
     import selectors
     import signal
@@ -156,11 +146,9 @@ def serve(path: str, owner: int | None = None) -> None:
     workers: dict[int, socket.socket] = {}  # every worker -> the server's end of its channel
     idle: dict[int, float] = {}  # workers waiting for a job -> since when, the last one used last
     endings: dict[int, int] = {}  # worker -> a descriptor readable once it ended (see watch_ending)
-    idle_since = started = time.monotonic()
-    served = owner is None  # whether the idle time counts: no owner, or a job came
+    idle_since = time.monotonic()
     try:
-        while children or (time.monotonic() - idle_since < IDLE_SECONDS if served else
-                           process_alive(owner) and time.monotonic() - started < FIRST_JOB_WAIT_SECONDS):
+        while children or time.monotonic() - idle_since < IDLE_SECONDS:
             events = selector.select(timeout=0 if pending and not children else POLL_SECONDS)
             if pending and not events and not children:  # no job runs or waits: the next module
                 _preload(pending.pop(0))
@@ -175,7 +163,6 @@ def serve(path: str, owner: int | None = None) -> None:
                     if accepted is None:
                         continue
                     connection, request, descriptors = accepted
-                    served = True
                     pid = _to_idle_worker(idle, workers, selector, request, descriptors, connection)
                     if pid is None:
                         pid = _fork_worker(request, descriptors, connection, workers, selector,
@@ -349,27 +336,17 @@ def main(argv: list[str] | None = None) -> int:
         "--where says where the jobs started in this directory with this environment would find it."))
     parser.add_argument("socket", nargs="?", help="the socket to listen at")
     parser.add_argument("--where", action="store_true", help="print that socket's path ('none' where not used)")
-    parser.add_argument("--start", action="store_true", help="serve the jobs started in this directory with this "
-                        "environment, unless a server for them runs or starts (the workflow does this as it loads)")
-    parser.add_argument("--owner", type=int, help="with --start: the process that starts it (Snakemake); until "
-                        "the first job, wait while it runs rather than the idle time")
     args = parser.parse_args(argv)
-    if args.where or args.start:
-        path = socket_path(server_key()) if usable() else None
-        if args.where:
-            print(path or "none")
-            return 0
-        if path is None or os.path.exists(path) or starting_server(path):
-            return 0
-        mark_starting(path, os.getpid())
-        args.socket = path
+    if args.where:
+        print(socket_path(server_key()) if usable() else "none")
+        return 0
     if not args.socket:
         parser.error("give the socket to listen at, or --where")
     import signal
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     without_huge_pages()  # started by hand: as a job's start would have set it (its workers inherit it)
-    serve(args.socket, args.owner if args.start else None)
+    serve(args.socket)
     return 0
 
 

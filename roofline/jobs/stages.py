@@ -37,8 +37,8 @@ BASE = ("__init__.py", "errors.py", "jobs/__init__.py", "jobs/runner.py", "jobs/
 PAGES = ("pages/*.py", "charts/*.py", "compare.py", "assets/report.css", "assets/report.js", "classify/*.py",
          "ceilings/__init__.py", "ceilings/select.py", "ceilings/report_peaks.py", "parse/__init__.py",
          "parse/derive.py", "parse/kernel_names.py", "parse/plausibility.py", "parse/readers/__init__.py",
-         "parse/readers/ncu_rules.py", "config/__init__.py", "config/inputs.py", "nightly/__init__.py",
-         "nightly/kernel_match.py")
+         "parse/readers/ncu_rules.py", "config/__init__.py", "config/inputs.py", "config/switches.py",
+         "nightly/__init__.py", "nightly/kernel_match.py")
 STAGES: dict[str, Stage] = {
     "parse": Stage("roofline.stages.parse", ("stages/parse.py", "parse/**/*.py", "config/*.py",
                                              "ceilings/__init__.py", "ceilings/report_peaks.py")),

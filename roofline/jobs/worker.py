@@ -3,7 +3,7 @@ after another, each exactly as :func:`roofline.jobs.runner.main` would in the jo
 
 A child forked for each job pays for the fork in every job: its first writes to the server's
 pages and its first use of fresh memory are thousands of page faults, a large part of a small
-job's CPU time on a virtual machine (benchmarks/README.md, round 14). A worker pays that once and
+job's CPU time on a virtual machine. A worker pays that once and
 then runs the next job the server hands it.
 
 What makes a next job safe to run in the same process: between two jobs the worker puts back

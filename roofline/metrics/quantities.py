@@ -88,7 +88,6 @@ QUANTITIES: tuple[Quantity, ...] = (
             ),
         ),
         "kernel duration",
-        needed_for_roofline=True,
     ),
     Quantity(
         "sm_clock_hz",
@@ -171,8 +170,8 @@ QUANTITIES: tuple[Quantity, ...] = (
         ),
     ),
     # -- work --
-    Quantity("flop_fp64", "FLOP", flop_recipes("d"), "FP64 FLOP on CUDA cores", needed_for_roofline=True),
-    Quantity("flop_fp32", "FLOP", flop_recipes("f", packed=True), "FP32 FLOP on CUDA cores", needed_for_roofline=True),
+    Quantity("flop_fp64", "FLOP", flop_recipes("d"), "FP64 FLOP on CUDA cores"),
+    Quantity("flop_fp32", "FLOP", flop_recipes("f", packed=True), "FP32 FLOP on CUDA cores"),
     Quantity(
         "flop_fp16",
         "FLOP",
@@ -254,7 +253,6 @@ QUANTITIES: tuple[Quantity, ...] = (
             Recipe("dram_rate_x_duration", ((1.0, "dram__bytes.sum.per_second"),), scale=("@duration_s",)),
         ),
         "DRAM/HBM bytes read and written",
-        needed_for_roofline=True,
     ),
     Quantity(
         "l2_bytes",

@@ -46,6 +46,5 @@ class Quantity:
     unit: str
     recipes: tuple[Recipe, ...]
     description: str = ""
-    needed_for_roofline: bool = False
     capture: bool = True  # whether capture asks for the first recipe's metrics
     extra: dict[str, str] = field(default_factory=dict)

@@ -102,11 +102,8 @@ def si_factor(unit: str, metric: str = "") -> float:
     )
 
 
-def to_si(value: float, unit: str, metric: str = "") -> float:
-    """``value`` in ``unit`` converted to SI base units (NaN stays NaN)."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return math.nan
-    return float(value) * si_factor(unit, metric)
+# How a report or a table spells a missing value (compared lower-cased, stripped): read as NaN.
+MISSING_TEXT = ("", "n/a", "nan", "na", "-", "none")
 
 
 def parse_number(text: str | float | int | None) -> float:
@@ -116,7 +113,7 @@ def parse_number(text: str | float | int | None) -> float:
     if isinstance(text, (int, float)):
         return float(text)
     s = str(text).strip().replace(",", "").replace("\u202f", "").replace(" ", "")
-    if s == "" or s.lower() in {"n/a", "nan", "na", "-", "none"}:
+    if s.lower() in MISSING_TEXT:
         return math.nan
     try:
         return float(s)

@@ -1,15 +1,11 @@
-"""Nightly tracking stage: tonight's kernels -> history store -> decisions -> regressions.json + trends.html.
+"""Nightly tracking: tonight's kernels -> history store -> decisions -> regressions.json + trends.html.
 
-``python -m roofline.nightly.track --kernels data/kernels/*.parquet --store data/history --run-id R
---trends reports/trends.html --regressions reports/regressions.json [--fail-on-regression]
-[--replay] [--trend-nights N]`` appends the night (idempotent), judges every kernel series from the
-stored decision state and tonight's rows (:func:`roofline.nightly.state.update`: every night
-again when the rule or its parameters changed, or with ``--replay``) and writes the
-machine-readable findings and the trends page of the last ``--trend-nights`` nights
-(:mod:`roofline.pages.trends`; offline, with the Vega bundle ``assets/vega-bundle.js`` beside it).
-Exit status 3 when ``--fail-on-regression`` is given and a kernel regressed. With
-``--no-trends-page`` it judges only, and :func:`page_main` (the workflow's ``trends_page`` job, which
-waits for the summary's device charts) later draws the page from regressions.json and the store.
+:func:`track` appends the night (idempotent), judges every kernel series from the stored decision
+state and tonight's rows (:func:`roofline.nightly.state.update`: every night again when the rule or
+its parameters changed, or on a replay) and returns the machine-readable findings; :func:`write_trends_page`
+draws the trends page of the last nights (:mod:`roofline.pages.trends`; offline, with the Vega bundle
+``assets/vega-bundle.js`` beside it). The workflow runs them as the stages ``track_history`` and
+``trends_page`` (:mod:`roofline.stages`), the second waiting for the summary's device charts.
 """
 
 from __future__ import annotations
@@ -154,7 +150,7 @@ def page_decisions(store: str | os.PathLike, order: list[str], summary: Mapping,
         return _page_decisions(store, order[-trend_nights:], None)
     if run_id not in order:
         raise ValueError(f"the history store {store} has no judged night {run_id!r}: run the tracking "
-                         "stage (python -m roofline.nightly.track) for it first")
+                         "stage (rule track_history) for it first")
     upto = order[: order.index(run_id) + 1]  # a rerun of an old night: the page up to it
     if tonight is None:
         tonight = read_decisions(store, [run_id], TONIGHT_COLUMNS)

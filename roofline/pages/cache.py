@@ -25,6 +25,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from roofline.config.switches import switched_on
+
 KEPT_SPECS = 512  # a few nights of a thousand apps' devices
 
 
@@ -74,7 +76,7 @@ def device_spec(kernels: pd.DataFrame, ceilings: pd.DataFrame, device: str,
 
 
 def _stored(key: str, build: Callable[[], dict]) -> dict:
-    if os.environ.get("ROOFLINE_CHART_CACHE", "").lower() in ("off", "0", "no", "false"):
+    if not switched_on("ROOFLINE_CHART_CACHE", True):
         return build()
     folder = cache_folder() / "charts"
     path = folder / f"{key}.json"

@@ -37,7 +37,7 @@ def _read_summary(path: str) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The trends page of the night that ``the track_history stage (``--no-trends-page``)`` judged, from
+    """The trends page of the night that the track_history stage (``--no-trends-page``) judged, from
     its regressions.json and the history store (the workflow's trends_page job, which waits for
     the summary's device charts while the judging does not)."""
     parser = argparse.ArgumentParser(description="Write the trends page of the night judged last.")

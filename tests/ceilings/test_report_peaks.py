@@ -181,7 +181,7 @@ def test_a_refused_or_empty_input_has_no_peaks(tmp_path):
 def test_the_parse_stage_stores_the_peaks_in_the_counters_file(tmp_path):
     import pyarrow.parquet as pq
 
-    from roofline.parse.counters import main
+    from roofline.stages.parse import main
 
     source = report_peaks.__file__.replace("roofline/ceilings/report_peaks.py", "data/examples/textbook.yaml")
     out = tmp_path / "counters.parquet"

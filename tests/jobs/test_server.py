@@ -147,7 +147,7 @@ def test_exit_status_log_and_stderr_are_the_jobs(runtime, tmp_path, full_tmpfs):
     assert not _imported_pandas(bad, tmp_path / "logs/parse/bad.log")
     assert bad.returncode == 2  # argparse's, from the server's child
     usage = (tmp_path / "logs/parse/bad.log").read_text()
-    assert "jobs.py: error: the following arguments are required: --input" in usage
+    assert "roofline.jobs parse: error: the following arguments are required: --input" in usage
 
     # a log on a full disk: the one line on the job's own stderr, and status 75
     log = full_tmpfs / "logs" / "status.log"
@@ -377,7 +377,7 @@ def test_edited_code_gets_a_new_server(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(copy)}
     before = _where(tmp_path, env)
     assert _where(tmp_path, env) == before and before.name.endswith(".sock")
-    module = copy / "roofline" / "classify.py"
+    module = copy / "roofline" / "classify" / "launches.py"
     module.write_text(module.read_text() + "\n# edited\n")
     assert _where(tmp_path, env) != before
     assert _where(tmp_path, {**env, "ROOFLINE_JOB_SERVER": "off"}) == Path("none")
@@ -602,11 +602,11 @@ def _thp_enabled(pid: int | str) -> str:
 
 def test_jobs_and_their_server_run_without_transparent_huge_pages(runtime, tmp_path):
     """A job that runs itself turns huge pages off, the server it starts (and so its workers) keep
-    that, and ROOFLINE_HUGE_PAGES=on leaves them on (benchmarks/README.md, round 19: why)."""
+    that, and ROOFLINE_HUGE_PAGES=on leaves them on."""
     base, env = runtime
     if not _thp_enabled("self"):
         pytest.skip("this kernel does not show THP_enabled in /proc/PID/status")
-    probe = ("from roofline import job_client; off = job_client.without_huge_pages(); "
+    probe = ("from roofline.jobs import client; off = client.without_huge_pages(); "
              "print(off, [l for l in open('/proc/self/status') if l.startswith('THP_enabled')][0])")
     off = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=True)
     assert off.stdout.split() == ["True", "THP_enabled:", "0"]
@@ -645,9 +645,9 @@ def _command_line(pid: int) -> list[str]:
 
 
 @pytest.mark.slow
-def test_the_workflow_starts_the_server_as_it_loads_and_its_jobs_use_that_one(runtime, tmp_path):
-    """Snakemake reading the workflow starts the server (``--start``) for a run that executes jobs,
-    with the jobs' key: no job starts another. A dry run starts none."""
+def test_a_workflow_run_has_one_server_its_first_job_started(runtime, tmp_path):
+    """Reading the workflow starts nothing: a dry run leaves no server. A run's first job starts the
+    server and the later jobs find that one, not one each."""
     from conftest import snakemake_command
 
     base, env = runtime
@@ -667,39 +667,4 @@ def test_the_workflow_starts_the_server_as_it_loads_and_its_jobs_use_that_one(ru
     assert (tmp_path / "reports" / "summary.html").exists()
     found = _servers(base)
     servers = [pid for pid in found if _parent(pid) not in found]  # not their workers
-    assert len(servers) == 1, [_command_line(pid) for pid in servers]  # the jobs found the one it started
-    assert "--start" in _command_line(servers[0])
-
-
-def test_snakemake_options_that_run_no_job_start_no_server():
-    from roofline.jobs.prestart import runs_jobs
-
-    for argv in (["--cores", "2"], ["-c4", "reports/summary.html"], ["-j", "2", "-p"], ["--cores", "2", "-F"],
-                 ["--snakefile", "Snakefile", "--config", "run_id=2026-12-04"]):
-        assert runs_jobs(argv), argv
-    for argv in (["-n"], ["--cores", "2", "-np"], ["-pn"], ["--dry-run"], ["--rulegraph"], ["--summary"],
-                 ["--dag"], ["--touch"], ["-t"], ["--lint"], ["--unlock"], ["--list-rules"], ["--report=r.html"],
-                 ["--delete-all-output"], ["--version"]):
-        assert not runs_jobs(argv), argv
-
-
-def test_a_server_started_before_any_job_waits_for_its_owner_not_the_idle_time(runtime, tmp_path):
-    """Started as the workflow loads (``--start --owner``), the server waits for the first job while
-    Snakemake runs (building a large DAG takes longer than the idle time), and ends with Snakemake
-    when no job came."""
-    base, env = runtime
-    env = {**env, "ROOFLINE_JOB_SERVER_IDLE": "1"}
-    owner = subprocess.Popen(["sleep", "6"])
-    server = subprocess.Popen([sys.executable, "-m", "roofline.jobs.server", "--start", "--owner", str(owner.pid)],
-                              cwd=tmp_path, env=env)
-    try:
-        socket = _wait_for_server(tmp_path, env)
-        time.sleep(2.5)  # past the idle time: still there, its owner runs
-        assert server.poll() is None and socket.exists()
-        owner.wait()
-        assert server.wait(timeout=10) == 0  # no job came, its owner ended: it ends
-        assert not socket.exists()
-    finally:
-        for process in (owner, server):
-            if process.poll() is None:
-                process.kill()
+    assert len(servers) == 1, [_command_line(pid) for pid in servers]

@@ -13,9 +13,9 @@ import pytest
 
 from nightly.test_state import nights_of, perturbed
 from roofline.nightly import state
-from roofline.nightly import state as decide_rerun
 from roofline.nightly.params import DecisionParams
 from roofline.nightly.state import update
+from roofline.nightly.state_file import STATE_META_KEY
 from roofline.nightly.store import append_run, read_decisions
 
 APPS = 4
@@ -34,8 +34,8 @@ def _stored(store) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     out: the two stores wrote theirs at different times)."""
     n, path = state._states(store)[0]
     table = pq.read_table(path)
-    meta = json.loads(table.schema.metadata[state._META])
-    meta.get(decide_rerun.TONIGHT, {}).pop("decisions", None)
+    meta = json.loads(table.schema.metadata[STATE_META_KEY])
+    meta.get(state.TONIGHT, {}).pop("decisions", None)
     meta["runs"] = [[*r[:3], r[4]] for r in meta["runs"]]  # each night's file stamp: this store's
     return read_decisions(store), table.replace_schema_metadata(None).to_pandas(), {"n": n, **meta}
 
@@ -43,9 +43,10 @@ def _stored(store) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
 def _rerun(store, run_id, kernels, context, params, partial: bool, monkeypatch):
     append_run(store, run_id, kernels, context)
     calls = []
+    rerun_changed_apps = state.rerun_changed_apps
 
     def spy(*args):
-        calls.append(decide_rerun.rerun_changed_apps(*args) if partial else None)
+        calls.append(rerun_changed_apps(*args) if partial else None)
         return calls[-1]
 
     monkeypatch.setattr(state, "rerun_changed_apps", spy)
@@ -136,15 +137,15 @@ def test_a_rerun_after_one_killed_before_its_state_judges_the_whole_night(tmp_pa
     slower = kernels.assign(duration_s=np.where(kernels["app"] == "app1", kernels["duration_s"] * 1.6,
                                                 kernels["duration_s"]))
     append_run(store, run_id, slower, context)
-    real = decide_rerun.write_partition
+    real = state.write_partition
 
     def killed(parent, name, data):
         raise KeyboardInterrupt  # the process dies between the records and the state
 
-    monkeypatch.setattr(decide_rerun, "write_partition", killed)
+    monkeypatch.setattr(state, "write_partition", killed)
     with pytest.raises(KeyboardInterrupt):
         update(store, p, changed=[run_id])
-    monkeypatch.setattr(decide_rerun, "write_partition", real)
+    monkeypatch.setattr(state, "write_partition", real)
     append_run(store, run_id, kernels, context)  # the night's own rows again
     used, calls = _rerun(store, run_id, kernels, context, p, True, monkeypatch)
     assert calls == [None]  # declined: the records are newer than the state

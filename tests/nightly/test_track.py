@@ -361,7 +361,7 @@ def test_trends_page_is_offline_escaped_and_embeds_every_chart(nightly):
 def test_the_workflows_two_jobs_write_what_one_process_writes(tmp_path):
     """The workflow judges (track_history: --no-trends-page) beside the report and draws the page in
     a later job (trends_page: page_main, from regressions.json and the store): the same findings,
-    tonight block and page, byte for byte, as one `python -m roofline.nightly.track`; and a night without
+    tonight block and page, byte for byte, as one track_history job; and a night without
     any kernel the same way."""
     history, _ = SIM.simulate(seed=2, nights=40, kernels=6)
     inputs = list(SIM.nightly_inputs(history))
@@ -438,7 +438,8 @@ def test_the_page_job_names_a_night_the_store_has_not_judged(tmp_path, caplog):
     history, _ = SIM.simulate(seed=3, nights=40, kernels=2)
     run_id, kernels, context = list(SIM.nightly_inputs(history))[0]
     append_run(tmp_path / "store", run_id, kernels, context)  # stored, never judged
-    findings = {key: None for key in track._PAGE_READS} | {"run_id": run_id, "kernels": 2}  # a store's other night
+    # the findings of a night the store has not judged
+    findings = {key: None for key in trends_page._PAGE_READS} | {"run_id": run_id, "kernels": 2}
     (tmp_path / "regressions.json").write_text(json.dumps(findings))
     args = ["--store", str(tmp_path / "store"), "--regressions", str(tmp_path / "regressions.json"),
             "--trends", str(tmp_path / "trends.html")]
@@ -451,7 +452,7 @@ def test_the_page_job_names_a_night_the_store_has_not_judged(tmp_path, caplog):
     assert "cut.json: not JSON" in caplog.text
     (tmp_path / "other.json").write_text(json.dumps({"run_id": run_id}))
     assert trends_page.main([*args[:3], str(tmp_path / "other.json"), *args[4:]]) == 2
-    assert "other.json: not the findings of python -m roofline.nightly.track (no 'kernels')" in caplog.text
+    assert "other.json: not the findings of the track_history stage (no 'kernels')" in caplog.text
     assert not (tmp_path / "trends.html").exists()
 
 
@@ -509,7 +510,7 @@ def test_observed_context_fills_only_what_the_context_lacks():
                              "sm_clock_hz": [1.4e9, 1.5e9, np.nan]})
     observed = track.observed_context(counters)
     assert observed["devices"]["A"] == {"sm_clock_hz": 1.45e9, "ncu_version": "2024.1"}
-    merged = track._with_observed({"ncu_version": "2025.1"}, observed)
+    merged = track.with_observed({"ncu_version": "2025.1"}, observed)
     assert merged["devices"]["A"] == {"sm_clock_hz": 1.45e9}
     assert math.isnan(observed["devices"].get("B", {}).get("sm_clock_hz", math.nan))
 

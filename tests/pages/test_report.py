@@ -11,7 +11,6 @@ from charts.test_roofline_chart import make_ceilings, make_kernels
 
 from roofline.charts import roofline_chart
 from roofline.pages import report
-from roofline.stages import classify_app
 from roofline.stages import report as report_stage
 from roofline.tables.files import write_table
 from roofline.tables.schemas import conform
@@ -193,24 +192,22 @@ def test_an_app_page_alone_builds_its_own_chart():
     assert "ROOFLINE_CHARTS" not in page.split("<script>\nvar DATA")[0]
 
 
-def test_an_app_page_job_writes_the_page_of_its_own_tables(tmp_path):
-    """The workflow's page job (``python -m roofline.jobs page``): the app's kernels and diagnostics
-    tables and the ceilings in, its page out, pointing at the summary's assets."""
+def test_an_app_page_is_written_from_its_own_tables(tmp_path):
+    """What the classify_app job writes as the app's page: its kernels, the ceilings and its
+    diagnostics tables in, its page out, pointing at the summary's assets."""
     kernels = make_kernels(12, seed=5)
-    paths = {name: tmp_path / f"{name}.parquet" for name in ("kernels", "ceilings", "diagnostics")}
-    write_table(kernels[kernels["app"] == "app1"], "kernels", paths["kernels"])
-    write_table(make_ceilings(), "ceilings", paths["ceilings"])
-    write_table(make_diagnostics(), "diagnostics", paths["diagnostics"])
+    diagnostics = tmp_path / "diagnostics.parquet"
+    write_table(make_diagnostics(), "diagnostics", diagnostics)
     out = tmp_path / "reports" / "apps" / "app1.html"
-    assert classify_app.page_main(["--app=app1", f"--kernels={paths['kernels']}", f"--ceilings={paths['ceilings']}",
-                             "--diagnostics", str(paths["diagnostics"]), f"--output={out}", "--title=T",
-                             f"--summary={tmp_path / 'reports' / 'summary.html'}"]) == 0
+    own = conform(kernels[kernels["app"] == "app1"], "kernels")
+    assert report.write_app_page(own, make_ceilings(), [diagnostics], "app1", out, "T",
+                                 summary=tmp_path / "reports" / "summary.html") == out
     page = out.read_text()
     assert re.findall(r'<script src="([^"]+)"></script>', page) == ["../assets/vega-bundle.js", "../assets/charts.js"]
     assert set(page_data(page)["rows"]["app"]) == {"app1"} and "cannot derive l2_bytes" in page
     assert "not a report" not in page  # app0's diagnostic
     with pytest.raises(ValueError, match="cannot be a file name"):
-        classify_app.write_app_page(paths["kernels"], paths["ceilings"], [], "../evil", tmp_path / "x.html")
+        report.write_app_page(own, make_ceilings(), [], "../evil", tmp_path / "x.html")
 
 
 def test_device_without_ceilings_has_no_chart():

@@ -22,7 +22,7 @@ from pydantic_core import PydanticCustomError
 from roofline.errors import InputError
 from roofline.files.compressed import compression_of, read_bytes
 from roofline.metrics.quantities import COMPUTE_CLASSES, MEMORY_LEVELS
-from roofline.metrics.units import parse_number
+from roofline.metrics.units import MISSING_TEXT, parse_number
 
 _WHAT_IF_WORK = {f"flop_{c}" for c in COMPUTE_CLASSES}
 _WHAT_IF_BYTES = {f"{level}_bytes" for level in MEMORY_LEVELS}
@@ -281,7 +281,7 @@ def read_what_if_csv(path: Path) -> pd.DataFrame:
             continue
         out[column] = frame[column].map(parse_number)
         text = frame[column].str.strip().str.lower()
-        bad = out[column].isna() & ~text.isin(["", "n/a", "nan", "na", "-", "none"])
+        bad = out[column].isna() & ~text.isin(MISSING_TEXT)
         if bad.any():
             row = int(bad.to_numpy().argmax())
             raise InputError(

@@ -10,10 +10,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
+from roofline.metrics.units import MISSING_TEXT
 from roofline.parse.readers.ncu_csv.errors import Where
-
-_NA_TEXT = ["", "n/a", "nan", "na", "-", "none"]
-
 
 _ONE_BLOCK_MAX = 1 << 26  # bytes: a file up to this size is read as one block with ``one_block``
 
@@ -118,7 +116,7 @@ def to_numbers(text: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray
     arr = pc.cast(text, pa.large_string())
     arr = pc.replace_substring(pc.replace_substring(arr, ",", ""), "\u202f", "")
     arr = pc.utf8_trim_whitespace(arr)
-    missing = pc.is_in(pc.utf8_lower(arr), value_set=pa.array(_NA_TEXT, pa.large_string()))
+    missing = pc.is_in(pc.utf8_lower(arr), value_set=pa.array(MISSING_TEXT, pa.large_string()))
     number = pc.match_substring_regex(arr, _NUMBER)
     values = pc.cast(pc.if_else(number, arr, pa.scalar(None, pa.large_string())), pa.float64())
     bad = pc.invert(pc.or_(missing, number))
