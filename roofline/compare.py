@@ -63,11 +63,10 @@ def check_rename(rename: Mapping[str, str]) -> dict[str, re.Pattern]:
     return out
 
 
-def point_level(bound: pd.Series, binding_level: pd.Series) -> pd.Series:
-    """The memory level a kernel's point sits on: the bound's for a memory-bound kernel, else the
-    busiest level (the one whose intensity places it under its compute roof)."""
-    memory = bound.str.startswith("memory:")
-    level = bound.str.split(":", n=1).str[-1].where(memory, binding_level.fillna(""))
+def point_level(binding_level: pd.Series) -> pd.Series:
+    """The memory level a kernel's point sits on: its busiest level (the bound's level for a
+    memory-bound kernel; for the others the one whose intensity places it under its compute roof)."""
+    level = binding_level.astype("string").fillna("").astype(object)
     return level.where(level.isin(MEMORY_LEVELS), "")
 
 
@@ -114,7 +113,7 @@ def step_points(kernels: pd.DataFrame, steps: Sequence[str], rename: Mapping[str
     by_chain = pd.DataFrame({"match": label.to_numpy(), "config": config.to_numpy()}, index=chain[first.index])
     k = k.assign(matched_by=why, match=by_chain["match"].reindex(chain).to_numpy(),
                  config=by_chain["config"].reindex(chain).to_numpy()).copy()  # one insert: the table is wide
-    k["level"] = point_level(k["bound"].astype(str), k["binding_level"])
+    k["level"] = point_level(k["binding_level"])
     ai = np.select([k["level"] == lv for lv in MEMORY_LEVELS], [k[f"ai_{lv}"] for lv in MEMORY_LEVELS], np.nan)
     k["ai"] = np.where(ai > 0, ai, np.nan)
     performance = pd.to_numeric(k["performance"], errors="coerce")

@@ -118,7 +118,7 @@ def test_a_nothing_changed_schedules_no_job(flow):
 
 
 def test_c_editing_classify_reruns_the_analysis_and_the_report_only(flow):
-    module = flow.root / "roofline" / "classify.py"
+    module = flow.root / "roofline" / "classify" / "launches.py"
     original = module.read_bytes()
     try:
         module.write_bytes(original + b"\n# edited by tests/test_incremental.py\n")
@@ -154,7 +154,7 @@ def test_b_replacing_one_input_reruns_its_chain_and_the_aggregates_only(flow):
     assert aggregates == ["ceilings", "report", "status", "track_history", "trends_page"]
     # status reads beta's diagnostics, which come out byte-identical: it runs only when Snakemake
     # starts it beside the ceilings, before the checkpoint has it look at every job again
-    assert [j for j in jobs if j != "status"] == ["classify_app:beta", "ceilings", "parse:beta", "report",
+    assert [j for j in jobs if j != "status"] == ["ceilings", "classify_app:beta", "parse:beta", "report",
                                                   "track_history", "trends_page"]
 
 
@@ -170,9 +170,9 @@ def test_b_moving_a_roof_reclassifies_every_app(flow):
 
 
 def test_d_editing_an_analysis_module_plans_no_capture(flow):
-    """The GPU rules rerun only for GPU reasons: a column description (schemas.py) or a recipe
-    formula (metrics.py) changes what the analysis computes, not what ncu is asked for."""
-    for name in ("schemas.py", "metrics.py", "__init__.py"):
+    """The GPU rules rerun only for GPU reasons: a column description (tables/schemas.py) or a recipe
+    formula (metrics/quantities.py) changes what the analysis computes, not what ncu is asked for."""
+    for name in ("tables/schemas.py", "metrics/quantities.py", "__init__.py"):
         module = flow.root / "roofline" / name
         original = module.read_bytes()
         try:
@@ -196,7 +196,7 @@ def test_e_changing_an_apps_command_plans_exactly_its_capture(flow):
 
 
 def test_f_capture_code_and_a_nightly_run_id_rerun_the_capture(flow):
-    module = flow.root / "roofline" / "capture.py"
+    module = flow.root / "roofline" / "capture" / "capture.py"
     original = module.read_bytes()
     try:
         module.write_bytes(original + b"\n# edited by tests/test_incremental.py\n")

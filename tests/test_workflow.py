@@ -140,7 +140,7 @@ def test_no_command_argument_grows_past_what_linux_takes_at_many_apps(tmp_path):
 
     longest = max(len(argument) for command in commands for argument in shlex.split(command))
     assert longest <= 32_000, longest
-    track = next(c for c in commands if c.startswith("track "))
+    track = next(c for c in commands if c.startswith("track_history "))
     assert "--config-hash=" in track and "--config-json" not in track
     report = next(c for c in commands if c.startswith("report "))
     [sources] = [a for a in shlex.split(report) if a.startswith("--sources=")]

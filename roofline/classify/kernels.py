@@ -131,7 +131,7 @@ def run_ranking(kernels: pd.DataFrame) -> pd.DataFrame:
     duration = pd.to_numeric(kernels["duration_s"], errors="coerce").astype(float)
     run_time = float(duration.sum())
     priority = pd.to_numeric(kernels["priority"], errors="coerce").astype(float)
-    judged = (kernels["bound"] != "unknown") & priority.notna()
+    judged = (kernels["bound_kind"] != "unknown") & priority.notna()
     saving = savings_at_roof(kernels).where(judged)
     if run_time > 0:
         share, ranked = duration / run_time, saving / run_time

@@ -166,10 +166,10 @@ def classify_frame(
         judged_both = has_flop & np.isfinite(compute_time) & np.isfinite(memory_time) & ~silent
         compute_wins = judged_both & ~(memory_time > compute_time * (1 + TIE_RTOL))
         flop_free = flop_known & ~has_flop & ~silent
-        bound = np.full(n, "unknown", dtype=object)
-        bound[flop_free] = "none"
-        bound[compute_wins] = "compute:" + compute_class[compute_wins].astype(str)
         memory_wins = judged_both & ~compute_wins
+        bound_kind = np.select([compute_wins, memory_wins, flop_free], ["compute", "memory", "none"], "unknown")
+        bound = bound_kind.astype(object)
+        bound[compute_wins] = "compute:" + compute_class[compute_wins].astype(str)
         bound[memory_wins] = "memory:" + busiest_level[memory_wins].astype(str)
         duration = _col(merged, "duration_s")
         instruction = instruction_roofline(merged, level_time, duration)
@@ -188,6 +188,7 @@ def classify_frame(
     out["flop_total"] = np.where(flop_known, flop_total, np.nan)
     out["performance"] = performance
     out["bound"] = bound
+    out["bound_kind"] = bound_kind.astype(object)
     out["binding_level"] = busiest_level
     issue_binds = flop_free & instruction_judged & (instruction["instruction_bound"] == "issue")
     binding_roof = np.where(compute_wins, compute_class, np.where(memory_wins | flop_free, busiest_level, ""))

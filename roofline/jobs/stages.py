@@ -28,9 +28,10 @@ class Stage:
         self.module, self.code = module, code
 
 
-# what every stage's job imports: the job runner, the tables, the recipe table, the files' helpers
+# what every stage's job imports: the job runner, the tables, the recipe table, the files' helpers, the switches
 BASE = ("__init__.py", "errors.py", "jobs/__init__.py", "jobs/runner.py", "jobs/arguments.py", "jobs/stages.py",
-        "stages/__init__.py", "files/*.py", "tables/*.py", "metrics/*.py")
+        "stages/__init__.py", "files/*.py", "tables/*.py", "metrics/*.py", "config/__init__.py",
+        "config/switches.py")
 # what writes the pages (the report's, the app jobs' and the tracking's): the charts are keyed on these files between
 # runs (roofline/pages/cache.py); the ceilings for the words their citations use for a roof's clock, the classification
 # for the run-wide ranking the CLI shares, the kernel names and their matching across runs

@@ -14,6 +14,16 @@ umask, environment and arguments as a fresh child would. A worker runs another j
 one that succeeded, left no thread running (but one idle between jobs) and holds less than
 :data:`RESIDENT_MAX` bytes; at most :data:`JOBS_MAX` jobs; otherwise it exits, and the next job gets
 a fresh one.
+
+The rule this asks of every stage (:data:`roofline.jobs.stages.STAGES`): **a stage keeps no
+process-global state that changes what a later job computes**: no module-level cache keyed on
+anything but the code itself, no global it changes, no environment variable, locale, NumPy print
+or error setting, random seed or working directory it sets without the job's own process ending with
+it. What the worker puts back above is the list of things the package's stages do change; a stage
+that needs something else must put it back itself or run in a process of its own. The test
+``tests/jobs/test_server.py::test_different_stages_in_one_worker_write_what_fresh_processes_write``
+holds the rule: parse, ceilings, classify_app and report run one after another in one worker and
+write, byte for byte, what four fresh processes write.
 """
 
 from __future__ import annotations

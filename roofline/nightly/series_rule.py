@@ -29,7 +29,7 @@ LABELS = ("regression", "improvement", "suspicious", "outlier", "workload_change
           "environment_change", "unstable_env", "missing", "error", "new", "insufficient_data",
           "unchanged")
 # Columns of a history row the rule reads (besides the series key and the segment fields).
-USED = ("run_id", "kernel_short", "bound", "launches", "duration_s", "flop_total", "flop",
+USED = ("run_id", "kernel_short", "bound", "bound_kind", "launches", "duration_s", "flop_total", "flop",
         "dram_bytes", "performance", "roof_pct", "ai_dram", "sm_clock_hz", "time_share",
         "roof_flops", "roof_dram_bw", "ridge_ratio", "clock_control", "cache_control", "convention")
 # What a "missing" record copies from the series' last row (its other numbers are NaN).
@@ -155,7 +155,7 @@ def _judge(p: DecisionParams, night: dict, nights: list[dict], pending: dict | N
         rec[column] = moved + 1
         if math.isfinite(moved) and abs(moved) > p.work_tol:
             changed.append(f"{what} {moved:+.1%}")
-    memory = str(row.get("bound") or "").startswith("memory") or not night["flop"] > 0
+    memory = row.get("bound_kind") == "memory" or not night["flop"] > 0
     work = "bytes" if memory else "flop"
     # Tonight and last night are judged together against the valid nights before them.
     recent = nights[-(p.noise_window + p.window + 2):]

@@ -175,6 +175,8 @@ def _upgrade(part: pd.DataFrame) -> pd.DataFrame:
         if new != old and new not in part.columns and new not in names.values():
             names[old] = new
     part = part.rename(columns=names)
+    if "bound_kind" not in part.columns and "bound" in part.columns:  # stored before the kind was a column
+        part = part.assign(bound_kind=part["bound"].astype("string").str.split(":", n=1).str[0])
     known = {c.name for c in TABLES["kernels"]} | set(_CONTEXT_NAMES)
     return part[[c for c in part.columns if c in known]]
 

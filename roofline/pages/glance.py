@@ -29,7 +29,7 @@ FINDINGS_KERNELS = 30  # kernels with ncu findings on an app page
 LEVEL_WORDS = {"dram": "DRAM", "l2": "L2", "l1": "L1", "shared": "shared-memory"}
 # the kernels table's columns "At a glance" reads: its selections and sorts then copy these, not ~100
 GLANCE_FIELDS = ("app", "kernel", "kernel_short", "grid", "block", "duration_s", "predicted_duration_s", "time_share",
-                 "priority", "bound", "binding_roof", "roof_pct", "roof_flops",
+                 "priority", "bound", "bound_kind", "binding_roof", "roof_pct", "roof_flops",
                  *(f"roof_{lv}_bw" for lv in quantities.MEMORY_LEVELS),
                  "instruction_bound", "instruction_roof_pct", "issue_peak_ips", "ncu_rules", "note")
 
@@ -54,12 +54,12 @@ def _num(row: pd.Series, name: str) -> float:
 
 def instruction_judged(row: pd.Series) -> bool:
     """Whether a kernel without FP work is judged on its instruction roofline."""
-    return row.get("bound") == "none" and row.get("instruction_bound", "unknown") not in ("", "unknown")
+    return row.get("bound_kind") == "none" and row.get("instruction_bound", "unknown") not in ("", "unknown")
 
 
 def roof_words(row: pd.Series) -> str:
     """The binding roof of a kernel in words, with its value: "DRAM bandwidth, 1.94 TB/s"."""
-    bound = str(row.get("bound", ""))
+    kind, roof = str(row.get("bound_kind", "")), str(row.get("binding_roof", ""))
     if instruction_judged(row):
         verdict = str(row["instruction_bound"])
         if verdict == "issue":
@@ -67,15 +67,13 @@ def roof_words(row: pd.Series) -> str:
         level = verdict.split(":", 1)[-1]
         sectors = _num(row, f"roof_{level}_bw") / 32
         return f"{LEVEL_WORDS.get(level, level)} transactions, {si(sectors, 'sectors/s')} (no FP work)"
-    if bound.startswith("memory:") or (bound == "none" and row.get("binding_roof") in LEVEL_WORDS):
-        level = bound.split(":", 1)[1] if bound != "none" else str(row["binding_roof"])
-        free = " (no FP work)" if bound == "none" else ""
-        return f"{LEVEL_WORDS.get(level, level)} bandwidth, {si(_num(row, f'roof_{level}_bw'), 'B/s')}{free}"
-    if bound.startswith("compute:"):
-        cls = bound.split(":", 1)[1]
-        unit = "OP/s" if cls.startswith("tensor_int") else "FLOP/s"
-        return f"{class_words(cls)} peak, {si(_num(row, 'roof_flops'), unit)}"
-    return bound
+    if kind in ("memory", "none") and roof in LEVEL_WORDS:
+        free = " (no FP work)" if kind == "none" else ""
+        return f"{LEVEL_WORDS[roof]} bandwidth, {si(_num(row, f'roof_{roof}_bw'), 'B/s')}{free}"
+    if kind == "compute":
+        unit = "OP/s" if roof.startswith("tensor_int") else "FLOP/s"
+        return f"{class_words(roof)} peak, {si(_num(row, 'roof_flops'), unit)}"
+    return str(row.get("bound", ""))
 
 
 def roof_percent(row: pd.Series) -> float:
@@ -113,7 +111,7 @@ def glance_html(kernels: pd.DataFrame, app_page: bool) -> str:
     ranking = run_ranking(k)
     k = k.join(ranking.rename(columns={"saving_s": "_saving"}))
     order = run_order(k, ranking)
-    judged = k.loc[order][((k["bound"] != "unknown") & k["priority"].notna()).loc[order]]
+    judged = k.loc[order][((k["bound_kind"] != "unknown") & k["priority"].notna()).loc[order]]
     rows = []
     repeated = k.duplicated(["app", "kernel"], keep=False)  # one function, several launch configurations
     for i, (_, row) in enumerate(judged.head(GLANCE_KERNELS).iterrows(), 1):
@@ -144,7 +142,7 @@ def glance_html(kernels: pd.DataFrame, app_page: bool) -> str:
         )
     else:
         parts.append("<p>No kernel could be judged against a roof.</p>")
-    unjudged = k[k["bound"] == "unknown"].sort_values("time_share", ascending=False)
+    unjudged = k[k["bound_kind"] == "unknown"].sort_values("time_share", ascending=False)
     if len(unjudged):
         items = "".join(
             f"<li>{_kernel_cell(row)}{'' if app_page else ' (' + esc(row['app']) + ')'}, "
@@ -169,8 +167,8 @@ def findings_html(kernels: pd.DataFrame) -> str:
     k = k.sort_values(["priority", "duration_s"], ascending=False, na_position="last").head(FINDINGS_KERNELS)
     blocks = []
     for _, row in k.iterrows():
-        ours = f"{esc(row['bound'])}" + (f", {_pct(_num(row, 'roof_pct'))} of the roof" if row["bound"] != "unknown"
-                                          else "")
+        judged = row["bound_kind"] != "unknown"
+        ours = f"{esc(row['bound'])}" + (f", {_pct(_num(row, 'roof_pct'))} of the roof" if judged else "")
         if row.get("instruction_bound", "unknown") not in ("", "unknown"):
             pct = _pct(_num(row, "instruction_roof_pct"))
             ours += f"; instruction roofline: {esc(row['instruction_bound'])}, {pct}"

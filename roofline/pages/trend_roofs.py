@@ -118,7 +118,7 @@ def _most_frequent(groups: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, 
 
 def _at_level(rows: pd.DataFrame) -> pd.DataFrame:
     """Each row's place on the roofline: the memory level its verdict used and its intensity there."""
-    level = point_level(rows["bound"].astype(str), rows["binding_level"].astype(str))
+    level = point_level(rows["binding_level"])
     ai = np.select([level == lv for lv in MEMORY_LEVELS],
                    [pd.to_numeric(rows[f"ai_{lv}"], errors="coerce") for lv in MEMORY_LEVELS], np.nan)
     performance = pd.to_numeric(rows["performance"], errors="coerce")

@@ -119,7 +119,6 @@ _IDENTITY_KEYS = (
     "grid",
     "block",
     "stream",
-    "nvtx",
     "machine",
     "launch",
     "source_format",

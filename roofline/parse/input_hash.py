@@ -77,8 +77,8 @@ class _HashingThread(threading.Thread):
                 done.set()
 
     def idle_between_jobs(self) -> bool:
-        """Whether it holds no input: a job server's worker may then run another job beside it
-        (:meth:`roofline.jobs.worker._Between.reusable`)."""
+        """Whether it holds no input: a process that runs jobs one after another
+        (:mod:`roofline.jobs.worker`) may then run the next job beside it."""
         return not self.working and self.requests.empty()
 
 

@@ -45,7 +45,6 @@ LAUNCH_IDENTITY = [
     Column("registers_per_thread", "float", "", ""),
     Column("shared_mem_bytes", "float", "B", "static + dynamic shared memory per block"),
     Column("stream", "str", "", "CUDA stream id"),
-    Column("nvtx", "str", "", "NVTX range where present"),
 ]
 
 PROVENANCE = [
@@ -130,6 +129,8 @@ CLASSIFIED_EXTRA = [
         "",
         "memory:<level>, compute:<class>, none (FP counters say no FP work), unknown (evidence missing: see note)",
     ),
+    Column("bound_kind", "str", "", "the kind of bound, as data: memory, compute, none or unknown; its roof is "
+           "binding_roof (read these two rather than bound's text)"),
     Column("binding_level", "str", "", "busiest memory level (largest time bound)"),
     Column("binding_roof", "str", "", "the roof roof_pct is measured against: the compute class (compute-bound), "
            "the memory level, or issue (no FP work, the instruction issue rate binds); empty: no verdict"),

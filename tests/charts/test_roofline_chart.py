@@ -56,7 +56,9 @@ def make_kernels(n: int = 6, device: str = "GPU-A", names: list[str] | None = No
             "attainable": attainable,
             "roof_pct": 100 * performance / attainable,
             "bound": np.where(attainable >= peak, "compute:" + cls, "memory:dram"),
+            "bound_kind": np.where(attainable >= peak, "compute", "memory"),
             "binding_level": "dram",
+            "binding_roof": np.where(attainable >= peak, cls, "dram"),
             "ceiling_source": "report",
             "note": "",
         }
@@ -289,7 +291,7 @@ def test_a_kernel_without_a_verdict_is_no_point_but_named_under_the_chart():
     partial (FP32) FLOP; it is not drawn as a slow kernel, and the subtitle names it with its reason."""
     kernels = make_kernels(6)
     unjudged = kernels.index[1]
-    kernels.loc[unjudged, "bound"] = "unknown"
+    kernels.loc[unjudged, ["bound", "bound_kind", "binding_roof"]] = ["unknown", "unknown", ""]
     kernels.loc[unjudged, "note"] = "tensor work not counted: 440,000 MMA instructions; no verdict"
     assert kernels.loc[unjudged, "performance"] > 0 and kernels.loc[unjudged, "ai_dram"] > 0
     points = roofline_chart.plot_points(kernels)

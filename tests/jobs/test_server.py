@@ -204,6 +204,65 @@ def test_jobs_run_one_after_another_in_one_worker_each_as_in_its_own_process(run
     assert _servers(base) == [server]
 
 
+def _chain_argv(app: str) -> list[list[str]]:
+    """One app through four different stages, as the rules' shell commands run them."""
+    ceilings = "data/ceilings/devices.parquet"
+    return [
+        _parse_argv(app),
+        ["ceilings", "logs/ceilings/ceilings.log", "--counters", f"data/counters/{app}.parquet",
+         f"--catalog={REPO / 'roofline' / 'data' / 'gpus.yaml'}", "--measured=", "--policy=report,datasheet",
+         "--device-policy={}", "--overrides={}", "--margin=0.25", f"--ceilings={ceilings}",
+         "--ceilings-diagnostics=data/diagnostics/devices.ceilings.parquet"],
+        ["classify_app", f"logs/classify_app/{app}.log", f"--app={app}", f"--counters=data/counters/{app}.parquet",
+         f"--ceilings={ceilings}", "--low-roof-fraction=0.1", "--above-roof-tolerance=0.02", "--annotations=[]",
+         f"--classified=data/classified/{app}.parquet", f"--kernels=data/kernels/{app}.parquet", "--diagnostics",
+         f"data/diagnostics/{app}.parquet", f"--page=reports/apps/{app}.html", "--title=Roofline summary",
+         f"--source={EXAMPLE.name}", "--summary=reports/summary.html"],
+        ["report", "logs/report/summary.log", "--kernels", f"data/kernels/{app}.parquet", f"--ceilings={ceilings}",
+         "--diagnostics", f"data/diagnostics/{app}.parquet", "data/diagnostics/devices.ceilings.parquet",
+         "--output=reports/summary.html", "--title=Roofline summary", "--top-kernels=200", "--apps", app,
+         f'--sources={{"{app}": "{EXAMPLE.name}"}}', "--input-problems=[]", "--series={}",
+         "--compare-dir=reports/compare", "--tonight-script=reports/tonight.js"],
+    ]
+
+
+def _outputs(folder: Path) -> dict[str, object]:
+    """Every file a chain wrote: Parquet as its table (schema, values and metadata), the rest as bytes."""
+    import pyarrow.parquet as pq
+
+    return {path.relative_to(folder).as_posix(): pq.read_table(path) if path.suffix == ".parquet" else path.read_bytes()
+            for path in sorted(folder.rglob("*")) if path.is_file()}
+
+
+def test_different_stages_in_one_worker_write_what_fresh_processes_write(runtime, tmp_path):
+    """The reuse rule (roofline/jobs/worker.py): a worker that ran one stage runs another as a fresh
+    process would. Parse, ceilings, the app's classification and page, and the report run one after
+    another in one worker; every table, page and log is what four processes of their own write."""
+    base, env = runtime
+    alone, served = tmp_path / "alone", tmp_path / "served"
+    for folder in (alone, served):
+        folder.mkdir()
+        shutil.copy(EXAMPLE, folder / EXAMPLE.name)
+    for argv in _chain_argv("textbook"):
+        result = _job(alone, {**env, "ROOFLINE_JOB_SERVER": "off"}, *argv)
+        assert result.returncode == 0, (argv[0], result.stderr)
+    assert _job(served, env, *_parse_argv("warm_up")).returncode == 0  # starts the server
+    _wait_for_server(served, env)
+    [server] = _servers(base)
+    ran_in = []
+    for argv in _chain_argv("textbook"):
+        result = _job(served, env, *argv)
+        assert result.returncode == 0, (argv[0], result.stderr)
+        ran_in.append(_workers(server))
+    assert len(ran_in[0]) == 1 and all(workers[:1] == ran_in[0] for workers in ran_in[:3]), ran_in
+    expected = _outputs(alone)
+    got = {name: content for name, content in _outputs(served).items() if "warm_up" not in name}
+    assert sorted(got) == sorted(expected)
+    for name, content in expected.items():
+        same = got[name].equals(content, check_metadata=True) if name.endswith(".parquet") else got[name] == content
+        assert same, name
+
+
 def test_a_worker_runs_no_job_after_one_that_failed_or_that_left_it_large(runtime, tmp_path):
     base, env = runtime
     assert _job(tmp_path, env, *_parse_argv("warm_up")).returncode == 0

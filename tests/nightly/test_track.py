@@ -128,7 +128,8 @@ def counted(factor: float, convention, nights: int = 16, at: int = 12) -> pd.Dat
     work = [1e9] * at + [factor * 1e9] * (nights - at)
     return series(times, flop=work, flop_total=work, performance=[w / t for w, t in zip(work, times)],
                   roof_pct=[40 * w / 1e9 for w in work], ai_dram=[w / 1e8 for w in work],
-                  bound="compute:fp16", convention=convention)
+                  bound="compute:fp16", bound_kind="compute",
+                  convention=convention)
 
 
 @pytest.mark.parametrize("factor, verdict", [(2.0, "improvement"), (0.5, "regression")])

@@ -304,7 +304,8 @@ def glance_of(page: str) -> str:
 def test_glance_names_the_roof_the_saving_and_what_is_missing():
     kernels = make_kernels(8, seed=2)
     unknown = kernels.index[0]
-    kernels.loc[unknown, ["bound", "roof_pct", "priority"]] = ["unknown", np.nan, np.nan]
+    kernels.loc[unknown, ["bound", "bound_kind", "binding_roof", "roof_pct", "priority"]] = ["unknown", "unknown", "",
+                                                                                           np.nan, np.nan]
     kernels.loc[unknown, "note"] = "no FLOP counters in the input: no verdict"
     kernels["roof_dram_bw"] = 1.5552e12
     kernels["roof_flops"] = np.where(kernels["compute_class"] == "fp64", 9.7e12, 19.5e12)
@@ -328,11 +329,15 @@ def test_roof_words():
 
     assert class_words("tensor_fp16_acc32") == "FP16 tensor (FP32 accumulate)"
     assert class_words("tensor_int8_sparse") == "INT8 tensor 2:4 sparse"
-    row = pd.Series({"bound": "compute:tensor_fp16_acc32", "roof_flops": 165e12})
+    row = pd.Series({"bound_kind": "compute", "binding_roof": "tensor_fp16_acc32", "roof_flops": 165e12})
     assert roof_words(row) == "FP16 tensor (FP32 accumulate) peak, 165 TFLOP/s"
-    assert roof_words(pd.Series({"bound": "memory:dram", "roof_dram_bw": 1.94e12})) == "DRAM bandwidth, 1.94 TB/s"
-    row = pd.Series({"bound": "none", "instruction_bound": "issue", "issue_peak_ips": 609e9})
+    row = pd.Series({"bound_kind": "memory", "binding_roof": "dram", "roof_dram_bw": 1.94e12})
+    assert roof_words(row) == "DRAM bandwidth, 1.94 TB/s"
+    row = pd.Series({"bound_kind": "none", "binding_roof": "l2", "roof_l2_bw": 5.5e12})
+    assert roof_words(row) == "L2 bandwidth, 5.5 TB/s (no FP work)"
+    row = pd.Series({"bound_kind": "none", "instruction_bound": "issue", "issue_peak_ips": 609e9})
     assert roof_words(row) == "instruction issue rate, 609 Gwarp inst/s (no FP work)"
+    assert roof_words(pd.Series({"bound": "unknown", "bound_kind": "unknown", "binding_roof": ""})) == "unknown"
 
 
 @pytest.fixture(scope="module")
