@@ -151,12 +151,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"(b) repeated: {', '.join(f'{t:.1f}' for t in repeats)} s, median {b_median:.1f} s")
 
     # (c) one stage module edited (in the tmp copy): the analysis (which classifies) and what depends on it
-    with open(work / "roofline" / "classify.py", "a", encoding="utf-8") as handle:
+    with open(work / "roofline" / "classify" / "launches.py", "a", encoding="utf-8") as handle:
         handle.write("\n# benchmark edit: rerun the analysis and its dependents\n")
     edited = run()
     got_c = jobs_in(edited.text)
     want_c = expected_jobs(graph, cold_jobs, {"classify_app"}, apps)
-    print(f"(c) classify.py edited: {edited.wall_s:.1f} s, {len(got_c)} jobs; upstream jobs: "
+    print(f"(c) classify/launches.py edited: {edited.wall_s:.1f} s, {len(got_c)} jobs; upstream jobs: "
           f"{[j for j in got_c if j.split(':')[0] in ('parse', 'capture')]}")
 
     ok_a = nothing and not noop_jobs and noop_time <= 2 * empty
@@ -171,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
          f"{len(repeats)} runs: " + ", ".join(f"{t:.1f}" for t in repeats) + " s", "", ""],
         ["(b) the same DAG, jobs that do nothing", f"{noop_dag:.2f} s", f"{noop_dag / empty:.2f}x",
          "the same chain", "", ""],
-        ["(c) classify.py edited", f"{edited.wall_s:.1f} s", f"{edited.wall_s / empty:.1f}x",
+        ["(c) classify/launches.py edited", f"{edited.wall_s:.1f} s", f"{edited.wall_s / empty:.1f}x",
          f"{sum(j.split(':')[0] in ('parse', 'capture') for j in got_c)} parse/capture, " + _counted(got_c),
          _counted(want_c), "met" if got_c == want_c else "**not met**"],
     ]
