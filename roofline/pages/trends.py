@@ -46,7 +46,7 @@ MAX_STARTED_ROWS = 50  # apps whose history starts tonight, listed on the page (
 SI_FORMAT = ".3~s"  # d3's SI prefixes, 3 significant digits: 0.015 -> "15m" (the axis adds the unit)
 COLORS = {
     "regression": "#d62728", "improvement": "#2ca02c", "suspicious": "#ff7f0e",
-    "outlier": "#9467bd", "workload_changed": "#8c564b", "environment_change": "#7f7f7f",
+    "outlier": "#9467bd", "workload_changed": "#8c564b", "moved": "#e7ba52", "environment_change": "#7f7f7f",
     "unstable_env": "#bcbd22", "missing": "#000000", "error": "#e377c2", "new": "#17becf",
     "insufficient_data": "#c7c7c7", "unchanged": "#4c78a8",
 }
@@ -230,12 +230,15 @@ def trends_html(decisions: pd.DataFrame, summary: Mapping, kernels: pd.DataFrame
     counts = summary["counts"]
     ctx = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in summary["context"].items())
     notes = "".join(f"<li>{esc(n)}</li>" for n in summary["environment_changes"])
-    alert = (f'<p class="error"><strong>Regressions tonight: {counts["regression"]}</strong></p>'
+    totals = summary.get("app_total_regressions", 0)
+    of_totals = f" ({totals} of them an app's total GPU time)" if totals else ""
+    alert = (f'<p class="error"><strong>Regressions tonight: {counts["regression"]}{of_totals}</strong></p>'
              if summary["alert"] else "<p>No regression tonight.</p>")
     shift = ('<p class="warning"><strong>Environment shift</strong>: many kernels moved the same way tonight.</p>'
              if summary["environment_shift"] else "")
     starting = started_totals(summary["started"])[0]
-    quiet = ("every series starts its history tonight" if starting and starting == summary["kernels"]
+    quiet = ("every series starts its history tonight"
+             if starting and starting == summary["kernels"] + summary.get("app_totals", 0)
              else "every series is within its limits")
     trends = ('<p class="meta">Line: time per launch; dashed: baseline; band: limits; dots: labelled nights; dotted '
               'rules: segment starts.</p><div class="chart" id="chart0"></div>' if facet is not None else
