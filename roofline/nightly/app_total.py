@@ -99,6 +99,16 @@ class Move:
     was: dict[tuple[str, ...], str] = field(default_factory=dict)
     before_s: dict[tuple[str, ...], float] = field(default_factory=dict)
 
+    @property
+    def moved_time(self) -> bool:
+        """Time left some kernels and reached others: gone or followed kernels, and new or followed
+        ones, not only followed ones (a rename alone is judged kernel by kernel)."""
+        return bool((self.gone or self.new) and (self.gone or self.followed) and (self.new or self.followed))
+
+
+def _commit(row: Mapping) -> str:
+    return str(row.get("app_commit") or "")
+
 
 def _time_before(state: SeriesState) -> float:
     """A series' GPU time per night before tonight [s]: median per launch times its last launches."""
@@ -109,18 +119,24 @@ def _time_before(state: SeriesState) -> float:
 def find_moves(series: Mapping[tuple[str, ...], SeriesState],
                tonight: Mapping[tuple[str, ...], dict]) -> dict[tuple[str, ...], Move]:
     """The apps whose kernels changed tonight (before any is judged; after the kernels were
-    followed): gone kernels or followed ones, and new kernels or followed ones, of an app whose
-    total has a history. A kernel added or removed alone moved no time: no move."""
+    followed), of an app whose total has a history: kernels gone, new or followed (gone or new only
+    where the app's commit changed since its last night, or is not known). Their totals
+    are judged as a code change (a violation is a verdict at once); :attr:`Move.moved_time` says
+    whether time moved between kernels (a kernel added or removed alone moved none)."""
     last = {scope(k): s.last_i for k, s in series.items() if is_total(k) and k in tonight}
     if not last:
         return {}
     moves = {where: Move(total_key(where)) for where in last}
-    for key, state in series.items():
-        where = scope(key)
+    # the same app commit on both nights (both known): the code did not change, so a kernel absent
+    # tonight (a failed profile) or appearing (back from one) is missing or new, not moved
+    same_code = {where for where in last if _commit(tonight[total_key(where)])
+                 and _commit(tonight[total_key(where)]) == _commit(series[total_key(where)].template)}
+    for key in sorted(series):
+        state, where = series[key], scope(key)
         if where not in moves or is_total(key):
             continue
         move = moves[where]
-        if key not in tonight and state.last_i == last[where]:
+        if key not in tonight and state.last_i == last[where] and where not in same_code:
             move.gone.append(key)
         elif key in tonight and state.followed is not None:
             move.followed.append(key)
@@ -128,12 +144,11 @@ def find_moves(series: Mapping[tuple[str, ...], SeriesState],
         else:
             continue
         move.before_s[key] = _time_before(state)
-    for key in tonight:
+    for key in sorted(tonight):
         where = scope(key)
-        if where in moves and key not in series and not is_total(key):
+        if where in moves and key not in series and not is_total(key) and where not in same_code:
             moves[where].new.append(key)
-    return {where: m for where, m in moves.items()
-            if (m.gone or m.new) and (m.gone or m.followed) and (m.new or m.followed)}
+    return {where: m for where, m in moves.items() if m.gone or m.new or m.followed}
 
 
 def _names(names: list[str]) -> str:
@@ -171,7 +186,7 @@ def settle_moves(moves: Mapping[tuple[str, ...], Move], keys: list[tuple[str, ..
     carried: dict[tuple[str, ...], list[tuple[float, str]]] = {}  # a total's scope -> (Δ s, what)
     for where, move in moves.items():
         total = records[place[move.total]]
-        if total["label"] not in _JUDGED:
+        if not move.moved_time or total["label"] not in _JUDGED:
             continue  # no verdict on the app: the kernels' own findings stand
         sources = [*move.gone, *move.followed]
         targets = [*move.followed, *move.new]

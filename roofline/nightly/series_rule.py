@@ -34,8 +34,9 @@ LABELS = ("regression", "improvement", "suspicious", "outlier", "workload_change
 USED = ("run_id", "kernel_short", "bound", "bound_kind", "launches", "duration_s", "flop_total", "flop",
         "dram_bytes", "performance", "roof_pct", "ai_dram", "sm_clock_hz", "time_share",
         "roof_flops", "roof_dram_bw", "ridge_ratio", "clock_control", "cache_control", "convention")
-# What a "missing" record copies from the series' last row (its other numbers are NaN).
-TEMPLATE_TEXT = ("kernel_short", "clock_control", "cache_control", "convention", "bound")
+# What a "missing" record copies from the series' last row (its other numbers are NaN), and the
+# app commit of that row (an app total's: whether the app's code changed since its last night).
+TEMPLATE_TEXT = ("kernel_short", "clock_control", "cache_control", "convention", "bound", "app_commit")
 TEMPLATE_NUMBERS = ("time_share", "roof_flops", "roof_dram_bw", "launches")  # launches: an app total's moves
 _DIRECTION = {1: "up", -1: "down", 0: ""}
 
