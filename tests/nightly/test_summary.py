@@ -48,13 +48,13 @@ def test_an_app_whose_history_starts_tonight_is_one_line_not_a_finding_per_serie
     assert second["started"] == [{"app": "B", "device": "GPU2", "series": 1},
                                  {"app": "C", "device": "GPU", "series": 3}]
     page = trends.trends_html(d, second, vega="assets/vega-bundle.js")
-    assert "History starts tonight for 3 series of 2 apps" in page
-    assert "<li>C on GPU: 2 series</li>" in page and "<li>B on GPU2: 1 series</li>" in page
+    assert "History starts tonight for 4 series of 2 apps" in page
+    assert "<li>C on GPU: 3 series</li>" in page and "<li>B on GPU2: 1 series</li>" in page
     first_page = trends.trends_html(d[d["run_id"] == night(0)], first, vega="assets/vega-bundle.js")
     assert "No findings tonight: every series starts its history tonight, nothing to draw." in first_page
     from roofline.pages.tonight import tonight_html
 
-    assert "History starts tonight for 3 series of 2 apps on their devices" in tonight_html(first, "trends.html")
+    assert "History starts tonight for 4 series of 2 apps on their devices" in tonight_html(first, "trends.html")
 
 
 def test_findings_become_plain_values_in_one_pass_as_value_by_value():
