@@ -66,7 +66,7 @@ def total_rows(tonight: Mapping[tuple[str, ...], dict],
     improvement.
     """
     groups: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
-    for key in sorted(tonight):
+    for key in tonight:
         if not is_total(key):
             groups.setdefault(scope(key), []).append(key)
     out = {}
@@ -74,7 +74,7 @@ def total_rows(tonight: Mapping[tuple[str, ...], dict],
         key = total_key(where)
         if len(keys) < 2 and key not in tracked:
             continue
-        rows = [tonight[k] for k in keys]
+        rows = [tonight[k] for k in sorted(keys)]  # the context of the first in key order
         durations = [number(r.get("duration_s")) for r in rows]
         total = sum(durations) if all(d > 0 for d in durations) else math.nan
         row = {**rows[0], "kernel": APP_TOTAL, "kernel_short": APP_TOTAL_SHORT, "grid": "", "block": "",
@@ -131,8 +131,8 @@ def find_moves(series: Mapping[tuple[str, ...], SeriesState],
     # tonight (a failed profile) or appearing (back from one) is missing or new, not moved
     same_code = {where for where in last if _commit(tonight[total_key(where)])
                  and _commit(tonight[total_key(where)]) == _commit(series[total_key(where)].template)}
-    for key in sorted(series):
-        state, where = series[key], scope(key)
+    for key, state in series.items():
+        where = scope(key)
         if where not in moves or is_total(key):
             continue
         move = moves[where]
@@ -140,15 +140,20 @@ def find_moves(series: Mapping[tuple[str, ...], SeriesState],
             move.gone.append(key)
         elif key in tonight and state.followed is not None:
             move.followed.append(key)
-            move.was[key] = str(state.template.get("kernel_short") or state.followed[1])
+            move.was[key] = str(state.template.get("kernel_short") or state.followed[1][2])
         else:
             continue
         move.before_s[key] = _time_before(state)
-    for key in sorted(tonight):
+    for key in tonight:
         where = scope(key)
         if where in moves and key not in series and not is_total(key) and where not in same_code:
             moves[where].new.append(key)
-    return {where: m for where, m in moves.items() if m.gone or m.new or m.followed}
+    changed = {where: m for where, m in moves.items() if m.gone or m.new or m.followed}
+    for m in changed.values():  # in key order: the series' order differs between a replay and the state
+        m.gone.sort()
+        m.followed.sort()
+        m.new.sort()
+    return changed
 
 
 def _names(names: list[str]) -> str:

@@ -155,7 +155,7 @@ class Engine:
                 if old == new or new in self.series or old in tonight:
                     continue
                 state = self.series.pop(old)
-                state.followed = (why, old[2])
+                state.followed = (why, old)
                 self.series[new] = state
 
 

@@ -123,6 +123,7 @@ def _record(row: Mapping, run_id: str, run_date: str) -> dict:
         rec[name] = number(row.get(name))
     rec.update(run_id=run_id, run_date=run_date, label="", revised_label="", direction="",
                metric="time", baseline_runs="", bound_side="", bound_flip="", note="",
+               previous_kernel="", previous_grid="", previous_block="",
                environment_shift=False, rule_version=RULE_VERSION, n_baseline=0,
                nights_in_violation=0)
     return rec
@@ -302,7 +303,7 @@ class SeriesState:
         self.bound = Bound(p.ridge_band, p.flip_nights)
         # set by the engine for the night the series is followed through a change of its key: what
         # matched it (kernel_match's words) and its kernel before; cleared by that night's step
-        self.followed: tuple[str, str] | None = None
+        self.followed: tuple[str, tuple[str, ...]] | None = None
 
     def absent(self, i: int, run_id: str, run_date: str) -> dict | None:
         """The record of a night without this series: ``missing`` within a window of its last
@@ -331,8 +332,10 @@ class SeriesState:
         rec["value_s"] = night["value"]
         followed = None
         if self.followed is not None:
-            why, was = self.followed
-            followed, self.followed = f"{why or 'launch configuration changed'} (was {was[:200]})", None
+            why, old = self.followed
+            followed, self.followed = f"{why or 'launch configuration changed'} (was {old[2][:200]})", None
+            # its key before, as data: the trends page draws the nights before as the same series
+            rec.update(previous_kernel=old[2], previous_grid=old[3], previous_block=old[4])
         new_ident = _ident(row, p.segment_fields)
         if new_ident != self.ident:  # first night, or a new segment: no comparison tonight
             self._new_segment(run_id, row, night, rec, new_ident)

@@ -22,6 +22,7 @@ _FINDING_FIELDS = [
     "impact", "bound", "bound_side", "bound_flip", "roof_pct_baseline", "roof_pct",
     "ai_dram_baseline", "ai_dram", "performance_baseline", "performance", "flop_ratio",
     "dram_bytes_ratio", "n_baseline", "baseline_runs", "segment_start", "environment_shift", "note",
+    "previous_kernel",
 ]
 _CONTEXT_SHOWN = ["run_id", "run_date", "run_time", "app_commit", "host", "gpu_uuid",
                   "driver_version", "cuda_version", "ncu_version", "clock_control",

@@ -78,7 +78,8 @@ def _trend_layers(color_domain: list[str]) -> list[alt.Chart]:
             time=seconds_expr("datum.value_s"),
             baseline=f"isValid(datum.baseline_s) ? {seconds_expr('datum.baseline_s')} : ''",
         ).mark_point(filled=True, size=70).encode(x, y, color=color, tooltip=tip),
-        alt.Chart().transform_filter("datum.label == 'environment_change'").mark_rule(
+        # segment starts: a new environment, or the kernel followed through a change of its key
+        alt.Chart().transform_filter("datum.label == 'environment_change' || datum.followed").mark_rule(
             strokeDash=[2, 2], color="#7f7f7f").encode(x),
     ]
 
@@ -90,11 +91,49 @@ def trend_data(decisions: pd.DataFrame, names: pd.Series | None = None) -> pd.Da
     d["series"] = series_names(d) if names is None else names.to_numpy()
     d["change_pct"] = (d["ratio"] - 1) * 100
     d["marker"] = ~d["label"].isin(["unchanged", "insufficient_data", "new"])
+    d["followed"] = _followed_tonight(d)
     keep = ["series", "run_id", "run_date", "label", "value_s", "baseline_s", "lower_s",
-            "upper_s", "change_pct", "z", "marker", "note"]
+            "upper_s", "change_pct", "z", "marker", "note", "followed"]
     out = d[keep].copy()
     numbers = ["value_s", "baseline_s", "lower_s", "upper_s", "change_pct", "z"]
     out[numbers] = out[numbers].apply(lambda c: c.map(_round))
+    return out
+
+
+def _followed_tonight(decisions: pd.DataFrame) -> np.ndarray:
+    """The records of a night on which their kernel was followed through a change of its key."""
+    if "previous_kernel" not in decisions:
+        return np.zeros(len(decisions), dtype=bool)
+    return (decisions["previous_kernel"].fillna("").astype(str) != "").to_numpy()
+
+
+def followed_as_one(decisions: pd.DataFrame) -> pd.DataFrame:
+    """``decisions`` with the nights of each kernel before it was followed through a change of its
+    name or launch configuration (:mod:`roofline.nightly.kernel_match`; the night of the change
+    names its key before: ``previous_kernel``, ``previous_grid``, ``previous_block``) under its key
+    and short name since, so that a trend draws one series across the change (its night marked by
+    :func:`trend_data`'s ``followed``). A kernel followed twice is drawn under its last key."""
+    changed = _followed_tonight(decisions)
+    if not changed.any():
+        return decisions
+    renames: dict[tuple, tuple[tuple, str, str]] = {}  # key before -> (key since, night of the change, short)
+    rows = decisions[changed].sort_values("run_date", kind="stable")
+    for r in rows[[*KERNEL_KEY, "kernel_short", "run_date", "previous_kernel", "previous_grid",
+                   "previous_block"]].astype(str).itertuples(index=False):
+        old = (r.app, r.device, r.previous_kernel, r.previous_grid, r.previous_block)
+        renames[old] = ((r.app, r.device, r.kernel, r.grid, r.block), r.run_date, r.kernel_short)
+    out = decisions.copy()
+    maybe = out["kernel"].astype(str).isin({old[2] for old in renames}).to_numpy()
+    for j in np.flatnonzero(maybe):
+        key, date = tuple(str(out[c].iat[j]) for c in KERNEL_KEY), str(out["run_date"].iat[j])
+        short, seen = None, set()
+        while key in renames and key not in seen and date < renames[key][1]:  # a chain: its last key
+            seen.add(key)
+            key, _, short = renames[key]
+        if short is not None:
+            for c, value in zip(KERNEL_KEY, key, strict=True):
+                out.iat[j, out.columns.get_loc(c)] = value
+            out.iat[j, out.columns.get_loc("kernel_short")] = short
     return out
 
 
@@ -217,6 +256,7 @@ def trends_html(decisions: pd.DataFrame, summary: Mapping, kernels: pd.DataFrame
     the summary's device charts (``assets/charts.js``), which tonight's rooflines then draw (default:
     built here)."""
     run_id = summary["run_id"]
+    decisions = followed_as_one(decisions)
     tonight = decisions[decisions["run_id"] == run_id]
     found = summary["findings"]
     names = series_names(decisions)
