@@ -225,14 +225,22 @@ def _name_carriers(keys: list[tuple[str, ...]], records: list[dict],
              if is_total(k) and records[j]["label"] == "regression" and records[j]["direction"] == "up"}
     if not risen:
         return
+    young: dict[tuple[str, ...], list[tuple[float, str]]] = {}  # kernels without a baseline yet
     for key, rec in zip(keys, records, strict=True):
         where = scope(key)
-        if where in risen and not is_total(key) and rec["label"] in ("regression", "suspicious") \
-                and rec["direction"] == "up":
+        if where not in risen or is_total(key):
+            continue
+        if rec["label"] in ("regression", "suspicious") and rec["direction"] == "up":
             delta = _night_s(rec) - number(rec["baseline_s"]) * number(rec["launches"])
             carried.setdefault(where, []).append((delta, _short(rec)))
+        elif rec["label"] in ("new", "insufficient_data"):
+            young.setdefault(where, []).append((_night_s(rec), _short(rec)))
     for where, j in risen.items():
         total = records[j]
         up = sorted(((d, w) for d, w in carried.get(where, []) if d > 0), key=lambda c: -c[0])
-        by = ", ".join(f"{w} (+{si(d, 's')} per night)" for d, w in up[:MAX_CARRIERS]) or "no single kernel"
+        by = ", ".join(f"{w} (+{si(d, 's')} per night)" for d, w in up[:MAX_CARRIERS])
+        if not by:  # e.g. the nights after a fusion: the fused kernel has no baseline of its own yet
+            recent = sorted(young.get(where, []), key=lambda c: -c[0])[:MAX_CARRIERS]
+            by = ("kernels too new to judge: " + ", ".join(f"{w} ({si(t, 's')} per night)" for t, w in recent)
+                  if recent else "no single kernel")
         total["note"] = join_note(total["note"], f"app total {_pct(number(total['ratio']) - 1)}, carried by: {by}")

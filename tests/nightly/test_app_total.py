@@ -84,6 +84,11 @@ def test_a_fusion_that_costs_fifteen_percent_is_the_app_totals_regression_first(
     assert summary["counts"]["missing"] == summary["counts"]["new"] == 0 and summary["counts"]["moved"] == 3
     assert {f["note"] for f in summary["findings"][1:]} == {
         "moved: gemm_bias and relu fused into gemm_bias_relu, app total +13.8 %"}
+    # the next night at the new level: still the app's regression, the fused kernel without a baseline yet
+    later = tonight(d, BEFORE + 1).loc[APP_TOTAL]
+    assert later["label"] == "regression"
+    assert later["note"] == ("app total +15.0 %, carried by: kernels too new to judge: "
+                             "gemm_bias_relu (1.91 ms per night)")
     # the gate: exit 3, as for a kernel's regression
     (tmp_path / "regressions.json").write_text(json.dumps(summary))
     (tmp_path / "status.json").write_text(json.dumps(build_status([], ["app"])))
