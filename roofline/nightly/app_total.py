@@ -32,9 +32,10 @@ from roofline.nightly.stats import median_finite, number
 
 APP_TOTAL = "(app total)"  # the kernel of an app total's series key; no kernel is named so
 APP_TOTAL_SHORT = "app total"
-# An app total has no work or roof of its own: a fusion changes the counted work, not the app.
+# An app total has no work or roof of its own (a fusion changes the counted work, not the app), and
+# no launch resources.
 _NO_WORK = ("flop", "flop_total", "dram_bytes", "performance", "roof_pct", "ai_dram", "roof_flops",
-            "roof_dram_bw", "ridge_ratio")
+            "roof_dram_bw", "ridge_ratio", "registers_per_thread", "shared_mem_bytes")
 # The labels of a total that weighed tonight against a baseline.
 _JUDGED = ("regression", "improvement", "suspicious", "outlier", "unchanged")
 MAX_CARRIERS = 5  # kernels named in an app total's regression

@@ -25,8 +25,9 @@ from roofline.nightly.series_rule import (
     SeriesState,
     join_note,
 )
+from roofline.nightly.stats import number
 from roofline.nightly.store import DECISION_COLUMNS, run_order
-from roofline.tables.schemas import KERNEL_KEY
+from roofline.tables.schemas import KERNEL_KEY, LAUNCH_RESOURCES
 
 _COMPARED = ("regression", "improvement", "suspicious", "outlier", "unchanged")
 
@@ -149,7 +150,8 @@ class Engine:
             if all(k in tonight for k in before):
                 continue  # no series is missing: the new kernels are new
             after = [k for k in tonight if scope(k) == where and not is_total(k)]
-            pairs = match_kernels(_kernel_frame(before), _kernel_frame(after), dict(self.p.rename))
+            pairs = match_kernels(_kernel_frame(before, {k: self.series[k].template for k in before}),
+                                  _kernel_frame(after, tonight), dict(self.p.rename))
             for b, a, why in zip(pairs["before"], pairs["after"], pairs["why"], strict=True):
                 old, new = before[b], after[a]
                 if old == new or new in self.series or old in tonight:
@@ -159,10 +161,13 @@ class Engine:
                 self.series[new] = state
 
 
-def _kernel_frame(keys: list[tuple[str, ...]]) -> pd.DataFrame:
-    """Series keys as the rows :func:`roofline.nightly.kernel_match.match_kernels` matches."""
-    return pd.DataFrame({"kernel": [k[2] for k in keys], "grid": [k[3] for k in keys],
-                         "block": [k[4] for k in keys]})
+def _kernel_frame(keys: list[tuple[str, ...]], rows: Mapping[tuple[str, ...], Mapping]) -> pd.DataFrame:
+    """Series keys as the rows :func:`roofline.nightly.kernel_match.match_kernels` matches, with
+    their launch resources from ``rows`` (each series' row: tonight's, or its last one)."""
+    frame = {"kernel": [k[2] for k in keys], "grid": [k[3] for k in keys], "block": [k[4] for k in keys]}
+    for name in LAUNCH_RESOURCES:
+        frame[name] = [number(rows[k].get(name)) for k in keys]
+    return pd.DataFrame(frame)
 
 
 def night_commit(commits: Iterable[object]) -> str:

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from roofline.nightly.params import DecisionParams
 from roofline.nightly.stats import median_finite, number, rel_change, rel_sigma
 from roofline.nightly.store import DECISION_COLUMNS
-from roofline.tables.schemas import KERNEL_KEY
+from roofline.tables.schemas import KERNEL_KEY, LAUNCH_RESOURCES
 
 # track-2: a change of counting conventions starts a segment; track-3: a kernel is followed through a
 # change of its name (roofline.nightly.kernel_match), its night of change judged at once; track-4: each
@@ -33,11 +33,13 @@ LABELS = ("regression", "improvement", "suspicious", "outlier", "workload_change
 # Columns of a history row the rule reads (besides the series key and the segment fields).
 USED = ("run_id", "kernel_short", "bound", "bound_kind", "launches", "duration_s", "flop_total", "flop",
         "dram_bytes", "performance", "roof_pct", "ai_dram", "sm_clock_hz", "time_share",
-        "roof_flops", "roof_dram_bw", "ridge_ratio", "clock_control", "cache_control", "convention")
+        "roof_flops", "roof_dram_bw", "ridge_ratio", "clock_control", "cache_control", "convention",
+        *LAUNCH_RESOURCES)
 # What a "missing" record copies from the series' last row (its other numbers are NaN), and the
 # app commit of that row (an app total's: whether the app's code changed since its last night).
 TEMPLATE_TEXT = ("kernel_short", "clock_control", "cache_control", "convention", "bound", "app_commit")
-TEMPLATE_NUMBERS = ("time_share", "roof_flops", "roof_dram_bw", "launches")  # launches: an app total's moves
+# launches: an app total's moves; the launch resources: a kernel followed through a change of its key
+TEMPLATE_NUMBERS = ("time_share", "roof_flops", "roof_dram_bw", "launches", *LAUNCH_RESOURCES)
 _DIRECTION = {1: "up", -1: "down", 0: ""}
 
 

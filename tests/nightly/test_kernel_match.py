@@ -150,9 +150,47 @@ def test_the_real_flashattention_pair_as_two_nights_is_one_kernel():
                                     folder / "db_full_after_n4096_full.ncu-rep"]).kernels
     kernels = kernels.assign(run_id=kernels["app"].map({"fa3_before_n4096_full": "2026-03-01",
                                                         "db_full_after_n4096_full": "2026-03-02"}), app="flashattn")
+    # the kernels table keeps each kernel's registers and shared memory; the double-buffered rewrite
+    # changed both, which is why they only tell apart kernels of one launch configuration
+    assert kernels["registers_per_thread"].tolist() == [80, 95]
+    assert kernels["shared_mem_bytes"].tolist() == [9216, 18432]
     decisions = decide_all(history_frame(kernels.assign(run_date=kernels["run_id"])))
     assert decisions["label"].tolist() == ["new", "insufficient_data"]
     night = decisions.iloc[1]
     assert night["kernel"].startswith("void fa3db_full_fwd_kernel<") and night["direction"] == "down"
     assert night["note"].startswith("matched by launch configuration: name changed (was void fa3_fwd_kernel<")
     assert night["ratio"] == pytest.approx(0.712, abs=0.001)
+
+
+def test_registers_and_shared_memory_tell_apart_kernels_of_one_launch_configuration(tmp_path):
+    """Hand-made: two kernels of one grid x block, both renamed by a rewrite; their registers per
+    thread and shared memory per block (kept in the kernels table, the first launch's) make each
+    launch configuration unique, so each is followed (the 10 % slower one a regression). Without
+    them, or on nights stored before they were kept, they are not told apart: a move."""
+    same = "(108, 1, 1)"
+    resources = {"reduce": (32.0, 0.0), "scale": (16.0, 4096.0)}
+
+    def night_rows(version: str, slower: float) -> list[tuple[str, str, float]]:
+        return [(f"void reduce_{version}(const float *, float *, int)", same, 1e-3 * slower),
+                (f"void scale_{version}(float *, int)", same, 4e-4)]
+
+    history = nights([night_rows("v1", 1.0)] * 10 + [night_rows("v2", 1.1)])
+    which = history["kernel"].str.extract(r"void (\w+)_v")[0]
+    with_resources = history.assign(registers_per_thread=which.map(lambda k: resources[k][0]),
+                                     shared_mem_bytes=which.map(lambda k: resources[k][1]))
+    tonight = last_night(decide_all(with_resources)).set_index("kernel")
+    assert tonight["label"].tolist() == ["regression", "unchanged"]
+    assert tonight["note"].iat[0].startswith("matched by launch configuration: name changed (was void reduce_v1")
+    assert tonight["previous_kernel"].tolist() == ["void reduce_v1(const float *, float *, int)",
+                                                   "void scale_v1(float *, int)"]
+    # the nightly path from the stored state (the resources kept in it) follows them the same way
+    store = tmp_path / "history"
+    for run_id, night in with_resources.groupby("run_id"):
+        append_run(store, run_id, night)
+        update(store, DecisionParams(), changed=[run_id])
+    assert last_night(read_decisions(store, ["2026-03-11"]))["label"].tolist() == ["regression", "unchanged"]
+    # without them (or with them on tonight's side only) one launch configuration is two kernels: a move
+    plain = last_night(decide_all(history))
+    assert sorted(plain["label"]) == ["moved"] * 4
+    tonight_only = with_resources.where(with_resources["run_id"] == "2026-03-11", history)
+    assert sorted(last_night(decide_all(tonight_only))["label"]) == ["moved"] * 4
