@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from roofline.nightly.app_total import APP_TOTAL
 from roofline.nightly.detection_figures import FIGURES_FILE, figures_markdown, replace_docs_table
 from roofline.nightly.engine import decide_all
 from roofline.nightly.params import DecisionParams
@@ -157,7 +158,9 @@ def _plain(value):
 
 
 def score(decisions: pd.DataFrame, truth: Truth, window: int = 7) -> dict:
-    """Detection and false-alarm rates of ``decisions`` (from decide_all) against ``truth``."""
+    """Detection and false-alarm rates of ``decisions`` (from decide_all) against ``truth``: of the
+    kernel series (the apps' totals move with their kernels' steps)."""
+    decisions = decisions[decisions["kernel"] != APP_TOTAL]
     dates = sorted(decisions["run_id"].unique())
     night = {d: i for i, d in enumerate(dates)}
     d = decisions.assign(night=decisions["run_id"].map(night))
@@ -257,7 +260,9 @@ def simulate_steps(seed: int, noise: float, steps: tuple[float, ...], per_step: 
 
 def detection_counts(decisions: pd.DataFrame, truth: Truth, first_step_night: int, horizon: int) -> dict:
     """Per step: nights until first flagged (1 = the step night; None: not within ``horizon``); false
-    alarms: ``regression`` labels on kernel-nights from ``first_step_night`` on before any step."""
+    alarms: ``regression`` labels on kernel-nights from ``first_step_night`` on before any step (kernel
+    series only: the apps' totals move with their kernels' steps)."""
+    decisions = decisions[decisions["kernel"] != APP_TOTAL].reset_index(drop=True)
     night = {d: i for i, d in enumerate(sorted(decisions["run_id"].unique()))}
     flagged: dict[str, list[int]] = {}
     nights = decisions["run_id"].map(night)

@@ -15,7 +15,8 @@ status for schedulers", has the table users read; docs/tracking.md the nightly c
 - 4 (:data:`EXIT_NO_INPUT`) when no input failed but an ``inputs:`` entry gave no app: a pattern
   that matched nothing, a path that does not exist, a folder without exports (``"inputs"`` in the
   JSON), so that a night whose capture folder stayed empty does not pass green;
-- 3 with ``--regressions`` when a kernel regressed tonight (checked after the above).
+- 3 with ``--regressions`` when a kernel regressed tonight, or an app's total GPU time
+  (:mod:`roofline.nightly.app_total`; checked after the above).
 
 The JSON is deterministic (sorted keys, no timestamp), so an unchanged run rewrites identical bytes.
 """
@@ -132,7 +133,7 @@ EXIT_NO_INPUT = 4
 def check(path: str | Path, regressions: str | Path | None = None) -> int:
     """Exit status for a scheduler: 0 all inputs analysed, 1 an input failed, 2 no readable status,
     4 an ``inputs:`` entry gave no app, 3 (only when ``regressions`` names reports/regressions.json)
-    a kernel regressed tonight; the first that applies in this order."""
+    a kernel or an app's total GPU time regressed tonight; the first that applies in this order."""
     try:
         status = json.loads(Path(path).read_text(encoding="utf-8"))
         ok = status["ok"]
@@ -148,7 +149,9 @@ def check(path: str | Path, regressions: str | Path | None = None) -> int:
         return EXIT_NO_INPUT
     if regressions is not None:
         try:
-            count = int(json.loads(Path(regressions).read_text(encoding="utf-8"))["counts"]["regression"])
+            report = json.loads(Path(regressions).read_text(encoding="utf-8"))
+            count = int(report["counts"]["regression"])  # kernel series and app totals alike
+            totals = int(report.get("app_total_regressions") or 0)
         except (OSError, ValueError, KeyError, TypeError) as exc:
             print(
                 f"roofline: no readable regressions at {regressions} ({exc}): the nightly run did not finish; "
@@ -156,7 +159,8 @@ def check(path: str | Path, regressions: str | Path | None = None) -> int:
             )
             return 2
         if count:
-            print(f"roofline: {count} kernel(s) regressed tonight (see {regressions})", file=sys.stderr)
+            what = f"{count - totals} kernel(s) and {totals} app total(s)" if totals else f"{count} kernel(s)"
+            print(f"roofline: {what} regressed tonight (see {regressions})", file=sys.stderr)
             return EXIT_REGRESSION
     return 0
 

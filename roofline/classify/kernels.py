@@ -14,7 +14,7 @@ from roofline.classify.instruction import issue_peak_ips
 from roofline.classify.launches import REPLAY_FIX, classify_frame
 from roofline.metrics.quantities import COMPUTE_CLASSES, MEMORY_LEVELS
 from roofline.parse.readers.ncu_rules import kernel_rules
-from roofline.tables.schemas import KERNEL_KEY, KERNELS, conform
+from roofline.tables.schemas import KERNEL_KEY, KERNELS, LAUNCH_RESOURCES, conform
 
 
 def aggregate_kernels(counters: pd.DataFrame, ceilings: pd.DataFrame, **options) -> pd.DataFrame:
@@ -32,7 +32,8 @@ def aggregate_kernels(counters: pd.DataFrame, ceilings: pd.DataFrame, **options)
             "tensor_instructions"]
     # only the columns the sums and verdicts read: a copy of every counters column costs more than the rest
     wanted = [*KERNEL_KEY, *sums, "kernel_short", "missing", "convention", "ncu_rules", "compute_capability",
-              "sm_count", "sm_clock_hz", "issue_peak_ips", "replay_failed", "tensor_instructions_recipe"]
+              "sm_count", "sm_clock_hz", "issue_peak_ips", "replay_failed", "tensor_instructions_recipe",
+              *LAUNCH_RESOURCES]
     frame = counters[list(dict.fromkeys(c for c in wanted if c in counters.columns))].copy()
     for key in KERNEL_KEY:
         frame[key] = frame[key].astype("string").fillna("")
@@ -64,7 +65,8 @@ def aggregate_kernels(counters: pd.DataFrame, ceilings: pd.DataFrame, **options)
     })
     failed_launches = np.bincount(group, weights=failed, minlength=n_kernels).astype(np.int64)
     totals["replay_failed"] = failed_launches == totals["launches"].to_numpy()
-    for column in ("kernel_short", "missing", "convention", "tensor_instructions_recipe"):  # the first launch's
+    for column in ("kernel_short", "missing", "convention", "tensor_instructions_recipe",
+                   *LAUNCH_RESOURCES):  # the first launch's
         if column in frame.columns:
             totals[column] = frame[column].groupby(group, sort=False).first().to_numpy()
     time_all = frame["duration_s"].groupby(group, sort=False).sum(min_count=1).to_numpy()

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from roofline.nightly.app_total import APP_TOTAL, find_moves, is_total, settle_moves, total_rows
 from roofline.nightly.kernel_match import match_kernels
 from roofline.nightly.params import DecisionParams
 from roofline.nightly.series_rule import (
@@ -24,8 +25,9 @@ from roofline.nightly.series_rule import (
     SeriesState,
     join_note,
 )
+from roofline.nightly.stats import number
 from roofline.nightly.store import DECISION_COLUMNS, run_order
-from roofline.tables.schemas import KERNEL_KEY
+from roofline.tables.schemas import KERNEL_KEY, LAUNCH_RESOURCES
 
 _COMPARED = ("regression", "improvement", "suspicious", "outlier", "unchanged")
 
@@ -101,6 +103,9 @@ class Engine:
                    if s.pending is not None and not s.pending.get("pinned")]
         i = self.runs
         self.follow(tonight, i)  # after ``waiting``: a revision names the series as its night stored it
+        tonight.update(total_rows(tonight, self.series))
+        moves = find_moves(self.series, tonight)
+        changed_apps = {m.total for m in moves.values()}
         keys: list[tuple[str, ...]] = []
         records: list[dict] = []
         for key in sorted(self.series.keys() | tonight.keys()):
@@ -112,11 +117,12 @@ class Engine:
             else:
                 if state is None:
                     state = self.series[key] = SeriesState(self.params_for(key[2]))
-                rec = state.step(i, run_id, run_date, row)
+                rec = state.step(i, run_id, run_date, row, code_changed=key in changed_apps)
                 if state.pending is not None and state.pending["run_id"] == run_id:
                     state.pending["row"] = len(records)
             keys.append(key)
             records.append(rec)
+        settle_moves(moves, keys, records, self.series, run_id)
         # Every waiting night's label after tonight, changed or not: a rerun of tonight that
         # changes nothing for a series restores what a first run may have revised.
         revisions = [(n["run_id"], n["row"], n["label"], key) for key, n in waiting]
@@ -133,31 +139,35 @@ class Engine:
         def scope(key: tuple[str, ...]) -> tuple[str, ...]:
             return (key[0], key[1], *key[5:])  # app, device, settings: kernel, grid and block may change
 
-        fresh = {scope(k) for k in tonight if k not in self.series}
+        fresh = {scope(k) for k in tonight if k not in self.series and not is_total(k)}
         if not fresh:
             return
         known: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
         for key, state in self.series.items():
-            if scope(key) in fresh and (key in tonight or i - state.last_i <= state.p.window):
+            if scope(key) in fresh and not is_total(key) and (key in tonight or i - state.last_i <= state.p.window):
                 known.setdefault(scope(key), []).append(key)
         for where, before in known.items():
             if all(k in tonight for k in before):
                 continue  # no series is missing: the new kernels are new
-            after = [k for k in tonight if scope(k) == where]
-            pairs = match_kernels(_kernel_frame(before), _kernel_frame(after), dict(self.p.rename))
+            after = [k for k in tonight if scope(k) == where and not is_total(k)]
+            pairs = match_kernels(_kernel_frame(before, {k: self.series[k].template for k in before}),
+                                  _kernel_frame(after, tonight), dict(self.p.rename))
             for b, a, why in zip(pairs["before"], pairs["after"], pairs["why"], strict=True):
                 old, new = before[b], after[a]
                 if old == new or new in self.series or old in tonight:
                     continue
                 state = self.series.pop(old)
-                state.followed = (why, old[2])
+                state.followed = (why, old)
                 self.series[new] = state
 
 
-def _kernel_frame(keys: list[tuple[str, ...]]) -> pd.DataFrame:
-    """Series keys as the rows :func:`roofline.nightly.kernel_match.match_kernels` matches."""
-    return pd.DataFrame({"kernel": [k[2] for k in keys], "grid": [k[3] for k in keys],
-                         "block": [k[4] for k in keys]})
+def _kernel_frame(keys: list[tuple[str, ...]], rows: Mapping[tuple[str, ...], Mapping]) -> pd.DataFrame:
+    """Series keys as the rows :func:`roofline.nightly.kernel_match.match_kernels` matches, with
+    their launch resources from ``rows`` (each series' row: tonight's, or its last one)."""
+    frame = {"kernel": [k[2] for k in keys], "grid": [k[3] for k in keys], "block": [k[4] for k in keys]}
+    for name in LAUNCH_RESOURCES:
+        frame[name] = [number(rows[k].get(name)) for k in keys]
+    return pd.DataFrame(frame)
 
 
 def night_commit(commits: Iterable[object]) -> str:
@@ -174,11 +184,13 @@ def night_level(records: list[dict], commit: str, previous: str | None,
     """
     labels = [r["label"] for r in records]
     directions = [r["direction"] for r in records]
-    compared = sum(label in _COMPARED for label in labels)
+    # kernels are counted; an app total moves with its kernels (its regression is demoted with theirs)
+    kernels = [r.get("kernel") != APP_TOTAL for r in records]
+    compared = sum(label in _COMPARED and k for label, k in zip(labels, kernels, strict=True))
     hits: list[int] = []
     for direction in ("up", "down"):
-        moved = sum(d == direction and label in _COMPARED for label, d in zip(labels, directions,
-                                                                               strict=True))
+        moved = sum(d == direction and label in _COMPARED and k
+                    for label, d, k in zip(labels, directions, kernels, strict=True))
         if moved < p.shift_min_kernels or moved < p.shift_fraction * compared:
             continue
         for rec in records:

@@ -20,8 +20,9 @@ one. The rules, strongest first (:data:`RULES`):
    template argument's name (for ``cutlass::Kernel<cutlass::gemm::kernel::B2bGemm<…>>``
    the kernel class ``cutlass::gemm::kernel::B2bGemm``; for ``stream<float, 2>`` ``stream<float>``),
    and a Triton name without its configuration suffix (``_BLOCK_M_128_num_warps_4``, ``_0d1d2de``);
-5. ``launch``: the same launch configuration (grid × block, and registers and shared memory where
-   both sides have them) where it is unique among all kernels of each side;
+5. ``launch``: the same launch configuration (grid × block) where it is unique among all kernels
+   of each side; then, for kernels sharing one, grid × block with registers per thread and shared
+   memory per block (where every kernel of both sides has them) where that is unique;
 6. ``function``: the same function name (template arguments dropped), once on each side among the
    unmatched.
 
@@ -37,9 +38,12 @@ from collections.abc import Mapping
 import pandas as pd
 
 from roofline.parse.kernel_names import kernel_function_name
+from roofline.tables.schemas import LAUNCH_RESOURCES
 
-# Launch configuration columns, used where both sides have them.
-LAUNCH = ("grid", "block", "registers_per_thread", "shared_mem_bytes")
+# Launch configuration columns, where both sides have them; the launch resources (registers, shared
+# memory) only tell apart kernels of one grid x block, where every kernel of both sides has them (a
+# store's nights from before they were kept have none): a code change often changes them.
+LAUNCH = ("grid", "block")
 MATCH_COLUMNS = ["before", "after", "rule", "why"]
 # The rules in order, each with what a finding or compare row says of a match made by it.
 RULES = {
@@ -141,7 +145,8 @@ def match_kernels(before: pd.DataFrame, after: pd.DataFrame,
     ----------
     before, after : DataFrame
         One row per kernel of one app (one night, one compare step): ``kernel`` (the full name),
-        ``grid``, ``block``, and optionally ``registers_per_thread`` and ``shared_mem_bytes``.
+        ``grid``, ``block``, and optionally ``registers_per_thread`` and ``shared_mem_bytes`` (used where
+        every row of both sides has them).
     rename : mapping, optional
         The explicit rename map: regular expression -> replacement on the full name, in order.
 
@@ -158,6 +163,8 @@ def match_kernels(before: pd.DataFrame, after: pd.DataFrame,
     """
     patterns = compile_rename(rename)
     launch = [c for c in LAUNCH if c in before.columns and c in after.columns]
+    resources = [c for c in LAUNCH_RESOURCES if c in before.columns and c in after.columns
+                 and before[c].notna().all() and after[c].notna().all()]
     names = {side: frame["kernel"].astype(str) for side, frame in (("b", before), ("a", after))}
     launches = {"b": _launch(before, launch), "a": _launch(after, launch)}
     left_b, left_a = set(before.index), set(after.index)
@@ -200,5 +207,8 @@ def match_kernels(before: pd.DataFrame, after: pd.DataFrame,
     take("class_launch", with_launch(classes)["b"], with_launch(classes)["a"])
     take("class", classes["b"], classes["a"])
     take("launch", launches["b"], launches["a"], among_left=False)
+    if launch and resources:
+        take("launch", _launch(before, [*launch, *resources]), _launch(after, [*launch, *resources]),
+             among_left=False)
     take("function", names["b"].map(function_name), names["a"].map(function_name))
     return pd.DataFrame(rows, columns=MATCH_COLUMNS)

@@ -20,21 +20,26 @@ from collections.abc import Mapping
 from roofline.nightly.params import DecisionParams
 from roofline.nightly.stats import median_finite, number, rel_change, rel_sigma
 from roofline.nightly.store import DECISION_COLUMNS
-from roofline.tables.schemas import KERNEL_KEY
+from roofline.tables.schemas import KERNEL_KEY, LAUNCH_RESOURCES
 
 # track-2: a change of counting conventions starts a segment; track-3: a kernel is followed through a
-# change of its name (roofline.nightly.kernel_match), its night of change judged at once
-RULE_VERSION = "track-3"
-LABELS = ("regression", "improvement", "suspicious", "outlier", "workload_changed",
+# change of its name (roofline.nightly.kernel_match), its night of change judged at once; track-4: each
+# app's total GPU time is a series (roofline.nightly.app_total), time moved between kernels is `moved`,
+# work that changed with the time flat stays `workload_changed` until the baseline is at the new work
+RULE_VERSION = "track-4"
+LABELS = ("regression", "improvement", "suspicious", "outlier", "workload_changed", "moved",
           "environment_change", "unstable_env", "missing", "error", "new", "insufficient_data",
           "unchanged")
 # Columns of a history row the rule reads (besides the series key and the segment fields).
 USED = ("run_id", "kernel_short", "bound", "bound_kind", "launches", "duration_s", "flop_total", "flop",
         "dram_bytes", "performance", "roof_pct", "ai_dram", "sm_clock_hz", "time_share",
-        "roof_flops", "roof_dram_bw", "ridge_ratio", "clock_control", "cache_control", "convention")
-# What a "missing" record copies from the series' last row (its other numbers are NaN).
-TEMPLATE_TEXT = ("kernel_short", "clock_control", "cache_control", "convention", "bound")
-TEMPLATE_NUMBERS = ("time_share", "roof_flops", "roof_dram_bw")
+        "roof_flops", "roof_dram_bw", "ridge_ratio", "clock_control", "cache_control", "convention",
+        *LAUNCH_RESOURCES)
+# What a "missing" record copies from the series' last row (its other numbers are NaN), and the
+# app commit of that row (an app total's: whether the app's code changed since its last night).
+TEMPLATE_TEXT = ("kernel_short", "clock_control", "cache_control", "convention", "bound", "app_commit")
+# launches: an app total's moves; the launch resources: a kernel followed through a change of its key
+TEMPLATE_NUMBERS = ("time_share", "roof_flops", "roof_dram_bw", "launches", *LAUNCH_RESOURCES)
 _DIRECTION = {1: "up", -1: "down", 0: ""}
 
 
@@ -120,6 +125,7 @@ def _record(row: Mapping, run_id: str, run_date: str) -> dict:
         rec[name] = number(row.get(name))
     rec.update(run_id=run_id, run_date=run_date, label="", revised_label="", direction="",
                metric="time", baseline_runs="", bound_side="", bound_flip="", note="",
+               previous_kernel="", previous_grid="", previous_block="",
                environment_shift=False, rule_version=RULE_VERSION, n_baseline=0,
                nights_in_violation=0)
     return rec
@@ -140,6 +146,25 @@ def _scaled(nights: list[dict], tonight: dict, work: str, tol: float) -> list[fl
     return out
 
 
+def _work_moved(p: DecisionParams, night: dict, nights: list[dict], pool: list[dict]) -> list[tuple[str, float, str]]:
+    """The work quantities per launch (FLOP, DRAM bytes) tonight beyond ``work_tol`` (the noise of
+    counted work) off the median of the baseline nights: (what, relative change, the first night
+    of the run of nights at tonight's work)."""
+    out = []
+    for name, what in (("flop", "FLOP"), ("bytes", "DRAM bytes")):
+        w = night[name]
+        change = rel_change(w, median_finite([n[name] for n in pool]))
+        if not (math.isfinite(change) and abs(change) > p.work_tol):
+            continue
+        since = night["run_id"]
+        for n in reversed(nights):
+            if not abs(rel_change(n[name], w)) <= p.work_tol:
+                break
+            since = n["run_id"]
+        out.append((what, change, since))
+    return out
+
+
 def _judge(p: DecisionParams, night: dict, nights: list[dict], pending: dict | None, rec: dict,
            row: Mapping, carried: float, code_changed: bool = False) -> None:
     """Tonight's baseline, noise, limits, ratio, z and label, before the persistence bookkeeping.
@@ -148,6 +173,7 @@ def _judge(p: DecisionParams, night: dict, nights: list[dict], pending: dict | N
     :mod:`roofline.nightly.kernel_match`): a violation tonight is the change's step, not noise to wait a
     second night for, so it is a regression (or improvement) at once, as a big jump is."""
     last = nights[-1] if nights else None
+    said_before = rec["note"]  # a work change with the time flat says so instead of the throughput note
     changed = []
     for name, what, column in (("flop", "FLOP", "flop_ratio"),
                                ("bytes", "DRAM bytes", "dram_bytes_ratio")):
@@ -170,6 +196,7 @@ def _judge(p: DecisionParams, night: dict, nights: list[dict], pending: dict | N
                roof_pct_baseline=median_finite([n["roof"] for n in pool]),
                ai_dram_baseline=median_finite([n["ai"] for n in pool]))
     rec["perf_ratio"] = rel_change(night["perf"], rec["performance_baseline"]) + 1
+    moved_work = _work_moved(p, night, nights, pool)
     rec["label"] = "workload_changed" if changed else "insufficient_data"
     if changed:
         rec["metric"] = "throughput"
@@ -197,6 +224,23 @@ def _judge(p: DecisionParams, night: dict, nights: list[dict], pending: dict | N
     z = (ratio - 1) / rel
     rec.update(noise_s=rel * base, limit_rel=limit, z=z, lower_s=base * (1 - limit),
                upper_s=base * (1 + limit))
+    if moved_work:
+        plain = median_finite([n["value"] for n in pool])
+        flat = night["value"] / plain
+        if abs(flat - 1) <= limit:
+            # The work per launch moved and the time did not (yet): per unit of work it would read
+            # as a step of the size of the work change, which is no verdict on the kernel; the
+            # first sign of a slowdown on a larger problem, reported until the baseline is at the
+            # new work.
+            said = ", ".join(f"{what} per launch {change:+.1%} since {since}"
+                             for what, change, since in moved_work)
+            rec.update(label="workload_changed", revised_label="workload_changed", metric="time",
+                       direction="", baseline_s=plain, ratio=flat, z=(flat - 1) / rel,
+                       impact=(flat - 1) * number(rec["time_share"]), noise_s=rel * plain,
+                       lower_s=plain * (1 - limit), upper_s=plain * (1 + limit),
+                       note=join_note(said_before, f"{said}, time unchanged ({flat - 1:+.1%})".replace("%", " %")))
+            night["dir"] = 0
+            return
     single = 1 if ratio - 1 > limit else -1 if 1 - ratio > limit else 0
     persistent = 0
     if last is not None:
@@ -261,7 +305,7 @@ class SeriesState:
         self.bound = Bound(p.ridge_band, p.flip_nights)
         # set by the engine for the night the series is followed through a change of its key: what
         # matched it (kernel_match's words) and its kernel before; cleared by that night's step
-        self.followed: tuple[str, str] | None = None
+        self.followed: tuple[str, tuple[str, ...]] | None = None
 
     def absent(self, i: int, run_id: str, run_date: str) -> dict | None:
         """The record of a night without this series: ``missing`` within a window of its last
@@ -277,10 +321,12 @@ class SeriesState:
             rec[name] = math.nan
         return rec
 
-    def step(self, i: int, run_id: str, run_date: str, row: Mapping) -> dict:
+    def step(self, i: int, run_id: str, run_date: str, row: Mapping, code_changed: bool = False) -> dict:
         """Judge the night at place ``i`` of the run order from this state and the series' row;
         returns its decision record and advances the state. A pending night's new label (its
-        revision) is left in ``pending["label"]`` for the caller to write into its record."""
+        revision) is left in ``pending["label"]`` for the caller to write into its record.
+        ``code_changed``: the app's kernels changed tonight (an app total whose kernels were fused,
+        split or renamed): a violation is a verdict at once, as for a followed kernel."""
         p = self.p
         self.last_i, self.last_run, self.template = i, run_id, row
         night = _night(row, run_id)
@@ -288,8 +334,10 @@ class SeriesState:
         rec["value_s"] = night["value"]
         followed = None
         if self.followed is not None:
-            why, was = self.followed
-            followed, self.followed = f"{why or 'launch configuration changed'} (was {was[:200]})", None
+            why, old = self.followed
+            followed, self.followed = f"{why or 'launch configuration changed'} (was {old[2][:200]})", None
+            # its key before, as data: the trends page draws the nights before as the same series
+            rec.update(previous_kernel=old[2], previous_grid=old[3], previous_block=old[4])
         new_ident = _ident(row, p.segment_fields)
         if new_ident != self.ident:  # first night, or a new segment: no comparison tonight
             self._new_segment(run_id, row, night, rec, new_ident)
@@ -313,7 +361,7 @@ class SeriesState:
                        note=f"SM clock {clock:+.1%} off the series' usual clock: not compared")
             return rec
         pending = self.pending
-        _judge(p, night, self.nights, pending, rec, row, self.carried, followed is not None)
+        _judge(p, night, self.nights, pending, rec, row, self.carried, code_changed or followed is not None)
         flip = self.bound.step(number(row.get("ridge_ratio")))
         rec.update(bound_side=self.bound.side, bound_flip=flip)
         if flip:
@@ -350,12 +398,7 @@ class SeriesState:
         if self.ident is not None:
             label = "environment_change"
             note = _segment_note(p.segment_fields, self.ident, new_ident)
-            kept = [n["value"] for n in self.nights if n["label"] != "outlier"]
-            pool = kept[-(p.noise_window if p.noise_method == "diff" else p.window):]
-            if len(pool) >= p.min_nights:  # carried to the new segment
-                rel = rel_sigma(pool, p.noise_method)
-                if math.isfinite(rel):
-                    self.carried = max(rel, p.sigma_floor)
+            self._carry_noise(self.nights)
         self.seg, self.seg_start, self.ident = self.seg + 1, run_id, new_ident
         self.nights, self.streak, self.streak_dir, self.pending = [], 0, 0, None
         self.bound = Bound(p.ridge_band, p.flip_nights)
@@ -365,6 +408,29 @@ class SeriesState:
         if night["value"] > 0:
             night["label"] = label
             self.nights.append(night)
+
+    def _carry_noise(self, nights: list[dict]) -> None:
+        """The noise of ``nights`` (the segment ending), carried to the next one."""
+        p = self.p
+        kept = [n["value"] for n in nights if n["label"] != "outlier"]
+        pool = kept[-(p.noise_window if p.noise_method == "diff" else p.window):]
+        if len(pool) >= p.min_nights:
+            rel = rel_sigma(pool, p.noise_method)
+            if math.isfinite(rel):
+                self.carried = max(rel, p.sigma_floor)
+
+    def restart(self, run_id: str) -> None:
+        """Judge this series from tonight (``run_id``, just stepped) on, as a new segment: time
+        moved into it from other kernels, so its nights before are another kernel's work. The
+        noise of those nights is carried, tonight is the first baseline night."""
+        before = [n for n in self.nights if n["run_id"] != run_id]
+        tonight = [n for n in self.nights if n["run_id"] == run_id]
+        self._carry_noise(before)
+        if self.seg_start != run_id:
+            self.seg, self.seg_start = self.seg + 1, run_id
+        for n in tonight:
+            n["label"], n["dir"], n["persistent"] = "moved", 0, False
+        self.nights, self.streak, self.streak_dir, self.pending = tonight, 0, 0, None
 
     def trim(self) -> None:
         """Forget the nights no later night can look at, so the state stays the same size however

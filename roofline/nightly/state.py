@@ -53,7 +53,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from roofline.files.atomic import file_identity
-from roofline.nightly import engine, kernel_match, params, series_rule, state_file, stats
+from roofline.nightly import app_total, engine, kernel_match, params, series_rule, state_file, stats
 from roofline.nightly.engine import Engine, night_commit, night_level
 from roofline.nightly.params import DecisionParams
 from roofline.nightly.series_rule import RULE_VERSION
@@ -108,7 +108,7 @@ def _code_hash() -> str:
     """The rule's code as this process loaded it (read once, at import: a file edited while a run
     goes on is not the code that run executes)."""
     digest = hashlib.sha256()
-    for module in (engine, series_rule, params, kernel_match, stats, state_file, sys.modules[__name__]):
+    for module in (engine, series_rule, app_total, params, kernel_match, stats, state_file, sys.modules[__name__]):
         digest.update(Path(module.__file__).read_bytes())
     return digest.hexdigest()
 
@@ -399,9 +399,10 @@ def rerun_changed_apps(store: Path, params: DecisionParams, run_id: str, files: 
     night = engine.judge_series(run_id, str(frame["run_date"].iat[0]),
                                 engine.rows(frame[frame["app"].isin(changed)]) if changed else [])
     commit = night_commit(frame["app_commit"].to_numpy(dtype=object) if "app_commit" in frame else [""])
-    probe = [{"label": label, "direction": d, "environment_shift": False, "note": "", "revised_label": ""}
-             for label, d in (*zip(kept["label"], kept["direction"], strict=True),
-                              *((r["label"], r["direction"]) for r in night.records))]
+    probe = [{"label": label, "direction": d, "kernel": k, "environment_shift": False, "note": "",
+              "revised_label": ""}
+             for label, d, k in (*zip(kept["label"], kept["direction"], kept["kernel"], strict=True),
+                                 *((r["label"], r["direction"], r["kernel"]) for r in night.records))]
     if night_level(probe, commit, engine.last_commit, params) or any(r["environment_shift"] for r in probe):
         return None  # tonight's moves now reach the night-level rule: judge the whole night
 

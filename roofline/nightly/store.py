@@ -327,5 +327,5 @@ DECISION_COLUMNS = [
     "performance", "performance_baseline", "perf_ratio", "roof_pct", "roof_pct_baseline",
     "ai_dram", "ai_dram_baseline", "bound", "bound_side", "bound_flip", "flop_ratio",
     "dram_bytes_ratio", "roof_flops", "roof_dram_bw", "sm_clock_hz", "environment_shift",
-    "note", "rule_version",
+    "note", "previous_kernel", "previous_grid", "previous_block", "rule_version",
 ]

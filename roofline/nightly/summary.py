@@ -1,5 +1,6 @@
-"""regressions.json's content (:func:`summarize`): tonight's counts per label, the apps whose history
-starts tonight, and the findings worth reading, by impact, as plain JSON values."""
+"""regressions.json's content (:func:`summarize`): tonight's counts per label (kernel series and app
+totals, :mod:`roofline.nightly.app_total`), the apps whose history starts tonight, and the findings
+worth reading, by impact, as plain JSON values."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from roofline.nightly.app_total import APP_TOTAL
 from roofline.nightly.params import DecisionParams
 from roofline.nightly.series_rule import LABELS
 from roofline.tables.schemas import KERNEL_KEY
@@ -20,6 +22,7 @@ _FINDING_FIELDS = [
     "impact", "bound", "bound_side", "bound_flip", "roof_pct_baseline", "roof_pct",
     "ai_dram_baseline", "ai_dram", "performance_baseline", "performance", "flop_ratio",
     "dram_bytes_ratio", "n_baseline", "baseline_runs", "segment_start", "environment_shift", "note",
+    "previous_kernel",
 ]
 _CONTEXT_SHOWN = ["run_id", "run_date", "run_time", "app_commit", "host", "gpu_uuid",
                   "driver_version", "cuda_version", "ncu_version", "clock_control",
@@ -89,6 +92,7 @@ def findings(tonight: pd.DataFrame) -> pd.DataFrame:
 def summarize(tonight: pd.DataFrame, context: Mapping, params: DecisionParams) -> dict:
     """The content of regressions.json: run, context, method, counts per label, findings."""
     counts = {label: int((tonight["label"] == label).sum()) for label in LABELS}
+    totals = (tonight["kernel"] == APP_TOTAL).to_numpy() if len(tonight) else np.zeros(0, dtype=bool)
     found = findings(tonight)
     env = sorted(set(tonight.loc[tonight["label"] == "environment_change", "note"]))
     return {
@@ -98,8 +102,10 @@ def summarize(tonight: pd.DataFrame, context: Mapping, params: DecisionParams) -
         "method": method_text(params),
         "params": {k: _clean(v) if not isinstance(v, tuple) else list(v)
                    for k, v in vars(params).items() if k != "per_kernel"},
-        "kernels": len(tonight),
+        "kernels": int((~totals).sum()),
+        "app_totals": int(totals.sum()),
         "counts": counts,
+        "app_total_regressions": int((totals & (tonight["label"] == "regression").to_numpy()).sum()),
         "alert": counts["regression"] > 0,
         "environment_shift": bool(tonight["environment_shift"].any()) if len(tonight) else False,
         "environment_changes": env,
@@ -121,6 +127,8 @@ def method_text(p: DecisionParams) -> str:
         f">= {p.big_ratio - 1:.0%} with z >= {p.big_z:g}. One violating night: suspicious; reverted "
         f"the next night: outlier. Under {p.min_nights} nights: insufficient_data ({p.info_rel:.0%} "
         f"rule, information only). FLOP or DRAM bytes moved > {p.work_tol:.0%}: workload_changed, "
-        f"judged per unit of work. A change of {', '.join(p.segment_fields)} starts a new segment "
-        f"(environment_change, no comparison that night)."
+        f"judged per unit of work; work moved with the time flat: workload_changed until the "
+        f"baseline is at the new work. A change of {', '.join(p.segment_fields)} starts a new segment "
+        f"(environment_change, no comparison that night). Each app's total GPU time is a series too "
+        f"(same rule); kernels fused, split or renamed with the app total not risen: moved."
     )

@@ -34,7 +34,8 @@ TREND_NIGHTS = 90  # nights on the trends page: a fixed window, however long the
 # health list). The page drawn in the judging's process, from tonight's records in memory with
 # every column, is the same page (tests/nightly/test_track.py).
 TREND_COLUMNS = [*KERNEL_KEY, "kernel_short", "run_id", "run_date", "label", "value_s", "baseline_s",
-                 "lower_s", "upper_s", "ratio", "z", "note", "time_share"]
+                 "lower_s", "upper_s", "ratio", "z", "note", "time_share", "previous_kernel", "previous_grid",
+                 "previous_block"]
 TONIGHT_COLUMNS = [*TREND_COLUMNS, "noise_s"]
 # ---------------------------------------------------------------------------------------- inputs
 def load_context(values: Sequence[str] = ()) -> dict:

@@ -22,8 +22,9 @@ from roofline.pages.page import asset_src
 
 TONIGHT_LISTED = 8  # findings listed on the summary; the trends page lists more (MAX_FINDING_ROWS)
 # Reading order: what needs action first, then what is good news, then what to keep an eye on.
-LABEL_ORDER = ["regression", "improvement", "suspicious", "workload_changed", "environment_change", "outlier",
-               "error", "missing", "new", "insufficient_data", "unchanged"]
+LABEL_ORDER = ["regression", "improvement", "suspicious", "workload_changed", "moved", "environment_change",
+               "outlier", "error", "missing", "new", "insufficient_data", "unchanged"]
+COUNTED = 5  # the labels of LABEL_ORDER counted in tonight's line
 SERIES_FIELDS = ["app", "device", "kernel", "grid", "block"]  # a series' identity, as history.KERNEL_KEY
 
 
@@ -64,7 +65,7 @@ def tonight_html(summary: Mapping, trends_href: str) -> str:
     counts = summary.get("counts", {})
     found = ordered(summary.get("findings", []))
     run = esc(summary.get("run_id", ""))
-    moved = [_count(counts[label], label) for label in LABEL_ORDER[:4] if counts.get(label)]
+    moved = [_count(counts[label], label) for label in LABEL_ORDER[:COUNTED] if counts.get(label)]
     line = (f'<strong class="error">{esc(", ".join(moved))}</strong>' if counts.get("regression")
             else esc(", ".join(moved)) if moved else "no kernel moved")
     head = (f'<section id="tonight"><h2>Tonight against the baseline</h2><p>Run {run}: {line}, of '

@@ -46,7 +46,7 @@ MAX_STARTED_ROWS = 50  # apps whose history starts tonight, listed on the page (
 SI_FORMAT = ".3~s"  # d3's SI prefixes, 3 significant digits: 0.015 -> "15m" (the axis adds the unit)
 COLORS = {
     "regression": "#d62728", "improvement": "#2ca02c", "suspicious": "#ff7f0e",
-    "outlier": "#9467bd", "workload_changed": "#8c564b", "environment_change": "#7f7f7f",
+    "outlier": "#9467bd", "workload_changed": "#8c564b", "moved": "#e7ba52", "environment_change": "#7f7f7f",
     "unstable_env": "#bcbd22", "missing": "#000000", "error": "#e377c2", "new": "#17becf",
     "insufficient_data": "#c7c7c7", "unchanged": "#4c78a8",
 }
@@ -78,7 +78,8 @@ def _trend_layers(color_domain: list[str]) -> list[alt.Chart]:
             time=seconds_expr("datum.value_s"),
             baseline=f"isValid(datum.baseline_s) ? {seconds_expr('datum.baseline_s')} : ''",
         ).mark_point(filled=True, size=70).encode(x, y, color=color, tooltip=tip),
-        alt.Chart().transform_filter("datum.label == 'environment_change'").mark_rule(
+        # segment starts: a new environment, or the kernel followed through a change of its key
+        alt.Chart().transform_filter("datum.label == 'environment_change' || datum.followed").mark_rule(
             strokeDash=[2, 2], color="#7f7f7f").encode(x),
     ]
 
@@ -90,11 +91,49 @@ def trend_data(decisions: pd.DataFrame, names: pd.Series | None = None) -> pd.Da
     d["series"] = series_names(d) if names is None else names.to_numpy()
     d["change_pct"] = (d["ratio"] - 1) * 100
     d["marker"] = ~d["label"].isin(["unchanged", "insufficient_data", "new"])
+    d["followed"] = _followed_tonight(d)
     keep = ["series", "run_id", "run_date", "label", "value_s", "baseline_s", "lower_s",
-            "upper_s", "change_pct", "z", "marker", "note"]
+            "upper_s", "change_pct", "z", "marker", "note", "followed"]
     out = d[keep].copy()
     numbers = ["value_s", "baseline_s", "lower_s", "upper_s", "change_pct", "z"]
     out[numbers] = out[numbers].apply(lambda c: c.map(_round))
+    return out
+
+
+def _followed_tonight(decisions: pd.DataFrame) -> np.ndarray:
+    """The records of a night on which their kernel was followed through a change of its key."""
+    if "previous_kernel" not in decisions:
+        return np.zeros(len(decisions), dtype=bool)
+    return (decisions["previous_kernel"].fillna("").astype(str) != "").to_numpy()
+
+
+def followed_as_one(decisions: pd.DataFrame) -> pd.DataFrame:
+    """``decisions`` with the nights of each kernel before it was followed through a change of its
+    name or launch configuration (:mod:`roofline.nightly.kernel_match`; the night of the change
+    names its key before: ``previous_kernel``, ``previous_grid``, ``previous_block``) under its key
+    and short name since, so that a trend draws one series across the change (its night marked by
+    :func:`trend_data`'s ``followed``). A kernel followed twice is drawn under its last key."""
+    changed = _followed_tonight(decisions)
+    if not changed.any():
+        return decisions
+    renames: dict[tuple, tuple[tuple, str, str]] = {}  # key before -> (key since, night of the change, short)
+    rows = decisions[changed].sort_values("run_date", kind="stable")
+    for r in rows[[*KERNEL_KEY, "kernel_short", "run_date", "previous_kernel", "previous_grid",
+                   "previous_block"]].astype(str).itertuples(index=False):
+        old = (r.app, r.device, r.previous_kernel, r.previous_grid, r.previous_block)
+        renames[old] = ((r.app, r.device, r.kernel, r.grid, r.block), r.run_date, r.kernel_short)
+    out = decisions.copy()
+    maybe = out["kernel"].astype(str).isin({old[2] for old in renames}).to_numpy()
+    for j in np.flatnonzero(maybe):
+        key, date = tuple(str(out[c].iat[j]) for c in KERNEL_KEY), str(out["run_date"].iat[j])
+        short, seen = None, set()
+        while key in renames and key not in seen and date < renames[key][1]:  # a chain: its last key
+            seen.add(key)
+            key, _, short = renames[key]
+        if short is not None:
+            for c, value in zip(KERNEL_KEY, key, strict=True):
+                out.iat[j, out.columns.get_loc(c)] = value
+            out.iat[j, out.columns.get_loc("kernel_short")] = short
     return out
 
 
@@ -217,6 +256,7 @@ def trends_html(decisions: pd.DataFrame, summary: Mapping, kernels: pd.DataFrame
     the summary's device charts (``assets/charts.js``), which tonight's rooflines then draw (default:
     built here)."""
     run_id = summary["run_id"]
+    decisions = followed_as_one(decisions)
     tonight = decisions[decisions["run_id"] == run_id]
     found = summary["findings"]
     names = series_names(decisions)
@@ -230,12 +270,15 @@ def trends_html(decisions: pd.DataFrame, summary: Mapping, kernels: pd.DataFrame
     counts = summary["counts"]
     ctx = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in summary["context"].items())
     notes = "".join(f"<li>{esc(n)}</li>" for n in summary["environment_changes"])
-    alert = (f'<p class="error"><strong>Regressions tonight: {counts["regression"]}</strong></p>'
+    totals = summary.get("app_total_regressions", 0)
+    of_totals = f" ({totals} of them an app's total GPU time)" if totals else ""
+    alert = (f'<p class="error"><strong>Regressions tonight: {counts["regression"]}{of_totals}</strong></p>'
              if summary["alert"] else "<p>No regression tonight.</p>")
     shift = ('<p class="warning"><strong>Environment shift</strong>: many kernels moved the same way tonight.</p>'
              if summary["environment_shift"] else "")
     starting = started_totals(summary["started"])[0]
-    quiet = ("every series starts its history tonight" if starting and starting == summary["kernels"]
+    quiet = ("every series starts its history tonight"
+             if starting and starting == summary["kernels"] + summary.get("app_totals", 0)
              else "every series is within its limits")
     trends = ('<p class="meta">Line: time per launch; dashed: baseline; band: limits; dots: labelled nights; dotted '
               'rules: segment starts.</p><div class="chart" id="chart0"></div>' if facet is not None else

@@ -177,6 +177,9 @@ CLASSIFIED = [*COUNTERS, *CLASSIFIED_EXTRA]
 
 # one kernel of one app on one device: a row of the kernels table, a nightly series, a compare step's point
 KERNEL_KEY = ["app", "device", "kernel", "grid", "block"]
+# What a launch holds besides its grid and block, kept per kernel (the first launch's): a kernel renamed
+# by a code change is told apart by them (roofline.nightly.kernel_match.LAUNCH)
+LAUNCH_RESOURCES = ("registers_per_thread", "shared_mem_bytes")
 
 KERNELS = [
     Column("app", "str"),
@@ -185,6 +188,9 @@ KERNELS = [
     Column("kernel_short", "str"),
     Column("grid", "str"),
     Column("block", "str"),
+    Column("registers_per_thread", "float", "", "the first launch's (kernel identity through a code change: "
+           "roofline.nightly.kernel_match)"),
+    Column("shared_mem_bytes", "float", "B", "static + dynamic shared memory per block, the first launch's"),
     Column("launches", "int", "", "launches of the kernel"),
     Column("launches_used", "int", "", "launches whose work, bytes and time the totals sum (complete ones)"),
     Column("convention", "str", "", "version of the counting conventions (roofline.metrics.quantities.CONVENTION)"),

@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from roofline.nightly import kernel_match
+from roofline.nightly.app_total import APP_TOTAL
 from roofline.nightly.engine import decide_all
 from roofline.nightly.params import DecisionParams
 from roofline.nightly.state import update
@@ -36,7 +37,15 @@ def cutlass(kernel_class: str, mainloop: str, tile: str) -> str:
 
 
 def last_night(decisions: pd.DataFrame) -> pd.DataFrame:
-    return decisions[decisions["run_id"] == decisions["run_id"].max()].reset_index(drop=True)
+    """The last night's kernel series (the app's total, a series of its own, is :func:`app_total`'s)."""
+    last = decisions["run_id"] == decisions["run_id"].max()
+    return decisions[last & (decisions["kernel"] != APP_TOTAL)].reset_index(drop=True)
+
+
+def app_total(decisions: pd.DataFrame) -> pd.Series:
+    """The last night's record of the app's total GPU time."""
+    last = decisions[decisions["run_id"] == decisions["run_id"].max()]
+    return last[last["kernel"] == APP_TOTAL].iloc[0]
 
 
 @pytest.mark.parametrize(("after_class", "evidence"), [
@@ -52,21 +61,24 @@ def test_a_cutlass_mainloop_change_is_two_regressions_not_missing_and_new(tmp_pa
     after = [(cutlass(after_class, "MmaMultistage", "128, 128"), "(64, 1, 1)", 1.12e-3),
              (cutlass(after_class, "MmaMultistage", "256, 128"), "(32, 2, 1)", 2.36e-3)]
     history = nights([before] * 10 + [after])
-    tonight = last_night(decide_all(history))
+    decisions = decide_all(history)
+    tonight = last_night(decisions)
     assert tonight["label"].tolist() == ["regression", "regression"]
+    total = app_total(decisions)  # 3 ms -> 3.48 ms x 0.99: the app's total regressed with them
+    assert total["label"] == "regression" and total["ratio"] == pytest.approx(3.48 / 3, abs=0.015)
     assert sorted(tonight["ratio"]) == pytest.approx([1.12, 1.18], abs=0.015)  # tonight's wobble: 0.99
     assert all(n.startswith(evidence + " (was void cutlass::Kernel<") for n in tonight["note"])
     assert (tonight["segment"] == 1).all() and (tonight["segment_start"] == "2026-03-11").all()
     assert tonight["n_baseline"].tolist() == [7, 7]  # judged against the nights before the change
-    summary = summarize(tonight, {"run_id": "2026-03-11"}, DecisionParams())
-    assert summary["alert"] and summary["counts"]["regression"] == 2
-    assert summary["counts"]["missing"] == summary["counts"]["new"] == 0
+    summary = summarize(decisions[decisions["run_id"] == "2026-03-11"], {"run_id": "2026-03-11"}, DecisionParams())
+    assert summary["alert"] and summary["counts"]["regression"] == 2 + 1 and summary["app_total_regressions"] == 1
+    assert summary["counts"]["missing"] == summary["counts"]["new"] == summary["counts"]["moved"] == 0
     # the nightly path (the stored state, one night at a time) decides the same
     store = tmp_path / "history"
     for run_id, night in history.groupby("run_id"):
         append_run(store, run_id, night)
         update(store, DecisionParams(), changed=[run_id])
-    stored = read_decisions(store, ["2026-03-11"])
+    stored = last_night(read_decisions(store, ["2026-03-11"]))
     assert stored["label"].tolist() == ["regression", "regression"]
     assert stored["note"].tolist() == tonight["note"].tolist()
     # the next night at the new level: still the same series, a regression that persists
@@ -104,8 +116,18 @@ def test_a_rename_given_in_the_config_is_followed():
               ("void copy(float *, int)", same, 4e-4)]
     after = [("void reduce_warp_shuffle(const float *, float *, int)", same, 1.2e-3), *before[1:]]
     history = nights([before] * 10 + [after])
-    plain = last_night(decide_all(history))
-    assert sorted(plain["label"]) == ["missing", "new", "unchanged", "unchanged"]
+    everything = decide_all(history)
+    plain = last_night(everything)
+    # unmatched, the renamed kernel is a move (not missing and new), and the app's total (1.8 ms ->
+    # 2.0 ms) the regression, naming the kernel that carries it
+    assert sorted(plain["label"]) == ["moved", "moved", "unchanged", "unchanged"]
+    assert set(plain.loc[plain["label"] == "moved", "note"]) == {
+        "moved: void reduce_v1(const float *, float *, int) became "
+        "void reduce_warp_shuffle(const float *, float *, int), app total +10.0 %"}
+    total = app_total(everything)
+    assert total["label"] == "regression" and total["note"] == (  # 1.2 ms x 0.99 tonight, 1.005 ms before
+        "app total +10.0 %, carried by: void reduce_v1(const float *, float *, int) became "
+        "void reduce_warp_shuffle(const float *, float *, int) (+183 µs per night)")
     params = DecisionParams.from_mapping({"rename": {"reduce_warp_shuffle": "reduce_v1"}})
     mapped = last_night(decide_all(history, params)).set_index("kernel")
     assert len(mapped) == 3
@@ -128,9 +150,47 @@ def test_the_real_flashattention_pair_as_two_nights_is_one_kernel():
                                     folder / "db_full_after_n4096_full.ncu-rep"]).kernels
     kernels = kernels.assign(run_id=kernels["app"].map({"fa3_before_n4096_full": "2026-03-01",
                                                         "db_full_after_n4096_full": "2026-03-02"}), app="flashattn")
+    # the kernels table keeps each kernel's registers and shared memory; the double-buffered rewrite
+    # changed both, which is why they only tell apart kernels of one launch configuration
+    assert kernels["registers_per_thread"].tolist() == [80, 95]
+    assert kernels["shared_mem_bytes"].tolist() == [9216, 18432]
     decisions = decide_all(history_frame(kernels.assign(run_date=kernels["run_id"])))
     assert decisions["label"].tolist() == ["new", "insufficient_data"]
     night = decisions.iloc[1]
     assert night["kernel"].startswith("void fa3db_full_fwd_kernel<") and night["direction"] == "down"
     assert night["note"].startswith("matched by launch configuration: name changed (was void fa3_fwd_kernel<")
     assert night["ratio"] == pytest.approx(0.712, abs=0.001)
+
+
+def test_registers_and_shared_memory_tell_apart_kernels_of_one_launch_configuration(tmp_path):
+    """Hand-made: two kernels of one grid x block, both renamed by a rewrite; their registers per
+    thread and shared memory per block (kept in the kernels table, the first launch's) make each
+    launch configuration unique, so each is followed (the 10 % slower one a regression). Without
+    them, or on nights stored before they were kept, they are not told apart: a move."""
+    same = "(108, 1, 1)"
+    resources = {"reduce": (32.0, 0.0), "scale": (16.0, 4096.0)}
+
+    def night_rows(version: str, slower: float) -> list[tuple[str, str, float]]:
+        return [(f"void reduce_{version}(const float *, float *, int)", same, 1e-3 * slower),
+                (f"void scale_{version}(float *, int)", same, 4e-4)]
+
+    history = nights([night_rows("v1", 1.0)] * 10 + [night_rows("v2", 1.1)])
+    which = history["kernel"].str.extract(r"void (\w+)_v")[0]
+    with_resources = history.assign(registers_per_thread=which.map(lambda k: resources[k][0]),
+                                     shared_mem_bytes=which.map(lambda k: resources[k][1]))
+    tonight = last_night(decide_all(with_resources)).set_index("kernel")
+    assert tonight["label"].tolist() == ["regression", "unchanged"]
+    assert tonight["note"].iat[0].startswith("matched by launch configuration: name changed (was void reduce_v1")
+    assert tonight["previous_kernel"].tolist() == ["void reduce_v1(const float *, float *, int)",
+                                                   "void scale_v1(float *, int)"]
+    # the nightly path from the stored state (the resources kept in it) follows them the same way
+    store = tmp_path / "history"
+    for run_id, night in with_resources.groupby("run_id"):
+        append_run(store, run_id, night)
+        update(store, DecisionParams(), changed=[run_id])
+    assert last_night(read_decisions(store, ["2026-03-11"]))["label"].tolist() == ["regression", "unchanged"]
+    # without them (or with them on tonight's side only) one launch configuration is two kernels: a move
+    plain = last_night(decide_all(history))
+    assert sorted(plain["label"]) == ["moved"] * 4
+    tonight_only = with_resources.where(with_resources["run_id"] == "2026-03-11", history)
+    assert sorted(last_night(decide_all(tonight_only))["label"]) == ["moved"] * 4

@@ -222,7 +222,7 @@ def test_tonight_reads_tonight_only_and_the_state_stays_bounded(tmp_path, monkey
     assert {r.split("run=")[-1].split("/")[0] for r in read} == {run_id}
     _, state = _state_rows(tmp_path)
     p = DecisionParams()
-    assert len(state) == history.groupby(KEY).ngroups
+    assert len(state) == history.groupby(KEY).ngroups + history["app"].nunique()  # and each app's total
     longest = state["n.run_id"].map(len).max()
     assert longest <= p.noise_window + p.window + 2
     assert len(decide_state._states(tmp_path)) == KEEP

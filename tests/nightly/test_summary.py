@@ -36,21 +36,25 @@ def test_an_app_whose_history_starts_tonight_is_one_line_not_a_finding_per_serie
     ], ignore_index=True)
     d = decide_all(history)
     first = track_summary.summarize(d[d["run_id"] == night(0)], {"run_id": night(0)}, DecisionParams())
-    assert first["counts"]["new"] == 3 and first["findings"] == []
-    assert first["started"] == [{"app": "A", "device": "GPU", "series": 2}, {"app": "B", "device": "GPU", "series": 1}]
+    # A (two kernels) has its total GPU time as a series too; B (one kernel) does not
+    assert first["counts"]["new"] == 3 + 1 and first["findings"] == [] and first["app_totals"] == 1
+    assert first["started"] == [{"app": "A", "device": "GPU", "series": 3}, {"app": "B", "device": "GPU", "series": 1}]
     second = track_summary.summarize(d[d["run_id"] == night(1)], {"run_id": night(1)}, DecisionParams())
-    assert second["counts"]["new"] == 4
-    assert [(f["app"], f["kernel"], f["label"]) for f in second["findings"]] == [("A", "k3", "new")]
+    assert second["counts"]["new"] == 4 + 1
+    # the new kernel adds half of A's time: its total says so, for information after one night
+    assert [(f["app"], f["kernel"], f["label"]) for f in second["findings"]] == [
+        ("A", "(app total)", "insufficient_data"), ("A", "k3", "new")]
+    assert second["findings"][0]["note"] == "+50.0% vs 1 night(s) (info only)"
     assert second["started"] == [{"app": "B", "device": "GPU2", "series": 1},
-                                 {"app": "C", "device": "GPU", "series": 2}]
+                                 {"app": "C", "device": "GPU", "series": 3}]
     page = trends.trends_html(d, second, vega="assets/vega-bundle.js")
-    assert "History starts tonight for 3 series of 2 apps" in page
-    assert "<li>C on GPU: 2 series</li>" in page and "<li>B on GPU2: 1 series</li>" in page
+    assert "History starts tonight for 4 series of 2 apps" in page
+    assert "<li>C on GPU: 3 series</li>" in page and "<li>B on GPU2: 1 series</li>" in page
     first_page = trends.trends_html(d[d["run_id"] == night(0)], first, vega="assets/vega-bundle.js")
     assert "No findings tonight: every series starts its history tonight, nothing to draw." in first_page
     from roofline.pages.tonight import tonight_html
 
-    assert "History starts tonight for 3 series of 2 apps on their devices" in tonight_html(first, "trends.html")
+    assert "History starts tonight for 4 series of 2 apps on their devices" in tonight_html(first, "trends.html")
 
 
 def test_findings_become_plain_values_in_one_pass_as_value_by_value():

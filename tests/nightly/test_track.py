@@ -71,7 +71,7 @@ def test_a_step_is_suspicious_then_a_regression():
     row = d.iloc[13]
     assert row["ratio"] == pytest.approx(1.2 * WIGGLE[1], rel=0.02) and row["z"] > 4
     assert row["lower_s"] < row["baseline_s"] < row["upper_s"] and row["noise_s"] > 0
-    assert row["nights_in_violation"] == 2 and row["rule_version"] == "track-3"
+    assert row["nights_in_violation"] == 2 and row["rule_version"] == "track-4"
     assert d["revised_label"].iat[12] == "regression"  # the suspicious night was the onset
 
 
@@ -132,8 +132,8 @@ def counted(factor: float, convention, nights: int = 16, at: int = 12) -> pd.Dat
                   convention=convention)
 
 
-@pytest.mark.parametrize("factor, verdict", [(2.0, "improvement"), (0.5, "regression")])
-def test_a_change_of_counting_conventions_starts_a_segment_instead_of_a_verdict(factor, verdict):
+@pytest.mark.parametrize("factor, said", [(2.0, "+100.0 %"), (0.5, "-50.0 %")])
+def test_a_change_of_counting_conventions_starts_a_segment_instead_of_a_verdict(factor, said):
     changed = decide_all(counted(factor, ["2026.11"] * 12 + ["2026.12"] * 4))
     assert changed["label"].tolist()[12:] == ["environment_change", "insufficient_data",
                                               "insufficient_data", "unchanged"]
@@ -142,11 +142,14 @@ def test_a_change_of_counting_conventions_starts_a_segment_instead_of_a_verdict(
     assert changed["convention"].tolist()[11:13] == ["2026.11", "2026.12"]
     assert changed["roof_pct"].iat[12] / changed["roof_pct"].iat[11] == pytest.approx(factor)
     assert not {"regression", "improvement"} & (set(changed["label"]) | set(changed["revised_label"]))
-    # The same jump under one convention is judged (so the test above can fail): the night of the
-    # jump is workload_changed, the next one a verdict on the time per unit of work.
+    # The same jump under one convention is judged (so the test above can fail): counted work that
+    # moved with the time flat is workload_changed, said with its size and first night, while the
+    # baseline nights are at the old work (track-3 judged it per unit of work: a fake improvement
+    # for 2x, a fake regression for 0.5x).
     same = decide_all(counted(factor, "2026.12"))
-    assert same["label"].tolist()[12:14] == ["workload_changed", verdict]
-    assert same["ratio"].iat[13] == pytest.approx(factor ** -1 * WIGGLE[3] / WIGGLE[0], rel=0.03)
+    assert same["label"].tolist()[12:] == ["workload_changed"] * 4
+    assert same["note"].iat[14].startswith(f"FLOP per launch {said} since {night(12)}, time unchanged (")
+    assert same["metric"].iat[14] == "time" and same["ratio"].iat[14] == pytest.approx(1, abs=0.02)
 
 
 def test_rows_before_conventions_were_versioned_start_one_segment_on_the_first_versioned_night():
@@ -316,7 +319,8 @@ def test_regressions_json_counts_and_findings_by_impact(nightly):
     tmp, _, _, jumped = nightly
     report = json.loads((tmp / "reports" / "regressions.json").read_text())
     assert report["run_id"] == night(44) and report["kernels"] == 20
-    assert sum(report["counts"].values()) == 20 and report["counts"]["regression"] >= 1
+    assert report["app_totals"] == 2  # the simulator's two apps
+    assert sum(report["counts"].values()) == 20 + 2 and report["counts"]["regression"] >= 1
     assert report["alert"] is True and report["context"]["app_commit"] == "abc123"
     assert len(report["context"]["config_hash"]) == 16
     first = report["findings"][0]

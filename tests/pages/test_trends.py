@@ -258,3 +258,29 @@ def test_the_time_axis_is_in_seconds_with_an_si_prefix():
     axes = [layer["encoding"]["y"] for layer in selector["layer"] if "axis" in layer["encoding"].get("y", {})]
     assert axes and all(y["field"] == "value_s" and "µs" not in y["title"] for y in axes)
     assert axes[0]["axis"]["labelExpr"] == trends.seconds_expr("datum.value")
+
+
+def test_a_followed_kernel_is_one_trend_with_its_change_marked():
+    """Hand-made nights (tests/nightly/test_app_total.py's helper): a kernel renamed on night 10 with
+    its launch configuration kept, so the rule follows it; the page draws its nights before and
+    after as one series, the night of the change marked like a segment start, under its new name."""
+    from nightly.test_app_total import BEFORE, OTHER, app_nights
+
+    from roofline.nightly.engine import decide_all
+
+    before, after = ("attention", "(512, 1, 1)", 1e-3), ("attention_v2", "(512, 1, 1)", 1.3e-3)
+    decisions = decide_all(app_nights([[before, OTHER]] * BEFORE + [[after, OTHER]] * 3))
+    changed = decisions[decisions["kernel"] == "void attention_v2(float *)"]
+    assert changed["previous_kernel"].iat[0] == "void attention(float *)"
+    assert changed["previous_grid"].iat[0] == "(512, 1, 1)" and (changed["previous_kernel"].iloc[1:] == "").all()
+    joined = trends.followed_as_one(decisions)
+    names = trend_roofs.series_names(joined)
+    mine = names[joined["kernel"] == "void attention_v2(float *)"]
+    assert len(mine) == BEFORE + 3 and mine.nunique() == 1 and mine.iat[0].startswith("app | attention_v2")
+    assert "void attention(float *)" not in set(joined["kernel"])
+    data = trends.trend_data(joined, names)
+    marked = data[data["followed"]]
+    assert marked["series"].tolist() == [mine.iat[0]] and marked["run_id"].tolist() == [changed["run_id"].iat[0]]
+    # without the change nothing moves: the decisions are drawn as they are
+    plain = decide_all(app_nights([[before, OTHER]] * 4))
+    assert trends.followed_as_one(plain) is plain and not trends.trend_data(plain)["followed"].any()
