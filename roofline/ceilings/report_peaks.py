@@ -246,12 +246,15 @@ def report_ceilings(counters: pd.DataFrame) -> pd.DataFrame:
 class PeakInputs(NamedTuple):
     """What the ceilings need of every app's counters: the report peaks' samples, the rows of
     what-if machines (whose explicit peaks are ceilings), every device named, and the devices of
-    measured launches (not what-if rows: those ran at a clock, which their roofs must share)."""
+    measured launches (not what-if rows: those ran at a clock, which their roofs must share); and
+    the devices of each app (by the counters' ``app``), whose roofs are the only ones its
+    classification reads."""
 
     samples: Samples
     what_if: pd.DataFrame
     devices: list[str]
     measured: list[str] = []
+    app_devices: dict[str, tuple[str, ...]] = {}
 
 
 def peak_columns() -> list[str]:
@@ -288,14 +291,19 @@ def app_peaks(counters: pd.DataFrame) -> pd.DataFrame:
         parts.append({"app": first["app"].to_numpy(), "device": first["device"].to_numpy(),
                       "value": first[column].to_numpy(dtype="float64", na_value=np.nan), "part": "what-if",
                       "ceiling": np.full(len(first), order, dtype="int64")})
+    apps = counters["app"].unique() if "app" in counters else []
     if "device" in counters and len(counters):
-        parts.append({"device": pd.unique(counters["device"].astype(object)), "part": "device"})
+        if len(apps) > 1:  # a batch of apps: each app's devices, as the ceilings give each its own share
+            named = pd.DataFrame({"app": counters["app"].to_numpy(dtype=object),
+                                  "device": counters["device"].to_numpy(dtype=object)}).drop_duplicates()
+            parts.append({"app": named["app"].to_numpy(), "device": named["device"].to_numpy(), "part": "device"})
+        else:
+            parts.append({"device": pd.unique(counters["device"].astype(object)), "part": "device"})
         ran = counters["device"].to_numpy(dtype=object) if measured is None else counters["device"].to_numpy(
             dtype=object)[measured]
         parts.append({"device": pd.unique(ran), "part": "measured"})
     if not parts:
         return conform(pd.DataFrame(), "peaks")
-    apps = counters["app"].unique() if "app" in counters else []
     app = apps[0] if len(apps) == 1 else ""  # a batch of apps: the samples are no one app's
     return conform(pd.DataFrame(_stacked(parts, app)), "peaks")
 
@@ -343,10 +351,13 @@ def _inputs(peaks: pd.DataFrame, numbers: np.ndarray) -> PeakInputs:
     first = peaks[is_first]
     heads = [first[[*_GROUP_KEY, "position", "launch", "recipe", "app"]].assign(
         position=first["position"].to_numpy() + numbers[is_first] * _PART_SPAN)] if is_first.any() else []
-    devices = sorted(set(peaks.loc[part == "device", "device"]))
+    named = peaks.loc[part == "device", ["app", "device"]]
+    devices = sorted(set(named["device"]))
     measured = sorted(set(peaks.loc[part == "measured", "device"]))
+    app_devices = {app: tuple(sorted(set(group))) for app, group in named.groupby("app", sort=True)["device"]}
     merge = len(np.unique(numbers[is_sample])) > 1  # a sample in two tables: one row
-    return PeakInputs(_joined(counts, heads, merge), _what_if_rows([peaks[part == "what-if"]]), devices, measured)
+    return PeakInputs(_joined(counts, heads, merge), _what_if_rows([peaks[part == "what-if"]]), devices, measured,
+                      app_devices)
 
 
 def _what_if_rows(parts: list[pd.DataFrame]) -> pd.DataFrame:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Collection
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -30,7 +31,7 @@ from roofline.ceilings.report_peaks import (
 )
 from roofline.config.inputs import UNNAMED_GPU
 
-__all__ = ["SHORT_LAUNCH_S", "build_ceilings", "clock_notes", "cross_check", "device_ceilings",
+__all__ = ["SHORT_LAUNCH_S", "DeviceCeilings", "build_ceilings", "clock_notes", "cross_check", "device_ceilings",
            "hold_at_launch_clock", "report_ceilings", "ridge_points", "select_ceilings"]
 from roofline.parse.plausibility import ratio
 from roofline.tables.schemas import conform
@@ -334,6 +335,15 @@ def ridge_points(ceilings: pd.DataFrame) -> pd.DataFrame:
     ]
 
 
+class DeviceCeilings(NamedTuple):
+    """The ceilings job's result: every device's ceilings, the diagnostics they raise, and the
+    devices each app ran on (so that each app can be given the roofs of its own devices only)."""
+
+    ceilings: pd.DataFrame
+    diagnostics: pd.DataFrame
+    app_devices: dict[str, tuple[str, ...]]
+
+
 def device_ceilings(
     counter_paths: list[str],
     catalog: str | Path,
@@ -343,7 +353,7 @@ def device_ceilings(
     overrides: dict | None = None,
     margin: float = CROSS_CHECK_MARGIN,
     keep_joined: str | Path | None = None,
-) -> tuple[pd.DataFrame, pd.DataFrame]:
+) -> DeviceCeilings:
     """One ceilings table for every device of the apps whose counters tables are given, and the
     diagnostics it raises (sources that disagree, devices with no ceiling from any source).
     ``keep_joined``: a folder where the files' peaks are kept between calls (a rerun reads those
@@ -361,4 +371,4 @@ def device_ceilings(
     diagnostics = pd.DataFrame(
         {"app": "", "stage": "ceilings", "severity": "warning", "source_file": "", "message": messages}
     )
-    return ceilings, conform(diagnostics, "diagnostics")
+    return DeviceCeilings(ceilings, conform(diagnostics, "diagnostics"), inputs.app_devices)

@@ -52,6 +52,12 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> None:
         tmp.write_text(text, encoding="utf-8")
 
 
+def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (temp file beside it + rename)."""
+    with atomic_output(path) as tmp:
+        tmp.write_bytes(data)
+
+
 def file_identity(path: str | os.PathLike) -> list[int] | None:
     """``[inode, size, mtime in ns]`` of a file, None where it cannot be read: a file rewritten
     since, the way the stages write (a new file renamed over the old), has another identity."""

@@ -1,14 +1,17 @@
-"""The ceilings stage (checkpoint ``ceilings``): every app's counters -> one ceilings table per device.
+"""The ceilings stage (checkpoint ``ceilings``): every app's counters -> one ceilings table per device,
+and each app's share of it.
 
 Every app on a device is judged against the same roof (the report source is the median over all
 apps' launches on that device), so the ceilings are one job over every app's counters, of which it
 reads the peaks table each parse job stored in the file's metadata (a few rows per app). The
-workflow makes it a checkpoint: when one app's new counters leave the ceilings byte-identical, only
-that app is classified again; when they move its device's roof, every app is.
+workflow makes it a checkpoint, and each app's classification reads its own share of the table
+(the rows of its devices): when one app's new counters leave the ceilings byte-identical, only
+that app is classified again; when they move its device's roof, the apps on that device are.
 
     python -m roofline.jobs ceilings LOG --counters data/counters/a.parquet data/counters/b.parquet \\
         --catalog roofline/data/gpus.yaml --ceilings data/ceilings/devices.parquet \\
-        --ceilings-diagnostics data/diagnostics/devices.ceilings.parquet
+        --ceilings-diagnostics data/diagnostics/devices.ceilings.parquet \\
+        --app-ceilings data/ceilings/apps
 """
 
 from __future__ import annotations
@@ -17,12 +20,14 @@ import argparse
 import json
 import logging
 import sys
+from pathlib import Path
 
 import pandas as pd
 
 from roofline.ceilings import CROSS_CHECK_MARGIN, DEFAULT_POLICY
 from roofline.ceilings.select import device_ceilings
-from roofline.tables.files import write_table
+from roofline.files.atomic import write_bytes_atomic
+from roofline.tables.files import table_bytes, write_table
 
 
 def _ceiling_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,17 +40,36 @@ def _ceiling_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--margin", type=float, default=CROSS_CHECK_MARGIN, help="cross-check margin between sources")
     parser.add_argument("--ceilings", required=True, help="the devices' ceilings table to write")
     parser.add_argument("--ceilings-diagnostics", required=True, help="its diagnostics table to write")
+    parser.add_argument("--app-ceilings", help="a folder where to write each app's ceilings (the rows of its "
+                        "devices), named as its counters file")
     parser.add_argument("--keep-joined", help="a folder where the counters files' peaks are kept between runs: a "
                         "rerun reads the footers of the files that changed only")
 
 
 def _write_ceilings(args: argparse.Namespace) -> pd.DataFrame:
-    ceilings, diagnostics = device_ceilings(
+    ceilings, diagnostics, app_devices = device_ceilings(
         args.counters, args.catalog, args.policy.split(","), json.loads(args.device_policy), args.measured,
         json.loads(args.overrides), args.margin, args.keep_joined)
     write_table(ceilings, "ceilings", args.ceilings)
     write_table(diagnostics, "diagnostics", args.ceilings_diagnostics)
+    if args.app_ceilings:
+        write_app_ceilings(ceilings, app_devices, [Path(path).stem for path in args.counters], args.app_ceilings)
     return ceilings
+
+
+def write_app_ceilings(ceilings: pd.DataFrame, app_devices: dict[str, tuple[str, ...]], apps: list[str],
+                       folder: str | Path) -> None:
+    """Each app's own ceilings table (``FOLDER/APP.parquet``: the rows of the devices it ran on), which
+    its classification reads: a roof that moves on one device then changes the tables of that
+    device's apps only, and Snakemake (which compares the checksums of rewritten inputs) reruns just
+    those. Apps on the same devices get the same bytes, encoded once."""
+    encoded: dict[tuple[str, ...], bytes] = {}
+    for app in apps:
+        devices = app_devices.get(app, ())
+        if devices not in encoded:
+            encoded[devices] = table_bytes(ceilings[ceilings["device"].isin(devices)].reset_index(drop=True),
+                                           "ceilings")
+        write_bytes_atomic(Path(folder) / f"{app}.parquet", encoded[devices])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,7 +5,7 @@ One job for the three, because a job costs Snakemake and the warm server about a
 takes to write (the page draws the summary's device charts, so it builds none of its own).
 
     python -m roofline.jobs classify_app LOG --app=a --counters=data/counters/a.parquet \\
-        --ceilings=data/ceilings/devices.parquet --classified=data/classified/a.parquet \\
+        --ceilings=data/ceilings/apps/a.parquet --classified=data/classified/a.parquet \\
         --kernels=data/kernels/a.parquet --diagnostics data/diagnostics/a.parse.parquet \\
         --page=reports/apps/a.html --summary=reports/summary.html
 """
@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Classify one app against the devices' ceilings and write its page.")
     parser.add_argument("--app", required=True)
     parser.add_argument("--counters", required=True, help="the app's counters table")
-    parser.add_argument("--ceilings", required=True, help="the devices' ceilings table (the ceilings job's)")
+    parser.add_argument("--ceilings", required=True, help="the ceilings of the app's devices (the ceilings job's)")
     classify_options(parser)
     parser.add_argument("--classified", required=True, help="the app's classified launches table to write")
     parser.add_argument("--kernels", required=True, help="the app's kernels table to write")

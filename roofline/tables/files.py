@@ -18,10 +18,24 @@ def write_table(frame: pd.DataFrame, table: str, path: str | os.PathLike,
                 metadata: dict[str, bytes] | None = None) -> None:
     """Conform ``frame`` and write it to Parquet atomically (temp file + rename); ``metadata``
     goes in the file's key-value metadata beside pandas' own."""
+    write_arrow(_table_arrow(frame, table), path, metadata)
+
+
+def _table_arrow(frame: pd.DataFrame, table: str):
     arrow = _conformed_arrow(frame, table)
-    if arrow is None:
-        arrow = arrow_table(conform(frame, table), table)
-    write_arrow(arrow, path, metadata)
+    return arrow_table(conform(frame, table), table) if arrow is None else arrow
+
+
+def table_bytes(frame: pd.DataFrame, table: str) -> bytes:
+    """The Parquet file :func:`write_table` would write for ``frame``, as bytes (to write many
+    copies of one table, or to compare one with a file)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    arrow = _table_arrow(frame, table)
+    sink = pa.BufferOutputStream()
+    pq.write_table(arrow, sink, use_dictionary=_repetitive(arrow))
+    return sink.getvalue().to_pybytes()
 
 
 def write_arrow(arrow, path: str | os.PathLike, metadata: dict[str, bytes] | None = None) -> None:

@@ -91,7 +91,7 @@ def test_real_reports_give_the_same_ceilings_file_by_file_as_in_one_frame(tmp_pa
     assert (whole["source"] == "report").sum() > 50  # the reports' own peaks, many devices and classes
     read = report_peaks.ceilings_from_samples(read_peak_inputs(paths, batch=1).samples)
     pd.testing.assert_frame_equal(read, whole)
-    ceilings, _ = device_ceilings(paths, CATALOG, ["report", "datasheet"])
+    ceilings = device_ceilings(paths, CATALOG, ["report", "datasheet"]).ceilings
     from_report = ceilings[ceilings["source"] == "report"].reset_index(drop=True)
     pd.testing.assert_frame_equal(from_report.drop(columns="selected"), whole.drop(columns="selected"))
 
@@ -158,9 +158,10 @@ def test_what_if_machines_and_their_conflicts_survive_the_peaks_tables(tmp_path)
         write_table(frame, "counters", counter_paths[-1])
     from_counters = device_ceilings(counter_paths, CATALOG, ["report", "datasheet"])
     from_peaks = device_ceilings(_peaks_files(tmp_path, frames), CATALOG, ["report", "datasheet"])
-    for left, right in zip(from_counters, from_peaks, strict=True):
+    for left, right in zip(from_counters[:2], from_peaks[:2], strict=True):
         pd.testing.assert_frame_equal(left, right)
-    ceilings, diagnostics = from_peaks
+    assert from_counters.app_devices == from_peaks.app_devices
+    ceilings, diagnostics, _ = from_peaks
     machine = ceilings[(ceilings["device"] == "M") & ceilings["selected"]].set_index("name")["value"]
     assert machine["fp32"] == 10e12 and machine["dram"] == 2e12  # m1's first row
     messages = " | ".join(diagnostics["message"])
@@ -195,9 +196,11 @@ def test_the_parse_stage_stores_the_peaks_in_the_counters_file(tmp_path):
     from_file = report_peaks.read_peaks([str(out)])
     from_launches = report_peaks.read_peaks([str(plain)])
     assert from_file.devices == from_launches.devices and len(from_file.devices) >= 5
-    for left, right in zip(device_ceilings([str(out)], CATALOG, ["report", "datasheet"]),
-                           device_ceilings([str(plain)], CATALOG, ["report", "datasheet"]), strict=True):
+    stored = device_ceilings([str(out)], CATALOG, ["report", "datasheet"])
+    from_plain = device_ceilings([str(plain)], CATALOG, ["report", "datasheet"])
+    for left, right in zip(stored[:2], from_plain[:2], strict=True):
         pd.testing.assert_frame_equal(left, right)
+    assert stored.app_devices == from_plain.app_devices
     what_if = device_ceilings([str(out)], CATALOG, ["report", "datasheet"])[0]
     assert (what_if["source"] == "what-if").sum() >= 5
 
@@ -212,7 +215,7 @@ def test_real_reports_peaks_tables_give_their_ceilings(tmp_path):
         pytest.skip("../shared/fixtures/real is absent")
     frames = [parse_input(report, f"app{i}", "ncu-rep") for i, report in enumerate(reports)]
     whole = build_ceilings(pd.concat(frames, ignore_index=True), CATALOG, ["report", "datasheet"])
-    ceilings, _ = device_ceilings(_peaks_files(tmp_path, frames), CATALOG, ["report", "datasheet"])
+    ceilings = device_ceilings(_peaks_files(tmp_path, frames), CATALOG, ["report", "datasheet"]).ceilings
     assert (ceilings["source"] == "report").sum() > 50
     pd.testing.assert_frame_equal(ceilings, whole)
 
@@ -303,7 +306,7 @@ def test_kept_peaks_of_the_real_reports_give_the_ceilings_of_all_their_launches(
     keep = tmp_path / "kept"
 
     def from_kept() -> pd.DataFrame:
-        ceilings, _ = device_ceilings(paths, CATALOG, ["report", "datasheet"], keep_joined=keep)
+        ceilings = device_ceilings(paths, CATALOG, ["report", "datasheet"], keep_joined=keep).ceilings
         return ceilings[ceilings["source"] == "report"].drop(columns="selected").reset_index(drop=True)
 
     whole = report_ceilings(pd.concat(frames, ignore_index=True)).drop(columns="selected")

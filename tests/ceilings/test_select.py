@@ -145,14 +145,14 @@ def test_a_what_if_machine_defined_twice_with_different_peaks_is_a_diagnostic(tm
         counters = parse_input(source, app, "what-if")
         paths.append(str(tmp_path / f"{app}.parquet"))
         write_table(counters, "counters", paths[-1])
-    ceilings, diagnostics = device_ceilings(paths, CATALOG, ["report", "datasheet"])
+    ceilings, diagnostics, _ = device_ceilings(paths, CATALOG, ["report", "datasheet"])
     dram = ceilings[(ceilings["device"] == "seed-120T-3TB") & (ceilings["name"] == "dram") & ceilings["selected"]]
     assert dram["value"].tolist() == [3.0e12]
     [message] = [m for m in diagnostics["message"] if "what-if machine" in m]
     assert message == ("seed-120T-3TB: what-if machine defined with different dram peaks (alpha 3000 GB/s, "
                        "beta 3300 GB/s); every app on it is judged against alpha's; give each definition its own "
                        "machine name")
-    _, alone = device_ceilings(paths[:1], CATALOG, ["report", "datasheet"])
+    alone = device_ceilings(paths[:1], CATALOG, ["report", "datasheet"]).diagnostics
     assert not any("what-if machine" in m for m in alone["message"])
 
 
@@ -236,7 +236,7 @@ def test_an_export_without_a_gpu_name_is_told_of_the_apps_device_key(tmp_path):
     for device in (None, "NVIDIA A100-SXM4-80GB"):
         path = str(tmp_path / f"{device is None}.parquet")
         write_table(parse_input(source, "dropout", "csv", device), "counters", path)
-        ceilings, diagnostics = device_ceilings([path], CATALOG, ["report", "datasheet"])
+        ceilings, diagnostics, _ = device_ceilings([path], CATALOG, ["report", "datasheet"])
         told = [m for m in diagnostics["message"] if "device: key" in m]
         if device is None:
             assert len(told) == 1 and told[0].startswith("unnamed GPU") and "apps: NAME:" in told[0]

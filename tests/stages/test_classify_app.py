@@ -41,7 +41,8 @@ def counters(tmp_path_factory) -> list[str]:
 def _ceilings(counters: list[str], folder) -> str:
     path = folder / "ceilings.parquet"
     assert ceilings_stage.main(["--counters", *counters, "--catalog", CATALOG, f"--ceilings={path}",
-                                f"--ceilings-diagnostics={folder / 'ceilings.diagnostics.parquet'}"]) == 0
+                                f"--ceilings-diagnostics={folder / 'ceilings.diagnostics.parquet'}",
+                                f"--app-ceilings={folder / 'apps'}"]) == 0
     return str(path)
 
 
@@ -55,13 +56,20 @@ def _classify(app: str, counters: str, ceilings: str, folder) -> dict[str, str]:
 
 def test_the_stage_jobs_give_the_tables_of_one_analysis(counters, tmp_path):
     """The oracle is the API's one-process analysis of the same counters: the ceilings, each app's
-    kernels and its classified launches are the same rows."""
+    kernels and its classified launches are the same rows, each app classified (as the workflow
+    does) against its own share of the ceilings, the rows of its devices."""
     ceilings = _ceilings(counters, tmp_path)
     oracle = api.analyse([read_table(path, "counters") for path in counters], CATALOG, errors="raise")
     assert_frame_equal(read_table(ceilings, "ceilings"), oracle.ceilings.reset_index(drop=True))
     launches = []
     for app, path in zip(APPS, counters):
-        tables = _classify(app, path, ceilings, tmp_path)
+        share = tmp_path / "apps" / f"{app}.parquet"
+        devices = set(read_table(path, "counters")["device"])
+        whole = read_table(ceilings, "ceilings")
+        assert_frame_equal(read_table(share, "ceilings"),
+                           whole[whole["device"].isin(devices)].reset_index(drop=True))
+        assert 0 < len(read_table(share, "ceilings")) < len(whole)
+        tables = _classify(app, path, str(share), tmp_path)
         kernels = read_table(tables["kernels"], "kernels")
         expected = oracle.kernels[oracle.kernels["app"] == app].reset_index(drop=True)
         assert len(kernels) and set(kernels["app"]) == {app}
@@ -77,8 +85,35 @@ def test_the_ceilings_table_is_byte_identical_when_no_roof_moves(counters, tmp_p
     for name in ("a", "b"):
         assert ceilings_stage.main(["--counters", *counters, "--catalog", CATALOG,
                                        f"--ceilings={tmp_path / name}.parquet",
-                                       f"--ceilings-diagnostics={tmp_path / name}.diagnostics.parquet"]) == 0
+                                       f"--ceilings-diagnostics={tmp_path / name}.diagnostics.parquet",
+                                       f"--app-ceilings={tmp_path / name}"]) == 0
     assert (tmp_path / "a.parquet").read_bytes() == (tmp_path / "b.parquet").read_bytes()
+    for app in APPS:
+        assert (tmp_path / "a" / f"{app}.parquet").read_bytes() == (tmp_path / "b" / f"{app}.parquet").read_bytes()
+
+
+def test_a_moved_roof_changes_the_shares_of_that_devices_apps_only(counters, tmp_path):
+    """The A100 app's report replaced by one whose clock reads 10 % higher moves the A100 roofs: the
+    A100 app's share of the ceilings changes, the GTX 1650 and what-if apps' shares stay byte-identical
+    (so the workflow classifies only the apps of the device whose roof moved)."""
+    faster = tmp_path / "silu_a100.parquet"
+    frame = read_table(counters[0], "counters")
+    clocks = [c for c in frame.columns if c.endswith("clock_hz")]
+    assert clocks
+    frame[clocks] = frame[clocks] * 1.1
+    from roofline.ceilings.report_peaks import peaks_metadata
+    from roofline.tables.files import write_table
+
+    write_table(frame, "counters", faster, metadata=peaks_metadata(frame))
+    for name, first in (("before", counters[0]), ("after", str(faster))):
+        assert ceilings_stage.main(["--counters", first, *counters[1:], "--catalog", CATALOG,
+                                    f"--ceilings={tmp_path / name}.parquet",
+                                    f"--ceilings-diagnostics={tmp_path / name}.diagnostics.parquet",
+                                    f"--app-ceilings={tmp_path / name}"]) == 0
+    changed = {app for app in APPS
+               if (tmp_path / "before" / f"{app}.parquet").read_bytes()
+               != (tmp_path / "after" / f"{app}.parquet").read_bytes()}
+    assert changed == {"silu_a100"}
 
 
 def test_a_launches_table_that_cannot_be_written_fails_the_app_and_writes_no_kernels(counters, tmp_path):

@@ -1,8 +1,9 @@
 # Ceilings: every app's counters -> one ceilings table per device (every app on a device is judged
-# against the same roof; roofline/stages/ceilings.py).
+# against the same roof; roofline/stages/ceilings.py), and each app's share of it (its devices' rows).
 # `ceilings` is a checkpoint: once it has run, Snakemake looks again at which classify jobs need to
-# run, so a ceilings table written byte-identical (one app's counters changed, no roof moved) reruns
-# only that app's chain, and a moved roof reruns every app (the profiles checksum inputs).
+# run; each reads its app's share, so a share written byte-identical (no roof of that app's devices
+# moved) reruns no classify job, and a moved roof reruns the apps of that device only (the profiles
+# checksum inputs).
 checkpoint ceilings:
     # only GPU work goes to a cluster's queue: this takes seconds of CPU, on the submitting host
     localrule: True
@@ -13,11 +14,13 @@ checkpoint ceilings:
     output:
         ceilings=DEVICE_CEILINGS,
         diagnostics="data/diagnostics/devices.ceilings.parquet",
+        app_ceilings=expand(APP_CEILINGS, app=sorted(APPS)),
     params:
         code=pkg_code("ceilings"),
         kept_joins=KEPT_JOINS,
         options=ceilings_options(),
         measured=lambda wildcards, input: one_path(input.measured),
+        app_ceilings=lambda wildcards, output: os.path.dirname(output.app_ceilings[0]) if output.app_ceilings else "",
     log:
         "logs/ceilings/ceilings.log",
     conda:
@@ -27,4 +30,4 @@ checkpoint ceilings:
         " --measured={params.measured:q} --policy={params.options[policy]:q}"
         " --device-policy={params.options[device_policy]:q} --overrides={params.options[overrides]:q}"
         " --margin={params.options[margin]} --ceilings={output.ceilings} --ceilings-diagnostics={output.diagnostics}"
-        " --keep-joined={params.kept_joins}"
+        " --keep-joined={params.kept_joins} --app-ceilings={params.app_ceilings:q}"

@@ -1,6 +1,7 @@
 # Config validation and the helpers every rule uses. All Python of the workflow lives here.
 import datetime
 import json
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -133,12 +134,15 @@ def catalog_file():
 
 MEASURED_TABLE = "data/ceilings/measured.parquet"
 DEVICE_CEILINGS = "data/ceilings/devices.parquet"
+APP_CEILINGS = "data/ceilings/apps/{app}.parquet"
 
 
 def checked_ceilings(wildcards):
-    """The devices' ceilings table, through its checkpoint (workflow/rules/ceilings.smk): a job that
-    reads it is looked at again once the ceilings job has run, so a byte-identical table reruns none."""
-    return checkpoints.ceilings.get().output.ceilings
+    """The app's share of the devices' ceilings, through their checkpoint (workflow/rules/ceilings.smk):
+    a job that reads it is looked at again once the ceilings job has run, so a byte-identical share
+    reruns none."""
+    checkpoints.ceilings.get()
+    return APP_CEILINGS.format(app=wildcards.app)
 
 
 def measured_table():
