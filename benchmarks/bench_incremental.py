@@ -1,4 +1,5 @@
-"""Reruns after a cold run: nothing changed, one input replaced, one stage module edited.
+"""Reruns after a cold run: nothing changed, one input replaced, one stage module edited, one input
+that moves its device's roof.
 
 The repo's Snakefile, workflow/, roofline/ and config/ are copied into a tmp folder and Snakemake
 runs there (``--snakefile <tmp>/Snakefile``), because the rules list the package files as inputs and
@@ -14,10 +15,15 @@ replaced there too), which is what the rerun of one changed app costs before any
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
 import statistics
 import sys
 from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -56,6 +62,21 @@ def noop_rerun_time(env: dict, n: int, repeat: int = 3) -> float:
             raise SystemExit(f"the no-op workflow's rerun ran {ran}:\n{rerun.text[-4000:]}")
         times.append(rerun.wall_s)
     return statistics.median(times)
+
+
+def moved_devices(before: pd.DataFrame, after: pd.DataFrame) -> list[str]:
+    """The devices whose rows of the ceilings table differ between two runs."""
+    devices = sorted(set(before["device"]) | set(after["device"]))
+    return [d for d in devices if not before[before["device"] == d].reset_index(drop=True).equals(
+        after[after["device"] == d].reset_index(drop=True))]
+
+
+def _with_apps_on(devices: list[str], work: Path, jobs: list[str]) -> list[str]:
+    """``jobs`` with the classify_app job of every app that ran on one of ``devices`` (its counters'
+    ``device`` column): those whose roofs moved."""
+    apps = [path.stem for path in sorted((work / "data" / "counters").glob("*.parquet"))
+            if set(pq.read_table(path, columns=["device"]).column("device").to_pylist()) & set(devices)]
+    return sorted(set(jobs) | {f"classify_app:{app}" for app in apps})
 
 
 def _counted(jobs: list[str]) -> str:
@@ -125,12 +146,15 @@ def main(argv: list[str] | None = None) -> int:
     ceilings = work / "data" / "ceilings" / "devices.parquet"
     diagnostics = work / "data" / "diagnostics" / f"{target['app']}.parse.parquet"
     before, notes_before = ceilings.read_bytes(), diagnostics.read_bytes()
+    roofs_before = pd.read_parquet(ceilings)
     replaced = run()
     got_b = jobs_in(replaced.text)
-    # the ceilings are a checkpoint: when the new input moves no roof they come out byte-identical and
-    # only the replaced app is classified again; a moved roof reclassifies every app
+    # the ceilings are a checkpoint and each app is classified against its devices' rows: when the new
+    # input moves no roof only the replaced app is classified again; a moved roof reclassifies the
+    # apps on that device
     roofs_moved = ceilings.read_bytes() != before
-    want_b = expected_jobs(graph, cold_jobs, {"parse"}, [target["app"]], set() if roofs_moved else {"ceilings"})
+    want_b = _with_apps_on(moved_devices(roofs_before, pd.read_parquet(ceilings)), work,
+                           expected_jobs(graph, cold_jobs, {"parse"}, [target["app"]], {"ceilings"}))
     if diagnostics.read_bytes() == notes_before and "status" not in got_b:
         want_b.remove("status")  # its only changed input came out byte-identical (see tests/test_incremental.py)
     print(f"(b) one input replaced: {replaced.wall_s:.1f} s, roofs {'moved' if roofs_moved else 'unchanged'}, "
@@ -159,6 +183,27 @@ def main(argv: list[str] | None = None) -> int:
     print(f"(c) classify/launches.py edited: {edited.wall_s:.1f} s, {len(got_c)} jobs; upstream jobs: "
           f"{[j for j in got_c if j.split(':')[0] in ('parse', 'capture')]}")
 
+    # (d) one input that moves its device's roof: the first what-if table (the first definition of its
+    # machine is the machine's roof) gets 10 % more DRAM bandwidth; the apps on that machine are
+    # classified again, no app on another device is
+    table = next(r for r in records if r["path"].endswith(".yaml"))
+    text = Path(table["path"]).read_text()
+    machine, peaks = next(iter(yaml.safe_load(text)["machines"].items()))
+    faster = f"dram: {float(peaks['memory']['dram']) * 1.1:.6e}"
+    Path(table["path"]).write_text(re.sub(rf"(?m)^(\s+{re.escape(machine)}:.*?)dram: [0-9.e+-]+",
+                                          lambda m: m.group(1) + faster, text, count=1))
+    if Path(table["path"]).read_text() == text:
+        raise SystemExit(f"no DRAM peak of {machine} in {table['path']}")
+    roofs_before = pd.read_parquet(ceilings)
+    roof_moved = run()
+    got_d = jobs_in(roof_moved.text)
+    devices_d = moved_devices(roofs_before, pd.read_parquet(ceilings))
+    want_d = _with_apps_on(devices_d, work, expected_jobs(graph, cold_jobs, {"parse"}, [table["app"]], {"ceilings"}))
+    on_machine = sorted(r["app"] for r in records if f"machine: {machine}" in Path(r["path"]).read_text())
+    classified_d = sorted(j.split(":")[1] for j in got_d if j.startswith("classify_app:"))
+    print(f"(d) a roof moved ({', '.join(devices_d) or 'none'}): {roof_moved.wall_s:.1f} s, {len(got_d)} jobs, "
+          f"{len(classified_d)} apps classified of {n} ({len(on_machine)} use {machine})")
+
     ok_a = nothing and not noop_jobs and noop_time <= 2 * empty
     rows = [
         ["cold run", f"{cold.wall_s:.1f} s", f"{cold.wall_s / empty:.0f}x", f"{len(jobs_in(cold.text))} jobs", "", ""],
@@ -174,6 +219,9 @@ def main(argv: list[str] | None = None) -> int:
         ["(c) classify/launches.py edited", f"{edited.wall_s:.1f} s", f"{edited.wall_s / empty:.1f}x",
          f"{sum(j.split(':')[0] in ('parse', 'capture') for j in got_c)} parse/capture, " + _counted(got_c),
          _counted(want_c), "met" if got_c == want_c else "**not met**"],
+        ["(d) one input moves its device's roof", f"{roof_moved.wall_s:.1f} s", f"{roof_moved.wall_s / empty:.1f}x",
+         f"{len(classified_d)} classify_app of {n}, " + _counted(got_d), _counted(want_d) + f" ({machine}: "
+         f"{len(on_machine)} apps)", "met" if got_d == want_d and devices_d == [machine] else "**not met**"],
     ]
     notes = [
         f"{n} apps x {launches} launches, `--cores 2`, bytecode cache {'off' if args.no_bytecode else 'on'}; "
@@ -187,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_record:
         record("bench_incremental", "Incremental reruns", ["case", "wall", "/ empty workflow", "jobs run", "expected",
                                                            "goal"], rows, notes)
-    return 0 if ok_a and got_b == want_b and got_c == want_c else 1
+    return 0 if ok_a and got_b == want_b and got_c == want_c and got_d == want_d else 1
 
 
 if __name__ == "__main__":
