@@ -5,8 +5,9 @@ Every app on a device is judged against the same roof (the report source is the 
 apps' launches on that device), so the ceilings are one job over every app's counters, of which it
 reads the peaks table each parse job stored in the file's metadata (a few rows per app). The
 workflow makes it a checkpoint, and each app's classification reads its own share of the table
-(the rows of its devices): when one app's new counters leave the ceilings byte-identical, only
-that app is classified again; when they move its device's roof, the apps on that device are.
+(the rows of its devices), rewritten only when it changes: when one app's new counters move no
+roof, only that app is classified again; when they move its device's roof, the apps on that
+device are.
 
     python -m roofline.jobs ceilings LOG --counters data/counters/a.parquet data/counters/b.parquet \\
         --catalog roofline/data/gpus.yaml --ceilings data/ceilings/devices.parquet \\
@@ -40,8 +41,8 @@ def _ceiling_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--margin", type=float, default=CROSS_CHECK_MARGIN, help="cross-check margin between sources")
     parser.add_argument("--ceilings", required=True, help="the devices' ceilings table to write")
     parser.add_argument("--ceilings-diagnostics", required=True, help="its diagnostics table to write")
-    parser.add_argument("--app-ceilings", help="a folder where to write each app's ceilings (the rows of its "
-                        "devices), named as its counters file")
+    parser.add_argument("--app-ceilings", help="a folder where each app's share of the ceilings (the rows of its "
+                        "devices) is kept, named as its counters file, and rewritten only when it changes")
     parser.add_argument("--keep-joined", help="a folder where the counters files' peaks are kept between runs: a "
                         "rerun reads the footers of the files that changed only")
 
@@ -59,17 +60,21 @@ def _write_ceilings(args: argparse.Namespace) -> pd.DataFrame:
 
 def write_app_ceilings(ceilings: pd.DataFrame, app_devices: dict[str, tuple[str, ...]], apps: list[str],
                        folder: str | Path) -> None:
-    """Each app's own ceilings table (``FOLDER/APP.parquet``: the rows of the devices it ran on), which
-    its classification reads: a roof that moves on one device then changes the tables of that
-    device's apps only, and Snakemake (which compares the checksums of rewritten inputs) reruns just
-    those. Apps on the same devices get the same bytes, encoded once."""
+    """Each app's share of the ceilings, ``FOLDER/APP.parquet`` (the rows of the devices it ran on),
+    which is what its classification reads, written only where its bytes change: a roof that moves
+    on one device then dates the shares of that device's apps only, and Snakemake (which judges by
+    dates) reruns just their classification. The folder is no declared output of the job, so that
+    Snakemake neither removes nor records it (one record per app, each listing every app's counters,
+    would cost more than the job). Apps on the same devices get the same bytes, encoded once."""
     encoded: dict[tuple[str, ...], bytes] = {}
     for app in apps:
         devices = app_devices.get(app, ())
         if devices not in encoded:
             encoded[devices] = table_bytes(ceilings[ceilings["device"].isin(devices)].reset_index(drop=True),
                                            "ceilings")
-        write_bytes_atomic(Path(folder) / f"{app}.parquet", encoded[devices])
+        path = Path(folder) / f"{app}.parquet"
+        if not path.is_file() or path.read_bytes() != encoded[devices]:
+            write_bytes_atomic(path, encoded[devices])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,11 +10,13 @@ from parse.test_counters import TEXTBOOK
 
 from roofline import api
 from roofline.ceilings.catalog import CATALOG_PATH
+from roofline.ceilings.report_peaks import peaks_metadata
 from roofline.classify.launches import wide_ceilings
+from roofline.files.atomic import file_identity
 from roofline.stages import ceilings as ceilings_stage
 from roofline.stages import classify_app
 from roofline.stages import parse as parse_stage
-from roofline.tables.files import read_table
+from roofline.tables.files import read_table, write_table
 
 CATALOG = str(CATALOG_PATH)
 APPS = {
@@ -92,28 +94,29 @@ def test_the_ceilings_table_is_byte_identical_when_no_roof_moves(counters, tmp_p
         assert (tmp_path / "a" / f"{app}.parquet").read_bytes() == (tmp_path / "b" / f"{app}.parquet").read_bytes()
 
 
-def test_a_moved_roof_changes_the_shares_of_that_devices_apps_only(counters, tmp_path):
-    """The A100 app's report replaced by one whose clock reads 10 % higher moves the A100 roofs: the
-    A100 app's share of the ceilings changes, the GTX 1650 and what-if apps' shares stay byte-identical
-    (so the workflow classifies only the apps of the device whose roof moved)."""
+def test_a_moved_roof_rewrites_the_shares_of_that_devices_apps_only(counters, tmp_path):
+    """The A100 app's report replaced by one whose clocks read 10 % higher moves the A100 roofs: the
+    A100 app's share of the ceilings is rewritten with the new rows; the GTX 1650 and what-if apps'
+    shares are left as they were, not even rewritten (the workflow judges by dates, so it classifies
+    only the apps of the device whose roof moved)."""
     faster = tmp_path / "silu_a100.parquet"
     frame = read_table(counters[0], "counters")
     clocks = [c for c in frame.columns if c.endswith("clock_hz")]
     assert clocks
     frame[clocks] = frame[clocks] * 1.1
-    from roofline.ceilings.report_peaks import peaks_metadata
-    from roofline.tables.files import write_table
-
     write_table(frame, "counters", faster, metadata=peaks_metadata(frame))
+    shares, identity = tmp_path / "apps", {}
     for name, first in (("before", counters[0]), ("after", str(faster))):
         assert ceilings_stage.main(["--counters", first, *counters[1:], "--catalog", CATALOG,
                                     f"--ceilings={tmp_path / name}.parquet",
                                     f"--ceilings-diagnostics={tmp_path / name}.diagnostics.parquet",
-                                    f"--app-ceilings={tmp_path / name}"]) == 0
-    changed = {app for app in APPS
-               if (tmp_path / "before" / f"{app}.parquet").read_bytes()
-               != (tmp_path / "after" / f"{app}.parquet").read_bytes()}
-    assert changed == {"silu_a100"}
+                                    f"--app-ceilings={shares}"]) == 0
+        identity[name] = {app: file_identity(shares / f"{app}.parquet") for app in APPS}
+    assert {app for app in APPS if identity["before"][app] != identity["after"][app]} == {"silu_a100"}
+    after = read_table(tmp_path / "after.parquet", "ceilings")
+    devices = set(frame["device"])
+    assert_frame_equal(read_table(shares / "silu_a100.parquet", "ceilings"),
+                       after[after["device"].isin(devices)].reset_index(drop=True))
 
 
 def test_a_launches_table_that_cannot_be_written_fails_the_app_and_writes_no_kernels(counters, tmp_path):

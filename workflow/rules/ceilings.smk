@@ -1,9 +1,8 @@
 # Ceilings: every app's counters -> one ceilings table per device (every app on a device is judged
-# against the same roof; roofline/stages/ceilings.py), and each app's share of it (its devices' rows).
-# `ceilings` is a checkpoint: once it has run, Snakemake looks again at which classify jobs need to
-# run; each reads its app's share, so a share written byte-identical (no roof of that app's devices
-# moved) reruns no classify job, and a moved roof reruns the apps of that device only (the profiles
-# checksum inputs).
+# against the same roof; roofline/stages/ceilings.py), and each app's share of it (its devices' rows),
+# rewritten only when it changes. `ceilings` is a checkpoint: once it has run, Snakemake looks again
+# at which classify jobs need to run; each reads its app's share, so a moved roof reruns the apps
+# of that device only (workflow/rules/common.smk, checked_ceilings).
 checkpoint ceilings:
     # only GPU work goes to a cluster's queue: this takes seconds of CPU, on the submitting host
     localrule: True
@@ -14,13 +13,12 @@ checkpoint ceilings:
     output:
         ceilings=DEVICE_CEILINGS,
         diagnostics="data/diagnostics/devices.ceilings.parquet",
-        app_ceilings=expand(APP_CEILINGS, app=sorted(APPS)),
     params:
         code=pkg_code("ceilings"),
         kept_joins=KEPT_JOINS,
         options=ceilings_options(),
         measured=lambda wildcards, input: one_path(input.measured),
-        app_ceilings=lambda wildcards, output: os.path.dirname(output.app_ceilings[0]) if output.app_ceilings else "",
+        app_ceilings=APP_CEILINGS_FOLDER,
     log:
         "logs/ceilings/ceilings.log",
     conda:

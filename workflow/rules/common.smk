@@ -1,7 +1,6 @@
 # Config validation and the helpers every rule uses. All Python of the workflow lives here.
 import datetime
 import json
-import os
 import shlex
 import sys
 from pathlib import Path
@@ -134,15 +133,15 @@ def catalog_file():
 
 MEASURED_TABLE = "data/ceilings/measured.parquet"
 DEVICE_CEILINGS = "data/ceilings/devices.parquet"
-APP_CEILINGS = "data/ceilings/apps/{app}.parquet"
+APP_CEILINGS_FOLDER = "data/ceilings/apps"
 
 
 def checked_ceilings(wildcards):
-    """The app's share of the devices' ceilings, through their checkpoint (workflow/rules/ceilings.smk):
-    a job that reads it is looked at again once the ceilings job has run, so a byte-identical share
-    reruns none."""
+    """The app's share of the devices' ceilings (the rows of its devices), through their checkpoint
+    (workflow/rules/ceilings.smk). The ceilings job rewrites a share only when it changes, so a job
+    that reads one is looked at again once that job has run and reruns only if its roofs moved."""
     checkpoints.ceilings.get()
-    return APP_CEILINGS.format(app=wildcards.app)
+    return f"{APP_CEILINGS_FOLDER}/{wildcards.app}.parquet"
 
 
 def measured_table():
