@@ -205,3 +205,17 @@ def test_f_capture_code_and_a_nightly_run_id_rerun_the_capture(flow):
     finally:
         module.write_bytes(original)
     assert "capture:probe" in _jobs(flow.run("-n", "--config", "run_id=night-2"))
+
+
+def test_g_shares_of_the_ceilings_removed_by_hand_fall_back_to_the_whole_table(flow):
+    """Each app's share of the ceilings is kept beside the checkpoint's outputs, not as one: with the
+    folder removed, a run still classifies (against the whole table, which classifies alike) rather
+    than stopping at a missing input."""
+    import pandas as pd
+
+    kernels = flow.root / "data" / "kernels" / "beta.parquet"
+    before = pd.read_parquet(kernels)
+    shutil.rmtree(flow.root / "data" / "ceilings" / "apps")
+    text = flow.run("--forcerun", "classify_app")  # fails the test if Snakemake fails
+    assert "classify_app:beta" in _jobs(text)
+    pd.testing.assert_frame_equal(pd.read_parquet(kernels), before)

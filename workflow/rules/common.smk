@@ -1,6 +1,7 @@
 # Config validation and the helpers every rule uses. All Python of the workflow lives here.
 import datetime
 import json
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -139,9 +140,11 @@ APP_CEILINGS_FOLDER = "data/ceilings/apps"
 def checked_ceilings(wildcards):
     """The app's share of the devices' ceilings (the rows of its devices), through their checkpoint
     (workflow/rules/ceilings.smk). The ceilings job rewrites a share only when it changes, so a job
-    that reads one is looked at again once that job has run and reruns only if its roofs moved."""
+    that reads one is looked at again once that job has run and reruns only if its roofs moved.
+    Where the share is gone (its folder removed by hand), the whole table, which classifies alike."""
     checkpoints.ceilings.get()
-    return f"{APP_CEILINGS_FOLDER}/{wildcards.app}.parquet"
+    share = f"{APP_CEILINGS_FOLDER}/{wildcards.app}.parquet"
+    return share if os.path.exists(share) else DEVICE_CEILINGS
 
 
 def measured_table():
