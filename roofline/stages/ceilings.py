@@ -66,6 +66,11 @@ def write_app_ceilings(ceilings: pd.DataFrame, app_devices: dict[str, tuple[str,
     dates) reruns just their classification. The folder is no declared output of the job, so that
     Snakemake neither removes nor records it (one record per app, each listing every app's counters,
     would cost more than the job). Apps on the same devices get the same bytes, encoded once."""
+    strangers = sorted(set(app_devices) - set(apps))
+    if strangers:  # a share named after no app would leave that app's classification without roofs
+        raise ValueError(f"the counters name apps {', '.join(strangers[:5])} that no counters file is named after "
+                         f"({', '.join(apps[:5])}...): each app's counters must be data/counters/APP.parquet; "
+                         "rerun the parse jobs (snakemake --forcerun parse)")
     encoded: dict[tuple[str, ...], bytes] = {}
     for app in apps:
         devices = app_devices.get(app, ())

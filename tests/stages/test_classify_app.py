@@ -133,3 +133,14 @@ def test_a_launches_table_that_cannot_be_written_fails_the_app_and_writes_no_ker
                               wide_ceilings(read_table(ceilings, "ceilings")), [], {})
     assert str(blocked) in str(raised.value)
     assert not kernels.exists()
+
+
+def test_counters_of_an_app_named_otherwise_than_its_file_are_refused(counters, tmp_path):
+    """Each app's share is named after its counters file and holds the devices of the app its rows
+    name: where the two disagree the share would hold no roof, so the job says so instead."""
+    renamed = tmp_path / "other_name.parquet"
+    renamed.write_bytes(open(counters[0], "rb").read())
+    with pytest.raises(ValueError, match="silu_a100.*data/counters/APP.parquet"):
+        ceilings_stage.main(["--counters", str(renamed), *counters[1:], "--catalog", CATALOG,
+                             f"--ceilings={tmp_path / 'c.parquet'}", f"--ceilings-diagnostics={tmp_path / 'd.parquet'}",
+                             f"--app-ceilings={tmp_path / 'apps'}"])
