@@ -175,6 +175,27 @@ def night_commit(commits: Iterable[object]) -> str:
     return ",".join(sorted({str(c) for c in commits}))
 
 
+def night_level_hits(labels: list[str], directions: list[str], kernels: list[bool], commit: str,
+                     previous: str | None, p: DecisionParams) -> tuple[bool, list[tuple[int, str]]]:
+    """The night-level rule on a night's labels and directions (``kernels``: the record is a
+    kernel's, not an app total's): whether the night shifted (every record's
+    ``environment_shift``), and the regressions to make ``suspicious`` with the note why."""
+    compared = sum(label in _COMPARED and k for label, k in zip(labels, kernels, strict=True))
+    shifted, hits = False, []
+    for direction in ("up", "down"):
+        moved = sum(d == direction and label in _COMPARED and k
+                    for label, d, k in zip(labels, directions, kernels, strict=True))
+        if moved < p.shift_min_kernels or moved < p.shift_fraction * compared:
+            continue
+        shifted = True
+        if previous is None or not commit or commit != previous:
+            continue  # the app changed too: the kernels' own alerts stand
+        why = f"environment shift: {moved} kernels moved {direction}, app commit unchanged"
+        hits.extend((j, why) for j, (label, d) in enumerate(zip(labels, directions, strict=True))
+                    if label == "regression" and d == direction)
+    return shifted, hits
+
+
 def night_level(records: list[dict], commit: str, previous: str | None,
                  p: DecisionParams) -> list[int]:
     """Many kernels moving together on one night: one ``environment_shift`` flag, not N alerts.
@@ -182,29 +203,17 @@ def night_level(records: list[dict], commit: str, previous: str | None,
     Returns the places of the records whose regression became ``suspicious`` (the app commit is
     the previous night's: the environment moved, not the code).
     """
-    labels = [r["label"] for r in records]
-    directions = [r["direction"] for r in records]
     # kernels are counted; an app total moves with its kernels (its regression is demoted with theirs)
-    kernels = [r.get("kernel") != APP_TOTAL for r in records]
-    compared = sum(label in _COMPARED and k for label, k in zip(labels, kernels, strict=True))
-    hits: list[int] = []
-    for direction in ("up", "down"):
-        moved = sum(d == direction and label in _COMPARED and k
-                    for label, d, k in zip(labels, directions, kernels, strict=True))
-        if moved < p.shift_min_kernels or moved < p.shift_fraction * compared:
-            continue
+    shifted, hits = night_level_hits([r["label"] for r in records], [r["direction"] for r in records],
+                                     [r.get("kernel") != APP_TOTAL for r in records], commit, previous, p)
+    if shifted:
         for rec in records:
             rec["environment_shift"] = True
-        if previous is None or not commit or commit != previous:
-            continue  # the app changed too: the kernels' own alerts stand
-        why = f"environment shift: {moved} kernels moved {direction}, app commit unchanged"
-        for j, (label, d) in enumerate(zip(labels, directions, strict=True)):
-            if label == "regression" and d == direction:
-                rec = records[j]
-                rec["label"] = rec["revised_label"] = "suspicious"
-                rec["note"] = join_note(rec["note"], why)
-                hits.append(j)
-    return hits
+    for j, why in hits:
+        rec = records[j]
+        rec["label"] = rec["revised_label"] = "suspicious"
+        rec["note"] = join_note(rec["note"], why)
+    return [j for j, _ in hits]
 
 
 def decide_all(history: pd.DataFrame,

@@ -57,16 +57,17 @@ def _segment_note(fields: tuple[str, ...], old: tuple[str, ...], new: tuple[str,
 
 
 @functools.lru_cache(maxsize=256)
-def _major_minor(version: str) -> str:
+def major_minor(version: str) -> str:
     return ".".join(re.findall(r"\d+", version)[:2]) or version
 
 
-def _ident(row: Mapping, fields: tuple[str, ...]) -> tuple[str, ...]:
+def segment_ident(row: Mapping, fields: tuple[str, ...]) -> tuple[str, ...]:
+    """The row's segment fields as a segment is told apart by (ncu by major.minor)."""
     out = []
     for name in fields:
         value = str(row.get(name) or "").strip()
         if name == "ncu_version":  # a new segment per major.minor, not per build
-            value = _major_minor(value)
+            value = major_minor(value)
         out.append(value)
     return tuple(out)
 
@@ -338,7 +339,7 @@ class SeriesState:
             followed, self.followed = f"{why or 'launch configuration changed'} (was {old[2][:200]})", None
             # its key before, as data: the trends page draws the nights before as the same series
             rec.update(previous_kernel=old[2], previous_grid=old[3], previous_block=old[4])
-        new_ident = _ident(row, p.segment_fields)
+        new_ident = segment_ident(row, p.segment_fields)
         if new_ident != self.ident:  # first night, or a new segment: no comparison tonight
             self._new_segment(run_id, row, night, rec, new_ident)
             if followed is not None:

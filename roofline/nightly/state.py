@@ -43,6 +43,7 @@ import os
 import shutil
 import sys
 from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,9 +54,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from roofline.files.atomic import file_identity
-from roofline.nightly import app_total, engine, kernel_match, params, series_rule, state_file, stats
+from roofline.nightly import app_total, engine, kernel_match, params, replay, series_rule, state_file, stats
 from roofline.nightly.engine import Engine, night_commit, night_level
 from roofline.nightly.params import DecisionParams
+from roofline.nightly.replay import Replay
 from roofline.nightly.series_rule import RULE_VERSION
 from roofline.nightly.state_file import STATE_META_KEY, load_engine, state_table
 from roofline.nightly.store import (
@@ -64,6 +66,7 @@ from roofline.nightly.store import (
     PART,
     append_decisions,
     read_run,
+    read_runs,
     run_files,
     write_partition,
 )
@@ -108,7 +111,8 @@ def _code_hash() -> str:
     """The rule's code as this process loaded it (read once, at import: a file edited while a run
     goes on is not the code that run executes)."""
     digest = hashlib.sha256()
-    for module in (engine, series_rule, app_total, params, kernel_match, stats, state_file, sys.modules[__name__]):
+    for module in (engine, series_rule, app_total, params, kernel_match, stats, state_file, replay,
+                   sys.modules[__name__]):
         digest.update(Path(module.__file__).read_bytes())
     return digest.hexdigest()
 
@@ -318,8 +322,69 @@ def _update(store: Path, params: DecisionParams, changed: set[str], replay: bool
                     reason = str(stale)
     log.info("judging every stored night again: %s", reason)
     every: list[list] = []
-    judged = _advance(store, Engine(params), every, _keys(store, files), files, digest)
+    judged = _replay(store, params, every, _keys(store, files), files, digest)
     return Update([r[0] for r in every if r[4]], judged, True, reason)
+
+
+def _replay(store: Path, params: DecisionParams, runs: list[list], todo: list, files: dict,
+            digest: str) -> list[str]:
+    """:func:`_advance` from no state over every night, judged by :class:`roofline.nightly.replay.Replay`
+    (the quiet series of a night at once); the records are written by a second thread as the
+    nights are judged."""
+    judging = Replay(params)
+    nonempty = [run_id for run_id, key in todo if key is not None]
+    frame = read_runs(store, nonempty, judging.columns) if nonempty else None
+    dates, sizes = {}, {}
+    if frame is not None:
+        firsts = frame.drop_duplicates("run_id")
+        dates = dict(zip(firsts["run_id"].astype(str), firsts["run_date"].astype(str), strict=True))
+        sizes = {str(r): int(n) for r, n in frame["run_id"].value_counts(sort=False).items()}
+    nights = judging.nights(frame, nonempty, dates) if frame is not None else iter(())
+    held: dict[str, pd.DataFrame] = {}
+    late: dict[str, list[tuple[int, str, tuple]]] = {}
+    states: list[tuple[int, pa.Table]] = []
+    judged: list[str] = []
+    with ThreadPoolExecutor(max_workers=1) as writer:
+        pending = []
+        for k, (run_id, key) in enumerate(todo):
+            if key is None:
+                runs.append([run_id, "", "", list(files[run_id]), 0])
+            else:
+                night = next(nights)
+                held[run_id] = night.records
+                for target, place, label, series in night.revisions:
+                    if target in held:
+                        held[target].iat[place, held[target].columns.get_loc("revised_label")] = label
+                    else:
+                        late.setdefault(target, []).append((place, label, series))
+                runs.append([run_id, *key[:2], list(files[run_id]), sizes[run_id]])
+                judged.append(run_id)
+                while len(held) > HOLD:
+                    first = next(iter(held))
+                    pending.append(writer.submit(append_decisions, store, first, held.pop(first)))
+            if k >= len(todo) - KEEP:
+                meta = {"version": STATE_VERSION, "hash": digest, "runs": list(runs),
+                        "commit": judging.last_commit, "judged": judging.runs}
+                states.append((len(runs), state_table(judging.engine(), meta)))
+        for run_id, records in held.items():
+            pending.append(writer.submit(append_decisions, store, run_id, records))
+        for job in pending:
+            job.result()
+    for target, changes in late.items():
+        _revise(store, target, changes, judging.keys)
+    if todo and todo[-1][1] is not None:
+        last = todo[-1][0]
+        apps = app_digests(read_run(store, last, judging.columns), judging.columns)
+        n, table = states[-1]
+        meta = {**json.loads(table.schema.metadata[STATE_META_KEY]), TONIGHT: tonight_meta(store, last, apps)}
+        states[-1] = n, table.replace_schema_metadata({STATE_META_KEY: json.dumps(meta).encode()})
+    for n, table in states:
+        write_partition(store / STATE_DIR, f"n={n}", table)
+    if states:
+        _prune(store, states[-1][0])
+    log.info("replayed %d nights: %d series-nights judged at once, %d by the rule one by one",
+             len(judged), judging.fast, judging.slow)
+    return judged
 
 
 # ----------------------------------------------------------------------- a rerun of tonight

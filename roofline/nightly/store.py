@@ -279,6 +279,28 @@ def read_run(store_dir: str | os.PathLike, run_id: str, columns: list[str] | Non
     return history_frame(_upgrade(_read_columns(path, columns, rename=True)), columns)
 
 
+def read_runs(store_dir: str | os.PathLike, run_ids: list[str], columns: list[str]) -> pd.DataFrame:
+    """Several stored nights' ``columns``, as :func:`read_run` returns each, one after another in
+    the order of ``run_ids``, typed in one pass (a replay reads every night: one conversion per night
+    would cost more than judging it)."""
+    store = Path(store_dir)
+    groups: list[tuple[tuple[str, ...], list[pa.Table]]] = []
+    wanted = set(columns)
+    for run_id in run_ids:
+        path = store / f"run={_check_run_id(run_id)}" / PART
+        names = pq.read_schema(path).names
+        keep = [n for n in names if n in wanted or (_RENAMED.get(n) or _OLD_BW.sub(r"roof_\1_bw", n)) in wanted]
+        table = pq.read_table(path, columns=keep)
+        if groups and groups[-1][0] == tuple(keep) and groups[-1][1][0].schema.equals(table.schema):
+            groups[-1][1].append(table)
+        else:
+            groups.append((tuple(keep), [table]))
+    if not groups:
+        return history_frame(pd.DataFrame({"app": pd.Series([], dtype="string")}), columns)
+    parts = [_upgrade(pa.concat_tables(tables).to_pandas()) for _, tables in groups]
+    return history_frame(pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0], columns)
+
+
 def run_order(history: pd.DataFrame) -> list[str]:
     """Run ids in night order: logical date, then record time, then id."""
     if history.empty:

@@ -1,0 +1,768 @@
+"""The full replay of the nightly decision, judged for every series of a night at once.
+
+A replay judges every stored night again (after a change of the rule, its parameters or the
+counting conventions, or a catch-up over nights stored without a run). Night by night through
+:class:`roofline.nightly.engine.Engine`, that is one Python step per series per night: minutes for
+thousands of series over two years. Most of those steps are quiet: a series in its segment, timed,
+at its usual clock and work, nothing pending, tonight within its limits. :class:`Replay` keeps such
+series in arrays (:class:`_Windows`: the nights each can still look at, its segment, bound side and
+template) and judges all of a night's quiet series in a few array operations, with the same
+arithmetic as :func:`roofline.nightly.series_rule._judge` (the same medians, the logs of the noise
+taken with :func:`math.log`, sums of squares added in the same order), so the numbers are the same
+to the bit.
+
+Every other series-night is judged by the rule itself: a series' first night, a new segment, a
+night without a valid time, an unstable clock, a work change, a pending lone night, a verdict
+(anything but ``unchanged``), a bound flip, a series whose parameters differ from the fleet's; and
+whole apps on a night whose kernels may be followed through a change of key or whose time may move
+between kernels (they go through :meth:`Engine.judge_series` together). Such a series is taken out
+of the arrays as its :class:`~roofline.nightly.series_rule.SeriesState`, stepped, and put back when it
+is quiet again. A night's app totals, the night-level rule and the revisions of waiting nights are
+those of :meth:`Engine.night`. So a replay's records and final state equal the night-by-night
+rule's (tests/nightly/test_replay.py compares them on the benchmark fleet, the tracking simulator
+and hand-made histories of every kind of event).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from roofline.nightly.app_total import APP_TOTAL, APP_TOTAL_SHORT, is_total, settle_moves, total_key
+from roofline.nightly.engine import Engine, night_commit, night_level_hits
+from roofline.nightly.params import DecisionParams
+from roofline.nightly.series_rule import (
+    RULE_VERSION,
+    TEMPLATE_NUMBERS,
+    TEMPLATE_TEXT,
+    Bound,
+    SeriesState,
+    join_note,
+    major_minor,
+)
+from roofline.nightly.stats import median_finite, number
+from roofline.nightly.store import DECISION_COLUMNS
+from roofline.tables.schemas import KERNEL_KEY
+
+# The per-night numbers a series keeps (series_rule._night), and the log of the time for the noise.
+_FIELDS = ("value", "flop", "bytes", "perf", "roof", "ai", "clock")
+_LABELS = ("unchanged", "new", "environment_change", "regression", "improvement", "suspicious",
+           "outlier", "workload_changed", "moved", "insufficient_data", "missing", "error",
+           "unstable_env")
+_CODE = {label: j for j, label in enumerate(_LABELS)}
+_SIDES = ("", "memory", "compute")
+_SIDE = {side: j for j, side in enumerate(_SIDES)}
+CAPACITY = 64  # nights kept per series in the arrays (the rule looks at <= 30 + its outliers)
+_MAX_OUTLIERS = 20  # more outliers among its nights: a series stays a SeriesState
+# The record's text and number fields copied from the row (series_rule._record).
+_TEXT = (*KERNEL_KEY, "kernel_short", "clock_control", "cache_control", "convention", "bound")
+_NUMBERS = ("launches", "time_share", "performance", "roof_pct", "ai_dram", "roof_flops",
+            "roof_dram_bw", "sm_clock_hz")
+_INT_COLUMNS = ("n_baseline", "nights_in_violation", "segment")
+_TEXT_COLUMNS = {"run_id", "run_date", *_TEXT, "label", "revised_label", "direction", "metric",
+                 "baseline_runs", "segment_start", "bound_side", "bound_flip", "note",
+                 "previous_kernel", "previous_grid", "previous_block", "rule_version"}
+# The app total's row (app_total.total_rows): no work, no roof, no launch resources.
+_TOTAL_NAN = ("flop", "flop_total", "dram_bytes", "performance", "roof_pct", "ai_dram", "roof_flops",
+              "roof_dram_bw", "ridge_ratio", "registers_per_thread", "shared_mem_bytes")
+
+
+def _text(values: np.ndarray) -> np.ndarray:
+    """``str(value or "")`` of each value (series_rule._record's text)."""
+    return np.array([str(v or "") for v in values], dtype=object)
+
+
+def _numbers(values: np.ndarray) -> np.ndarray:
+    """:func:`roofline.nightly.stats.number` of each value."""
+    try:
+        return np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        return np.array([number(v) for v in values], dtype=np.float64)
+
+
+def _median_rows(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Per row, the median of the finite values where ``mask`` (NaN where none), computed as
+    :func:`statistics.median` does: the middle one, or the mean of the two middle ones."""
+    data = np.where(mask & np.isfinite(values), values, np.nan)
+    data.sort(axis=1)
+    k = np.isfinite(data).sum(axis=1)
+    rows = np.arange(len(data))
+    hi = data[rows, np.minimum(k // 2, data.shape[1] - 1)]
+    lo = data[rows, np.maximum((k - 1) // 2, 0)]
+    out = np.where(k % 2 == 1, hi, (lo + hi) / 2)
+    return np.where(k > 0, out, np.nan)
+
+
+def _rel_change(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """:func:`roofline.nightly.stats.rel_change` elementwise."""
+    ok = np.isfinite(a) & np.isfinite(b) & (b != 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(ok, a / np.where(ok, b, 1.0) - 1, np.nan)
+
+
+def _last_true(mask: np.ndarray, n: int) -> np.ndarray:
+    """``mask`` keeping only the last ``n`` True entries of each row."""
+    from_right = np.cumsum(mask[:, ::-1], axis=1)[:, ::-1]
+    return mask & (from_right <= n)
+
+
+class _Windows:
+    """The series judged in arrays: per series slot, its last nights right-aligned (column
+    CAPACITY - 1 is the last), and what :class:`SeriesState` keeps besides."""
+
+    def __init__(self) -> None:
+        self.size = 0
+        self._grow(1024)
+
+    def _grow(self, cap: int) -> None:
+        c = CAPACITY
+
+        def more(old: np.ndarray | None, shape: tuple, fill: object, dtype: object) -> np.ndarray:
+            new = np.full(shape, fill, dtype=dtype)
+            if old is not None:
+                new[: len(old)] = old
+            return new
+
+        get = self.__dict__.get
+        self.cap = cap
+        for name in (*_FIELDS, "logv"):
+            setattr(self, name, more(get(name), (cap, c), np.nan, np.float64))
+        self.run = more(get("run"), (cap, c), -1, np.int32)
+        self.label = more(get("label"), (cap, c), 0, np.int8)
+        self.dir = more(get("dir"), (cap, c), 0, np.int8)
+        self.persistent = more(get("persistent"), (cap, c), False, np.bool_)
+        self.count = more(get("count"), (cap,), 0, np.int32)
+        self.active = more(get("active"), (cap,), False, np.bool_)
+        self.ident = more(get("ident"), (cap,), -1, np.int64)
+        self.seg = more(get("seg"), (cap,), 0, np.int64)
+        self.seg_start = more(get("seg_start"), (cap,), "", object)
+        self.carried = more(get("carried"), (cap,), np.nan, np.float64)
+        self.last_i = more(get("last_i"), (cap,), -1, np.int64)
+        self.last_run = more(get("last_run"), (cap,), "", object)
+        self.streak = more(get("streak"), (cap,), 0, np.int64)
+        self.streak_dir = more(get("streak_dir"), (cap,), 0, np.int64)
+        self.side = more(get("side"), (cap,), 0, np.int8)
+        self.candidate = more(get("candidate"), (cap,), 0, np.int8)
+        self.flips = more(get("flips"), (cap,), 0, np.int64)
+        self.t_text = more(get("t_text"), (cap, len(TEMPLATE_TEXT)), "", object)
+        self.t_num = more(get("t_num"), (cap, len(TEMPLATE_NUMBERS)), np.nan, np.float64)
+
+    def slot(self) -> int:
+        if self.size == self.cap:
+            self._grow(self.cap * 2)
+        self.size += 1
+        return self.size - 1
+
+
+@dataclass
+class NightResult:
+    """One judged night: its decision records (``DECISION_COLUMNS``, in series order) and the
+    revisions of earlier nights' records: (run id, place in that night's records, revised label)."""
+
+    run_id: str
+    records: pd.DataFrame
+    revisions: list[tuple[str, int, str, tuple[str, ...]]]
+
+
+class Replay:
+    """Every series' state, judged a night at a time: quiet series in :class:`_Windows`, the others
+    as :class:`SeriesState` objects through the rule itself. Series are numbered once for the whole
+    history (every key a night names, and each app's total): per number, its key, place in the key
+    order, scope (app, device, settings) and where its state is. :meth:`engine` gives the state as
+    the night-by-night :class:`Engine` holds it."""
+
+    def __init__(self, params: DecisionParams) -> None:
+        self.p = params
+        self.template = Engine(params)  # its keys, columns and per-kernel parameters
+        self.keys, self.columns = self.template.keys, self.template.columns
+        self.run_names: list[str] = []
+        self._run_at: dict[str, int] = {}
+        self.w = _Windows()
+        self.free: list[int] = []  # array slots given back
+        self.key_of: list[tuple[str, ...]] = []
+        self.kid_of: dict[tuple[str, ...], int] = {}
+        self.objects: dict[int, SeriesState] = {}
+        self.idents: dict[tuple[str, ...], int] = {}
+        self.ident_of: list[tuple[str, ...]] = []
+        self.runs, self.last_commit = 0, None
+        self.fast = self.slow = 0  # series-nights judged at once / by the rule one by one
+        self._index([])
+
+    # ------------------------------------------------------------------------- series numbers
+    def _index(self, keys: list[tuple[str, ...]]) -> None:
+        """Number ``keys`` (and their apps' totals) after those numbered already."""
+        for key in keys:
+            if key not in self.kid_of:
+                self.kid_of[key] = len(self.key_of)
+                self.key_of.append(key)
+            where = (key[0], key[1], *key[5:])
+            total = total_key(where)
+            if total not in self.kid_of:
+                self.kid_of[total] = len(self.key_of)
+                self.key_of.append(total)
+        k = len(self.key_of)
+        ranks = sorted(range(k), key=self.key_of.__getitem__)
+        self.rank = np.empty(k, dtype=np.int64)
+        self.rank[ranks] = np.arange(k)
+        scopes: dict[tuple[str, ...], int] = {}
+        self.sid = np.array([scopes.setdefault((key[0], key[1], *key[5:]), len(scopes)) for key in self.key_of],
+                            dtype=np.int64)
+        self.is_total = np.array([is_total(key) for key in self.key_of], dtype=bool)
+        self.total_of = np.full(len(scopes), -1, dtype=np.int64)
+        self.total_of[self.sid[self.is_total]] = np.flatnonzero(self.is_total)
+        old = k - len(getattr(self, "kind", ()))
+
+        def more(name: str, fill: object, dtype: object) -> None:
+            before = getattr(self, name, np.zeros(0, dtype=dtype))
+            setattr(self, name, np.concatenate([before, np.full(old, fill, dtype=dtype)]))
+
+        more("kind", 0, np.int8)  # 0: no state, 1: in the arrays, 2: a SeriesState
+        more("slot_of", -1, np.int64)
+        more("last_i", -1, np.int64)
+        more("window", self.p.window, np.int64)
+        more("commit", "", object)
+
+    def _register(self, frame: pd.DataFrame) -> np.ndarray:
+        """Every row's series number (its key: ``str`` of each key column, as Engine.judge_series)."""
+        if frame.empty:
+            return np.zeros(0, dtype=np.int64)
+        codes, uniques = [], []
+        for name in self.keys:
+            values = frame[name].to_numpy(dtype=object) if name in frame else np.full(len(frame), "", dtype=object)
+            code, unique = pd.factorize(values, use_na_sentinel=False)
+            codes.append(code)
+            uniques.append([str(v) for v in unique])
+        group = codes[0]
+        for code in codes[1:]:  # one number per distinct combination, kept small as it grows
+            group = pd.factorize(group * (int(code.max()) + 1) + code)[0]
+        first = np.unique(group, return_index=True)[1]
+        keys = [tuple(uniques[c][codes[c][r]] for c in range(len(codes))) for r in first.tolist()]
+        self._index(keys)
+        ids = np.array([self.kid_of[key] for key in keys], dtype=np.int64)
+        return ids[group]
+
+    # ------------------------------------------------------------------ arrays <-> SeriesState
+    def _eligible(self, state: SeriesState) -> bool:
+        """Whether a series can be judged in the arrays: the fleet's parameters, nothing pending,
+        and enough valid nights for a full baseline."""
+        p = state.p
+        if not (p is self.p and p.noise_method == "diff" and state.pending is None
+                and state.followed is None and state.ident is not None):
+            return False
+        outliers = sum(n["label"] == "outlier" for n in state.nights)
+        return outliers <= _MAX_OUTLIERS and len(state.nights) - outliers >= p.window
+
+    def _settle(self, kid: int, state: SeriesState) -> None:
+        """Keep series ``kid``'s state: in the arrays when it is quiet enough, else as an object."""
+        self.last_i[kid], self.window[kid] = state.last_i, state.p.window
+        self.commit[kid] = str(state.template.get("app_commit") or "")
+        if not self._eligible(state):
+            self.kind[kid] = 2
+            self.objects[kid] = state
+            return
+        w = self.w
+        s = self.free.pop() if self.free else w.slot()
+        self.kind[kid], self.slot_of[kid] = 1, s
+        nights = state.nights
+        k = len(nights)
+        lo = CAPACITY - k
+        w.count[s] = k
+        for name in _FIELDS:
+            column = getattr(w, name)
+            column[s, :lo] = np.nan
+            column[s, lo:] = [n[name] for n in nights]
+        w.logv[s, :lo] = np.nan
+        w.logv[s, lo:] = [math.log(v) if v > 0 and math.isfinite(v) else math.nan for v in w.value[s, lo:].tolist()]
+        w.run[s, :lo], w.label[s, :lo], w.dir[s, :lo], w.persistent[s, :lo] = -1, 0, 0, False
+        w.run[s, lo:] = [self._run_index(n["run_id"]) for n in nights]
+        w.label[s, lo:] = [_CODE[n["label"]] for n in nights]
+        w.dir[s, lo:] = [n["dir"] for n in nights]
+        w.persistent[s, lo:] = [n["persistent"] for n in nights]
+        ident = self.idents.get(state.ident)
+        if ident is None:
+            ident = self.idents[state.ident] = len(self.ident_of)
+            self.ident_of.append(state.ident)
+        w.ident[s] = ident
+        w.seg[s], w.seg_start[s], w.carried[s] = state.seg, state.seg_start, state.carried
+        w.last_run[s] = state.last_run
+        w.streak[s], w.streak_dir[s] = state.streak, state.streak_dir
+        w.side[s], w.candidate[s], w.flips[s] = (_SIDE[state.bound.side], _SIDE[state.bound.candidate],
+                                                 state.bound.count)
+        t = state.template
+        w.t_text[s] = [str(t.get(name) or "") for name in TEMPLATE_TEXT]
+        w.t_num[s] = [number(t.get(name)) for name in TEMPLATE_NUMBERS]
+
+    def _run_index(self, run_id: str) -> int:
+        index = self._run_at.get(run_id)
+        if index is None:
+            index = self._run_at[run_id] = len(self.run_names)
+            self.run_names.append(run_id)
+        return index
+
+    def _state(self, kid: int) -> SeriesState:
+        """The :class:`SeriesState` of array series ``kid``."""
+        w, key, s = self.w, self.key_of[kid], int(self.slot_of[kid])
+        state = SeriesState(self.p)
+        state.ident = self.ident_of[w.ident[s]]
+        state.seg, state.seg_start, state.carried = int(w.seg[s]), w.seg_start[s], float(w.carried[s])
+        state.last_i, state.last_run = int(self.last_i[kid]), w.last_run[s]
+        state.streak, state.streak_dir = int(w.streak[s]), int(w.streak_dir[s])
+        state.template = {**dict(zip(KERNEL_KEY, key, strict=False)),
+                          **dict(zip(TEMPLATE_TEXT, w.t_text[s].tolist(), strict=True)),
+                          **dict(zip(TEMPLATE_NUMBERS, w.t_num[s].tolist(), strict=True))}
+        lo = CAPACITY - int(w.count[s])
+        columns = [getattr(w, name)[s, lo:].tolist() for name in _FIELDS]
+        runs = [self.run_names[r] for r in w.run[s, lo:].tolist()]
+        labels = [_LABELS[c] for c in w.label[s, lo:].tolist()]
+        state.nights = [{"run_id": r, "value": v, "flop": f, "bytes": b, "perf": pf, "roof": rf,
+                         "ai": ai, "clock": c, "label": lab, "dir": d, "persistent": ps}
+                        for r, v, f, b, pf, rf, ai, c, lab, d, ps in zip(
+                            runs, *columns, labels, w.dir[s, lo:].tolist(),
+                            w.persistent[s, lo:].tolist(), strict=True)]
+        state.trim()
+        state.bound = Bound(self.p.ridge_band, self.p.flip_nights)
+        state.bound.side, state.bound.candidate = _SIDES[w.side[s]], _SIDES[w.candidate[s]]
+        state.bound.count = int(w.flips[s])
+        return state
+
+    def _take(self, kid: int) -> SeriesState | None:
+        """Series ``kid`` out of the arrays (or the objects) as a SeriesState; None when it has none."""
+        kind = self.kind[kid]
+        if kind == 0:
+            return None
+        self.kind[kid] = 0
+        if kind == 2:
+            return self.objects.pop(kid)
+        state = self._state(kid)
+        self.free.append(int(self.slot_of[kid]))
+        self.slot_of[kid] = -1
+        return state
+
+    def _peek(self, kid: int) -> SeriesState:
+        return self.objects[kid] if self.kind[kid] == 2 else self._state(kid)
+
+    def engine(self) -> Engine:
+        """The state as :class:`Engine` holds it after the nights judged so far."""
+        series = {self.key_of[kid]: self._peek(kid) for kid in np.flatnonzero(self.kind).tolist()}
+        engine = Engine(self.p, dict(sorted(series.items())), self.runs, self.last_commit)
+        engine._per_kernel = self.template._per_kernel
+        return engine
+
+    # ------------------------------------------------------------------------------- a night
+    def nights(self, frame: pd.DataFrame, order: list[str], dates: dict[str, str]) -> Iterator[NightResult]:
+        """Judge the nights of ``frame`` (rows of every night, :func:`roofline.nightly.store.read_runs`)
+        in ``order``; yields each night's result."""
+        present = [c for c in self.columns if c in frame.columns]
+        kids = self._register(frame)
+        runs = frame["run_id"].to_numpy(dtype=object)
+        bounds = np.flatnonzero(np.r_[True, runs[1:] != runs[:-1], True])
+        at = {runs[bounds[j]]: (bounds[j], bounds[j + 1]) for j in range(len(bounds) - 1)}
+        table = {c: frame[c].to_numpy(dtype=object) for c in present}
+        for run_id in order:
+            a, b = at[run_id]
+            yield self.night(run_id, dates[run_id], {c: v[a:b] for c, v in table.items()}, kids[a:b])
+
+    def night(self, run_id: str, run_date: str, cols: dict[str, np.ndarray], row_kids: np.ndarray) -> NightResult:
+        """Judge one night (``cols``: its rows' columns as object arrays, stored order;
+        ``row_kids``: each row's series number)."""
+        i = self.runs
+        self._run_index(run_id)
+        self._run_date = run_date
+        n = len(row_kids)
+        commit = night_commit(cols["app_commit"] if "app_commit" in cols else [""] * n)
+        # a series twice in one night: its last row counts
+        kids, back = np.unique(row_kids[::-1], return_index=True)
+        rows = n - 1 - back
+        on = np.zeros(len(self.key_of), dtype=bool)
+        on[kids] = True
+        kernel = ~self.is_total[kids]
+        kids, rows = kids[kernel], rows[kernel]
+        sid = self.sid[kids]
+        alive = self.kind > 0
+        scopes = len(self.total_of)
+        # scopes with a kernel new tonight, and with a kernel seen within a window absent tonight
+        fresh = np.zeros(scopes, dtype=bool)
+        fresh[sid[self.kind[kids] == 0]] = True
+        away = alive & ~on & ~self.is_total
+        near = np.zeros(scopes, dtype=bool)
+        near[self.sid[away & (i - self.last_i <= self.window)]] = True
+        # per scope: its total tracked, a kernel gone since the total's last night, its commit tonight
+        total = self.total_of
+        tracked = self.kind[total] > 0
+        gone = np.zeros(scopes, dtype=bool)
+        gone_kids = away & tracked[self.sid] & (self.last_i == self.last_i[total[self.sid]])
+        gone[self.sid[gone_kids]] = True
+        order = np.lexsort((self.rank[kids], sid))
+        kids, rows, sid = kids[order], rows[order], sid[order]
+        first = np.r_[True, sid[1:] != sid[:-1]]
+        here = np.zeros(scopes, dtype=bool)
+        here[sid] = True
+        count = np.bincount(sid, minlength=scopes)
+        first_row = np.full(scopes, -1, dtype=np.int64)
+        first_row[sid[first]] = rows[first]
+        commits = cols.get("app_commit")
+        same_code = np.zeros(scopes, dtype=bool)
+        for where in np.flatnonzero(here & tracked).tolist():
+            tonight = str(commits[first_row[where]] or "") if commits is not None else ""
+            same_code[where] = bool(tonight) and tonight == self.commit[total[where]]
+        moving = here & tracked & ~same_code
+        slow = (fresh & near) | (moving & fresh & gone)
+        code_changed = moving & (fresh | gone) & ~slow
+
+        records: dict[int, object] = {}  # series number -> its record (a dict), or its place in `fast`
+        revisions: list[tuple[str, int, str, tuple[str, ...]]] = []
+        pending_new: list[int] = []
+        slow_scopes = np.flatnonzero(slow)
+        if len(slow_scopes):
+            self._judge_together(i, run_id, run_date, cols, row_kids, slow, records, revisions, pending_new)
+
+        # every other scope: waiting nights, then the quiet series at once, the rest by the rule
+        waiting = [(kid, state.pending) for kid, state in self.objects.items()
+                   if state.pending is not None and not state.pending.get("pinned") and not slow[self.sid[kid]]]
+        keep = ~slow[sid]
+        kids, rows, sid, first = kids[keep], rows[keep], sid[keep], first[keep]
+        totals = self._totals(kids, rows, sid, first, count, tracked, cols)
+        total_kids = np.array([total[where] for where in totals], dtype=np.int64)
+        on[total_kids] = True
+        judged = np.concatenate([kids, total_kids])
+        changed = np.zeros(len(judged), dtype=bool)
+        changed[len(kids):] = code_changed[list(totals)] if totals else False
+        fast = self._fast(i, run_id, judged, rows, list(totals.values()), cols, changed, records)
+        for j, kid in enumerate(judged.tolist()):
+            if kid in records:
+                continue
+            state = self._take(kid)
+            if state is None:
+                state = SeriesState(self.template.params_for(self.key_of[kid][2]))
+            row = {c: v[rows[j]] for c, v in cols.items()} if j < len(kids) else totals[int(self.sid[kid])]
+            records[kid] = state.step(i, run_id, run_date, row, code_changed=bool(changed[j]))
+            if state.pending is not None and state.pending["run_id"] == run_id:
+                pending_new.append(kid)
+            self._settle(kid, state)
+            self.slow += 1
+        absent = alive & ~on & ~slow[self.sid] & (i - self.last_i <= self.window)
+        for kid in np.flatnonzero(absent).tolist():
+            rec = self._peek(kid).absent(i, run_id, run_date)
+            if rec is not None:
+                records[kid] = rec
+        for kid, night in waiting:
+            revisions.append((night["run_id"], night["row"], night["label"], self.key_of[kid]))
+
+        ordered = np.fromiter(records, dtype=np.int64, count=len(records))
+        ordered = ordered[np.argsort(self.rank[ordered])]
+        place = {kid: j for j, kid in enumerate(ordered.tolist())}
+        for kid in pending_new:
+            self.objects[kid].pending["row"] = place[kid]
+        frame = self._frame(run_id, ordered, records, fast)
+        self._carriers(frame, ordered, records, run_id, slow)
+        for j in self._night_level(frame, commit):
+            state = self.objects.get(int(ordered[j]))
+            if state is not None and state.pending is not None and state.pending["run_id"] == run_id:
+                state.pending["pinned"] = True
+        self.runs, self.last_commit = self.runs + 1, commit
+        return NightResult(run_id, frame, revisions)
+
+    def _judge_together(self, i: int, run_id: str, run_date: str, cols: dict, row_kids: np.ndarray,
+                        slow: np.ndarray, records: dict, revisions: list, pending_new: list) -> None:
+        """The scopes whose kernels may be followed through a change of key, or whose time may move
+        between kernels, judged by :meth:`Engine.judge_series` with their series alone."""
+        mine = slow[self.sid]
+        series = {self.key_of[kid]: self._take(kid) for kid in np.flatnonzero(mine & (self.kind > 0)).tolist()}
+        at = np.flatnonzero(mine[row_kids])
+        rows = [{c: v[j] for c, v in cols.items()} for j in at.tolist()]
+        engine = Engine(self.p, series, i, self.last_commit)
+        engine._per_kernel = self.template._per_kernel
+        night = engine.judge_series(run_id, run_date, rows)
+        revisions.extend(night.revisions)
+        for key, rec in zip(night.keys, night.records, strict=True):
+            records[self.kid_of[key]] = rec
+        for key, state in engine.series.items():
+            kid = self.kid_of[key]
+            if state.pending is not None and state.pending["run_id"] == run_id:
+                pending_new.append(kid)
+            self._settle(kid, state)
+        self.slow += len(night.records)
+
+    def _totals(self, kids: np.ndarray, rows: np.ndarray, sid: np.ndarray, first: np.ndarray,
+                count: np.ndarray, tracked: np.ndarray, cols: dict) -> dict[int, dict]:
+        """app_total.total_rows: per scope with two kernels tonight or a tracked total, the sum of
+        its kernels' times (in key order, as ``sum``) on its first kernel's row; by scope."""
+        if not len(kids):
+            return {}
+        wanted = (count >= 2) | tracked
+        duration = _numbers(cols["duration_s"][rows]) if "duration_s" in cols else np.full(len(rows), np.nan)
+        clock = _numbers(cols["sm_clock_hz"][rows]) if "sm_clock_hz" in cols else np.full(len(rows), np.nan)
+        sums = np.bincount(sid, weights=duration, minlength=len(wanted))
+        bad = np.bincount(sid, weights=~(duration > 0), minlength=len(wanted))
+        starts = np.flatnonzero(first)
+        ends = np.r_[starts[1:], len(sid)]
+        out = {}
+        for a, b in zip(starts.tolist(), ends.tolist(), strict=True):
+            where = int(sid[a])
+            if not wanted[where]:
+                continue
+            row = {c: v[rows[a]] for c, v in cols.items()}
+            row.update(kernel=APP_TOTAL, kernel_short=APP_TOTAL_SHORT, grid="", block="", launches=1,
+                       duration_s=float(sums[where]) if bad[where] == 0 else math.nan, time_share=1.0,
+                       bound="", bound_kind="", sm_clock_hz=median_finite(clock[a:b].tolist()))
+            row.update(dict.fromkeys(_TOTAL_NAN, math.nan))
+            out[where] = row
+        return out
+
+    # ------------------------------------------------------------------ the quiet series at once
+    def _fast(self, i: int, run_id: str, judged: np.ndarray, rows: np.ndarray, total_rows: list[dict],
+              cols: dict, changed: np.ndarray, records: dict) -> dict[str, np.ndarray]:
+        """Judge tonight's quiet array series among ``judged`` (series with a row tonight: the first
+        ``len(rows)`` on those rows, then the app totals of ``total_rows``) as
+        series_rule.SeriesState.step and _judge do on the path that ends ``unchanged`` with nothing to
+        note; commit their state, and put each one's place in the returned columns into
+        ``records``. The others are left to the rule."""
+        p, w = self.p, self.w
+        picked = np.flatnonzero((self.kind[judged] == 1) & ~changed)
+        if not len(picked):
+            return {}
+        slot = self.slot_of[judged[picked]]
+        m, nt = len(picked), len(rows)
+        is_row = picked < nt
+        row_at = rows[picked[is_row]]
+        totals_at = [total_rows[j - nt] for j in picked[~is_row].tolist()]
+
+        def column(name: str) -> np.ndarray:
+            out = np.empty(m, dtype=object)
+            out[is_row] = cols[name][row_at] if name in cols else None
+            if totals_at:
+                out[~is_row] = [r.get(name) for r in totals_at]
+            return out
+
+        num = {name: _numbers(column(name)) for name in (
+            "launches", "duration_s", "flop_total", "flop", "dram_bytes", "performance", "roof_pct",
+            "ai_dram", "sm_clock_hz", "ridge_ratio", "time_share", "roof_flops", "roof_dram_bw")}
+        # series_rule.segment_ident of each row, as the ident id the arrays keep
+        ident_cols = []
+        for name in p.segment_fields:
+            texts = [str(v or "").strip() for v in column(name)]
+            if name == "ncu_version":
+                texts = [major_minor(v) for v in texts]
+            ident_cols.append(texts)
+        ident = np.array([self.idents.get(t, -2) for t in zip(*ident_cols, strict=True)], dtype=np.int64)
+
+        launches = num["launches"]
+        per = np.where(launches > 0, launches, 1.0)
+        value = num["duration_s"] / per
+        flop = np.where(np.isfinite(num["flop_total"]), num["flop_total"], num["flop"]) / per
+        nbytes = num["dram_bytes"] / per
+        perf, roof, ai, clock = num["performance"], num["roof_pct"], num["ai_dram"], num["sm_clock_hz"]
+        memory = (column("bound_kind") == "memory") | ~(flop > 0)
+        work = np.where(memory, nbytes, flop)
+
+        c, recent = CAPACITY, p.noise_window + p.window + 2
+        win = slice(c - recent, c)
+        count = w.count[slot]
+        present = np.arange(c - recent, c)[None, :] >= (c - count)[:, None]
+        outlier = w.label[slot, win] == _CODE["outlier"]
+        kept = present & ~outlier
+        last_kept = kept[:, -1]
+        drop_last = (kept.sum(axis=1) > p.min_nights) & last_kept
+        kept[:, -1] &= ~drop_last
+        pool = _last_true(kept, p.window)
+        noise = _last_true(kept, p.noise_window)
+        nb = pool.sum(axis=1)
+        values = w.value[slot, win]
+        works = np.where(memory[:, None], w.bytes[slot, win], w.flop[slot, win])
+        ok = (w.ident[slot] == ident) & (value > 0) & np.isfinite(value) & (count > 0) & (nb == p.window)
+        # no baseline night scaled to tonight's work (series_rule._scaled)
+        w_ok = np.isfinite(work) & (work > 0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            off = np.abs(works / np.where(w_ok, work, 1.0)[:, None] - 1) > p.work_tol
+        scaled = w_ok[:, None] & np.isfinite(works) & (works > 0) & off
+        looked_at = noise | pool | ((np.arange(recent) == recent - 1)[None, :] & present)
+        ok &= ~(scaled & looked_at).any(axis=1)
+        ok &= np.isfinite(np.where(pool, values, 1.0)).all(axis=1)
+        # the clock against the series' usual clock (its last `window` nights, outliers too)
+        last_w = present & (np.arange(recent) >= recent - p.window)[None, :]
+        clock_change = _rel_change(clock, _median_rows(w.clock[slot, win], last_w))
+        ok &= ~(np.isfinite(clock_change) & (np.abs(clock_change) > p.clock_tol))
+        # the work per launch against last night (a change is judged per unit of work: the rule)
+        flop_moved = _rel_change(flop, w.flop[slot, c - 1])
+        bytes_moved = _rel_change(nbytes, w.bytes[slot, c - 1])
+        for moved in (flop_moved, bytes_moved):
+            ok &= ~(np.isfinite(moved) & (np.abs(moved) > p.work_tol))
+        # the work per launch against the baseline (series_rule._work_moved)
+        for tonight, stored in ((flop, w.flop), (nbytes, w.bytes)):
+            change = _rel_change(tonight, _median_rows(stored[slot, win], pool))
+            ok &= ~(np.isfinite(change) & (np.abs(change) > p.work_tol))
+        base = _median_rows(values, pool)
+        ratio = value / np.where(ok, base, 1.0)
+        # the noise: series_rule's rel_sigma "diff" over the last noise_window kept nights, in order
+        order = np.argsort(~noise, axis=1, kind="stable")
+        logs = np.take_along_axis(w.logv[slot, win], order, axis=1)
+        k = noise.sum(axis=1)
+        steps = np.arange(recent - 1)[None, :] < (k - 1)[:, None]
+        d = logs[:, 1:] - logs[:, :-1]
+        centre = _median_rows(d, steps)
+        dev = np.abs(d - centre[:, None])
+        mad = 1.4826 * _median_rows(dev, steps)
+        keep = steps & (dev <= 3 * mad[:, None])
+        square = np.zeros(m)
+        for col in range(recent - 1):  # summed in order, as Python's sum
+            square = square + np.where(keep[:, col], dev[:, col] * dev[:, col], 0.0)
+        kept_n = keep.sum(axis=1)
+        scale = np.where(kept_n >= 2, np.sqrt(square / np.maximum(kept_n, 1)), mad)
+        rel = np.where(k >= 3, scale / math.sqrt(2), np.nan)
+        ok &= np.isfinite(rel)
+        rel = np.maximum(np.where(ok, rel, 1.0), p.sigma_floor)
+        limit = np.maximum(p.rel_min, p.z_min * rel)
+        z = (ratio - 1) / rel
+        ok &= ~((ratio - 1 > limit) | (1 - ratio > limit))
+        # two nights at one new level (series_rule._judge's persistence)
+        prev = w.value[slot, c - 1] / np.where(ok, base, 1.0)
+        two = np.maximum(p.rel_min, p.z_min * rel / math.sqrt(2))
+        mean = (ratio + prev) / 2 - 1
+        level = np.abs(ratio - prev) <= np.maximum(p.z_min * rel * math.sqrt(2), np.abs(mean) / 2)
+        for sign in (1, -1):
+            both = np.minimum(sign * (ratio - 1), sign * (prev - 1)) > p.rel_min
+            ok &= ~(both & level & (sign * mean > two))
+        ok &= ~((ratio >= p.big_ratio) & (z >= p.big_z)) & ~((ratio <= 1 / p.big_ratio) & (z <= -p.big_z))
+        perf_base = _median_rows(w.perf[slot, win], pool)
+        roof_base = _median_rows(w.roof[slot, win], pool)
+        ai_base = _median_rows(w.ai[slot, win], pool)
+        roof_moved = _rel_change(roof, roof_base)
+        roof_note = np.isfinite(roof_moved) & (np.abs(roof_moved) > p.rel_min)
+        # the bound side (series_rule.Bound.step) without a flip
+        ridge = num["ridge_ratio"]
+        valid = np.isfinite(ridge) & (ridge > 0)
+        side, cand, flips = w.side[slot].copy(), w.candidate[slot].copy(), w.flips[slot].copy()
+        first = valid & (side == 0)
+        raw = np.where(ridge >= 1 + p.ridge_band, _SIDE["compute"],
+                       np.where(ridge <= 1 - p.ridge_band, _SIDE["memory"], 0))
+        later = valid & ~first
+        same = later & ((raw == 0) | (raw == side))
+        other = later & ~same
+        new_flips = np.where(other, np.where(raw == cand, flips + 1, 1), np.where(same, 0, flips))
+        ok &= ~(other & (new_flips >= p.flip_nights))
+        side = np.where(first, np.where(ridge >= 1, _SIDE["compute"], _SIDE["memory"]), side)
+        cand = np.where(other, raw, np.where(same, 0, cand))
+
+        q = np.flatnonzero(ok)
+        if not len(q):
+            return {}
+        s_q = slot[q]
+        # the records (series_rule._record, then _judge's updates on this path)
+        runs = w.run[s_q, win]
+        pool_q = pool[q]
+        names = self.run_names
+        baseline_runs = [",".join(names[r] for r, keep_it in zip(rr, pp, strict=True) if keep_it)
+                         for rr, pp in zip(runs.tolist(), pool_q.tolist(), strict=True)]
+        out: dict[str, np.ndarray] = {}
+        for name in _TEXT:
+            out[name] = _text(column(name)[q])
+        for name in _NUMBERS:
+            out[name] = num[name][q]
+        bq, rq, relq, limq = base[q], ratio[q], rel[q], limit[q]
+        out.update(value_s=value[q], segment=w.seg[s_q].copy(), segment_start=w.seg_start[s_q].copy(),
+                   flop_ratio=flop_moved[q] + 1, dram_bytes_ratio=bytes_moved[q] + 1,
+                   n_baseline=nb[q].astype(np.int64), baseline_runs=np.array(baseline_runs, dtype=object),
+                   performance_baseline=perf_base[q], roof_pct_baseline=roof_base[q],
+                   ai_dram_baseline=ai_base[q], perf_ratio=_rel_change(perf[q], perf_base[q]) + 1,
+                   baseline_s=bq, ratio=rq, impact=(rq - 1) * num["time_share"][q], noise_s=relq * bq,
+                   limit_rel=limq, z=z[q], lower_s=bq * (1 - limq), upper_s=bq * (1 + limq),
+                   bound_side=np.array([_SIDES[v] for v in side[q]], dtype=object),
+                   note=np.array([f"% of roof {moved:+.1%} with time flat: ceiling moved" if said else ""
+                                  for moved, said in zip(roof_moved[q].tolist(), roof_note[q].tolist(),
+                                                         strict=True)], dtype=object))
+        for j, kid in enumerate(judged[picked[q]].tolist()):
+            records[kid] = j
+        # the state after tonight: one more night, unchanged
+        for name, vals in (("value", value), ("flop", flop), ("bytes", nbytes), ("perf", perf),
+                           ("roof", roof), ("ai", ai), ("clock", clock)):
+            arr = getattr(w, name)
+            arr[s_q, :-1] = arr[s_q, 1:]
+            arr[s_q, -1] = vals[q]
+        w.logv[s_q, :-1] = w.logv[s_q, 1:]
+        w.logv[s_q, -1] = [math.log(v) for v in value[q].tolist()]
+        for arr, fill in ((w.run, self._run_at[run_id]), (w.label, _CODE["unchanged"]), (w.dir, 0),
+                          (w.persistent, False)):
+            arr[s_q, :-1] = arr[s_q, 1:]
+            arr[s_q, -1] = fill
+        w.count[s_q] = np.minimum(w.count[s_q] + 1, CAPACITY)
+        self.last_i[judged[picked[q]]] = i
+        w.last_run[s_q] = run_id
+        self.commit[judged[picked[q]]] = _text(column("app_commit")[q])
+        w.streak[s_q] = 0
+        w.streak_dir[s_q] = 0
+        w.side[s_q], w.candidate[s_q], w.flips[s_q] = side[q], cand[q], new_flips[q]
+        for t, name in enumerate(TEMPLATE_TEXT):
+            w.t_text[s_q, t] = _text(column(name)[q])
+        for t, name in enumerate(TEMPLATE_NUMBERS):
+            w.t_num[s_q, t] = num[name][q] if name in num else _numbers(column(name)[q])
+        self.fast += len(q)
+        return out
+
+    # ------------------------------------------------------------------ the night's records
+    def _frame(self, run_id: str, ordered: np.ndarray, records: dict, fast: dict[str, np.ndarray]) -> pd.DataFrame:
+        """The night's records in series order, framed as the rule's records would be."""
+        n = len(ordered)
+        found = [records[kid] for kid in ordered.tolist()]
+        is_fast = np.array([isinstance(rec, int) for rec in found], dtype=bool)
+        at = np.array([rec if f else 0 for rec, f in zip(found, is_fast.tolist(), strict=True)], dtype=np.int64)
+        dicts = [(j, rec) for j, rec in enumerate(found) if not isinstance(rec, int)]
+        fixed = {"run_id": run_id, "run_date": self._run_date, "label": "unchanged",
+                 "revised_label": "unchanged", "direction": "", "metric": "time", "bound_flip": "",
+                 "note": "", "previous_kernel": "", "previous_grid": "", "previous_block": "",
+                 "environment_shift": False, "rule_version": RULE_VERSION, "nights_in_violation": 0}
+        data = {}
+        for name in DECISION_COLUMNS:
+            if name in _TEXT_COLUMNS:
+                col = np.empty(n, dtype=object)
+            elif name in _INT_COLUMNS:
+                col = np.zeros(n, dtype=np.int64)
+            elif name == "environment_shift":
+                col = np.zeros(n, dtype=bool)
+            else:
+                col = np.full(n, np.nan)
+            if fast:
+                if name in fast:
+                    col[is_fast] = fast[name][at[is_fast]]
+                elif name in fixed:
+                    col[is_fast] = fixed[name]
+            for j, rec in dicts:
+                col[j] = rec[name]
+            data[name] = col
+        return pd.DataFrame(data, columns=DECISION_COLUMNS)
+
+    def _carriers(self, frame: pd.DataFrame, ordered: np.ndarray, records: dict, run_id: str,
+                  slow: np.ndarray) -> None:
+        """The note of each app total that regressed tonight in a scope not judged together
+        (app_total.settle_moves without moves names the kernels that carry the rise)."""
+        kids = ordered.tolist()
+        for j, kid in enumerate(kids):
+            rec = records[kid]
+            if not (self.is_total[kid] and isinstance(rec, dict) and not slow[self.sid[kid]]
+                    and rec["label"] == "regression" and rec["direction"] == "up"):
+                continue
+            places = [t for t, k in enumerate(kids) if self.sid[k] == self.sid[kid]]
+            scope_records = [frame.iloc[t].to_dict() for t in places]
+            settle_moves({}, [self.key_of[kids[t]] for t in places], scope_records, {}, run_id)
+            frame.iat[j, frame.columns.get_loc("note")] = scope_records[places.index(j)]["note"]
+
+    def _night_level(self, frame: pd.DataFrame, commit: str) -> list[int]:
+        """engine.night_level on the night's columns; the places of the demoted regressions."""
+        labels = frame["label"].tolist()
+        shifted, hits = night_level_hits(labels, frame["direction"].tolist(),
+                                         (frame["kernel"] != APP_TOTAL).tolist(), commit,
+                                         self.last_commit, self.p)
+        if shifted:
+            frame["environment_shift"] = True
+        notes = frame["note"].to_numpy(dtype=object)
+        for j, why in hits:
+            notes[j] = join_note(notes[j], why)
+        if hits:
+            places = [j for j, _ in hits]
+            frame.loc[places, "label"] = "suspicious"
+            frame.loc[places, "revised_label"] = "suspicious"
+            frame["note"] = notes
+        return [j for j, _ in hits]
