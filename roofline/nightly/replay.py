@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from pandas.api.types import infer_dtype
 
 from roofline.nightly.app_total import APP_TOTAL, APP_TOTAL_SHORT, is_total, settle_moves, total_key
 from roofline.nightly.engine import Engine, night_commit, night_level_hits
@@ -73,6 +74,8 @@ _TOTAL_NAN = ("flop", "flop_total", "dram_bytes", "performance", "roof_pct", "ai
 
 def _text(values: np.ndarray) -> np.ndarray:
     """``str(value or "")`` of each value (series_rule._record's text)."""
+    if infer_dtype(values, skipna=False) == "string":  # all of them strings already
+        return values.astype(object, copy=True)
     return np.array([str(v or "") for v in values], dtype=object)
 
 
@@ -110,6 +113,71 @@ def _last_true(mask: np.ndarray, n: int) -> np.ndarray:
     return mask & (from_right <= n)
 
 
+class _Columns:
+    """The history's columns as the rule reads them, converted once for every night: a column of a
+    numpy number type as numbers (``.item()`` gives the value a row dict holds), any other as codes
+    into its distinct values (the objects ``to_numpy(dtype=object)`` gives, the missing one last)."""
+
+    def __init__(self, frame: pd.DataFrame, names: list[str]) -> None:
+        self.names = [n for n in names if n in frame.columns]
+        self.plain: dict[str, np.ndarray] = {}
+        self.coded: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._texts: dict[str, np.ndarray] = {}
+        self._numbers: dict[str, np.ndarray] = {}
+        self._coded_numbers: dict[str, np.ndarray] = {}
+        for name in self.names:
+            column = frame[name]
+            if isinstance(column.dtype, np.dtype) and column.dtype.kind in "biuf":
+                self.plain[name] = column.to_numpy()
+                self._numbers[name] = self.plain[name].astype(np.float64)
+                continue
+            codes, uniques = pd.factorize(column, use_na_sentinel=True)
+            objects = pd.Series(uniques, dtype=column.dtype).to_numpy(dtype=object)
+            missing = column[column.isna()].iloc[:1].to_numpy(dtype=object)
+            objects = np.append(objects, missing[0] if len(missing) else None)
+            self.coded[name] = (np.where(codes < 0, len(objects) - 1, codes), objects)
+
+    def value(self, name: str, j: int) -> object:
+        if name in self.plain:
+            return self.plain[name][j].item()
+        codes, objects = self.coded[name]
+        return objects[codes[j]]
+
+    def row(self, j: int) -> dict:
+        """Row ``j`` as Engine.rows gives it."""
+        return {name: self.value(name, j) for name in self.names}
+
+    def numbers(self, name: str, at: np.ndarray) -> np.ndarray:
+        """:func:`roofline.nightly.stats.number` of the rows ``at`` (NaN for a column not stored)."""
+        if name in self._numbers:
+            return self._numbers[name][at]
+        if name not in self.coded:
+            return np.full(len(at), np.nan)
+        codes, objects = self.coded[name]
+        table = self._coded_numbers.get(name)
+        if table is None:
+            table = self._coded_numbers[name] = np.array([number(v) for v in objects], dtype=np.float64)
+        return table[codes[at]]
+
+    def texts(self, name: str, at: np.ndarray) -> np.ndarray:
+        """``str(value or "")`` of the rows ``at`` (series_rule._record's text)."""
+        if name in self.plain:
+            return np.array([str(v or "") for v in self.plain[name][at].tolist()], dtype=object)
+        if name not in self.coded:
+            return np.full(len(at), "", dtype=object)
+        codes, objects = self.coded[name]
+        table = self._texts.get(name)
+        if table is None:
+            table = self._texts[name] = np.array([str(v or "") for v in objects], dtype=object)
+        return table[codes[at]]
+
+    def objects(self, name: str, at: np.ndarray) -> np.ndarray:
+        if name in self.plain:
+            return self.plain[name][at].astype(object)
+        codes, objects = self.coded[name]
+        return objects[codes[at]]
+
+
 class _Windows:
     """The series judged in arrays: per series slot, its last nights right-aligned (column
     CAPACITY - 1 is the last), and what :class:`SeriesState` keeps besides."""
@@ -136,12 +204,11 @@ class _Windows:
         self.dir = more(get("dir"), (cap, c), 0, np.int8)
         self.persistent = more(get("persistent"), (cap, c), False, np.bool_)
         self.count = more(get("count"), (cap,), 0, np.int32)
-        self.active = more(get("active"), (cap,), False, np.bool_)
+        self.head = more(get("head"), (cap,), 0, np.int64)  # where the next night goes (a ring)
         self.ident = more(get("ident"), (cap,), -1, np.int64)
         self.seg = more(get("seg"), (cap,), 0, np.int64)
         self.seg_start = more(get("seg_start"), (cap,), "", object)
         self.carried = more(get("carried"), (cap,), np.nan, np.float64)
-        self.last_i = more(get("last_i"), (cap,), -1, np.int64)
         self.last_run = more(get("last_run"), (cap,), "", object)
         self.streak = more(get("streak"), (cap,), 0, np.int64)
         self.streak_dir = more(get("streak_dir"), (cap,), 0, np.int64)
@@ -156,6 +223,10 @@ class _Windows:
             self._grow(self.cap * 2)
         self.size += 1
         return self.size - 1
+
+    def last(self, slots: np.ndarray, n: int) -> np.ndarray:
+        """The ring places of the last ``n`` nights of each slot, oldest first."""
+        return (self.head[slots, None] - n + np.arange(n)[None, :]) % CAPACITY
 
 
 @dataclass
@@ -254,7 +325,7 @@ class Replay:
                 and state.followed is None and state.ident is not None):
             return False
         outliers = sum(n["label"] == "outlier" for n in state.nights)
-        return outliers <= _MAX_OUTLIERS and len(state.nights) - outliers >= p.window
+        return outliers <= _MAX_OUTLIERS and len(state.nights) > outliers
 
     def _settle(self, kid: int, state: SeriesState) -> None:
         """Keep series ``kid``'s state: in the arrays when it is quiet enough, else as an object."""
@@ -270,7 +341,7 @@ class Replay:
         nights = state.nights
         k = len(nights)
         lo = CAPACITY - k
-        w.count[s] = k
+        w.count[s], w.head[s] = k, 0
         for name in _FIELDS:
             column = getattr(w, name)
             column[s, :lo] = np.nan
@@ -314,15 +385,15 @@ class Replay:
         state.template = {**dict(zip(KERNEL_KEY, key, strict=False)),
                           **dict(zip(TEMPLATE_TEXT, w.t_text[s].tolist(), strict=True)),
                           **dict(zip(TEMPLATE_NUMBERS, w.t_num[s].tolist(), strict=True))}
-        lo = CAPACITY - int(w.count[s])
-        columns = [getattr(w, name)[s, lo:].tolist() for name in _FIELDS]
-        runs = [self.run_names[r] for r in w.run[s, lo:].tolist()]
-        labels = [_LABELS[c] for c in w.label[s, lo:].tolist()]
+        at = w.last(np.array([s]), int(w.count[s]))[0]
+        columns = [getattr(w, name)[s, at].tolist() for name in _FIELDS]
+        runs = [self.run_names[r] for r in w.run[s, at].tolist()]
+        labels = [_LABELS[c] for c in w.label[s, at].tolist()]
         state.nights = [{"run_id": r, "value": v, "flop": f, "bytes": b, "perf": pf, "roof": rf,
                          "ai": ai, "clock": c, "label": lab, "dir": d, "persistent": ps}
                         for r, v, f, b, pf, rf, ai, c, lab, d, ps in zip(
-                            runs, *columns, labels, w.dir[s, lo:].tolist(),
-                            w.persistent[s, lo:].tolist(), strict=True)]
+                            runs, *columns, labels, w.dir[s, at].tolist(),
+                            w.persistent[s, at].tolist(), strict=True)]
         state.trim()
         state.bound = Bound(self.p.ridge_band, self.p.flip_nights)
         state.bound.side, state.bound.candidate = _SIDES[w.side[s]], _SIDES[w.candidate[s]]
@@ -354,29 +425,49 @@ class Replay:
 
     # ------------------------------------------------------------------------------- a night
     def nights(self, frame: pd.DataFrame, order: list[str], dates: dict[str, str]) -> Iterator[NightResult]:
-        """Judge the nights of ``frame`` (rows of every night, :func:`roofline.nightly.store.read_runs`)
-        in ``order``; yields each night's result."""
-        present = [c for c in self.columns if c in frame.columns]
+        """Judge the nights of ``frame`` (rows of every night, each night's rows together:
+        :func:`roofline.nightly.store.read_runs`) in ``order``; yields each night's result."""
         kids = self._register(frame)
+        self.table = table = _Columns(frame, self.columns)
+        self.row_ident = self._row_idents(table, len(frame))
         runs = frame["run_id"].to_numpy(dtype=object)
         bounds = np.flatnonzero(np.r_[True, runs[1:] != runs[:-1], True])
-        at = {runs[bounds[j]]: (bounds[j], bounds[j + 1]) for j in range(len(bounds) - 1)}
-        table = {c: frame[c].to_numpy(dtype=object) for c in present}
+        at = {runs[bounds[j]]: (int(bounds[j]), int(bounds[j + 1])) for j in range(len(bounds) - 1)}
         for run_id in order:
             a, b = at[run_id]
-            yield self.night(run_id, dates[run_id], {c: v[a:b] for c, v in table.items()}, kids[a:b])
+            yield self.night(run_id, dates[run_id], a, kids[a:b])
 
-    def night(self, run_id: str, run_date: str, cols: dict[str, np.ndarray], row_kids: np.ndarray) -> NightResult:
-        """Judge one night (``cols``: its rows' columns as object arrays, stored order;
-        ``row_kids``: each row's series number)."""
-        i = self.runs
+    def _row_idents(self, table: _Columns, n: int) -> np.ndarray:
+        """Each row's segment (series_rule.segment_ident) as a number of ``self.idents``."""
+        every = np.arange(n)
+        group, parts = np.zeros(n, dtype=np.int64), []
+        for name in self.p.segment_fields:
+            texts = [v.strip() for v in table.texts(name, every).tolist()] if n else []
+            if name == "ncu_version":
+                texts = [major_minor(v) for v in texts]
+            code, unique = pd.factorize(np.array(texts, dtype=object))
+            parts.append((code, list(unique)))
+            group = pd.factorize(group * (len(unique) + 1) + code)[0]
+        ids = np.empty(int(group.max()) + 1 if n else 0, dtype=np.int64)
+        first = np.unique(group, return_index=True)[1]
+        for g, r in enumerate(first.tolist()):
+            ident = tuple(unique[code[r]] for code, unique in parts)
+            ids[g] = self.idents.setdefault(ident, len(self.ident_of))
+            if ids[g] == len(self.ident_of):
+                self.ident_of.append(ident)
+        return ids[group]
+
+    def night(self, run_id: str, run_date: str, start: int, row_kids: np.ndarray) -> NightResult:
+        """Judge one night: the rows from ``start`` of :attr:`table` (``row_kids``: their series)."""
+        i, table = self.runs, self.table
         self._run_index(run_id)
         self._run_date = run_date
         n = len(row_kids)
-        commit = night_commit(cols["app_commit"] if "app_commit" in cols else [""] * n)
+        every = np.arange(start, start + n)
+        commit = night_commit(table.objects("app_commit", every) if "app_commit" in table.names else [""] * n)
         # a series twice in one night: its last row counts
         kids, back = np.unique(row_kids[::-1], return_index=True)
-        rows = n - 1 - back
+        rows = start + n - 1 - back
         on = np.zeros(len(self.key_of), dtype=bool)
         on[kids] = True
         kernel = ~self.is_total[kids]
@@ -404,11 +495,11 @@ class Replay:
         count = np.bincount(sid, minlength=scopes)
         first_row = np.full(scopes, -1, dtype=np.int64)
         first_row[sid[first]] = rows[first]
-        commits = cols.get("app_commit")
         same_code = np.zeros(scopes, dtype=bool)
-        for where in np.flatnonzero(here & tracked).tolist():
-            tonight = str(commits[first_row[where]] or "") if commits is not None else ""
-            same_code[where] = bool(tonight) and tonight == self.commit[total[where]]
+        check = np.flatnonzero(here & tracked)
+        if len(check):
+            tonight = table.texts("app_commit", first_row[check])
+            same_code[check] = (tonight != "") & (tonight == self.commit[total[check]])
         moving = here & tracked & ~same_code
         slow = (fresh & near) | (moving & fresh & gone)
         code_changed = moving & (fresh | gone) & ~slow
@@ -418,27 +509,27 @@ class Replay:
         pending_new: list[int] = []
         slow_scopes = np.flatnonzero(slow)
         if len(slow_scopes):
-            self._judge_together(i, run_id, run_date, cols, row_kids, slow, records, revisions, pending_new)
+            self._judge_together(i, run_id, run_date, every, row_kids, slow, records, revisions, pending_new)
 
         # every other scope: waiting nights, then the quiet series at once, the rest by the rule
         waiting = [(kid, state.pending) for kid, state in self.objects.items()
                    if state.pending is not None and not state.pending.get("pinned") and not slow[self.sid[kid]]]
         keep = ~slow[sid]
         kids, rows, sid, first = kids[keep], rows[keep], sid[keep], first[keep]
-        totals = self._totals(kids, rows, sid, first, count, tracked, cols)
+        totals = self._totals(kids, rows, sid, first, count, tracked)
         total_kids = np.array([total[where] for where in totals], dtype=np.int64)
         on[total_kids] = True
         judged = np.concatenate([kids, total_kids])
         changed = np.zeros(len(judged), dtype=bool)
         changed[len(kids):] = code_changed[list(totals)] if totals else False
-        fast = self._fast(i, run_id, judged, rows, list(totals.values()), cols, changed, records)
+        fast = self._fast(i, run_id, judged, rows, totals, changed, records)
         for j, kid in enumerate(judged.tolist()):
             if kid in records:
                 continue
             state = self._take(kid)
             if state is None:
                 state = SeriesState(self.template.params_for(self.key_of[kid][2]))
-            row = {c: v[rows[j]] for c, v in cols.items()} if j < len(kids) else totals[int(self.sid[kid])]
+            row = table.row(rows[j]) if j < len(kids) else totals[int(self.sid[kid])]
             records[kid] = state.step(i, run_id, run_date, row, code_changed=bool(changed[j]))
             if state.pending is not None and state.pending["run_id"] == run_id:
                 pending_new.append(kid)
@@ -466,14 +557,13 @@ class Replay:
         self.runs, self.last_commit = self.runs + 1, commit
         return NightResult(run_id, frame, revisions)
 
-    def _judge_together(self, i: int, run_id: str, run_date: str, cols: dict, row_kids: np.ndarray,
+    def _judge_together(self, i: int, run_id: str, run_date: str, every: np.ndarray, row_kids: np.ndarray,
                         slow: np.ndarray, records: dict, revisions: list, pending_new: list) -> None:
         """The scopes whose kernels may be followed through a change of key, or whose time may move
         between kernels, judged by :meth:`Engine.judge_series` with their series alone."""
         mine = slow[self.sid]
         series = {self.key_of[kid]: self._take(kid) for kid in np.flatnonzero(mine & (self.kind > 0)).tolist()}
-        at = np.flatnonzero(mine[row_kids])
-        rows = [{c: v[j] for c, v in cols.items()} for j in at.tolist()]
+        rows = [self.table.row(j) for j in every[mine[row_kids]].tolist()]
         engine = Engine(self.p, series, i, self.last_commit)
         engine._per_kernel = self.template._per_kernel
         night = engine.judge_series(run_id, run_date, rows)
@@ -488,14 +578,16 @@ class Replay:
         self.slow += len(night.records)
 
     def _totals(self, kids: np.ndarray, rows: np.ndarray, sid: np.ndarray, first: np.ndarray,
-                count: np.ndarray, tracked: np.ndarray, cols: dict) -> dict[int, dict]:
+                count: np.ndarray, tracked: np.ndarray) -> dict[int, dict]:
         """app_total.total_rows: per scope with two kernels tonight or a tracked total, the sum of
-        its kernels' times (in key order, as ``sum``) on its first kernel's row; by scope."""
+        its kernels' times (in key order, as ``sum``) on its first kernel's row; by scope. The
+        first kernel's row number is kept in :attr:`total_first`."""
+        self.total_first: dict[int, int] = {}
         if not len(kids):
             return {}
         wanted = (count >= 2) | tracked
-        duration = _numbers(cols["duration_s"][rows]) if "duration_s" in cols else np.full(len(rows), np.nan)
-        clock = _numbers(cols["sm_clock_hz"][rows]) if "sm_clock_hz" in cols else np.full(len(rows), np.nan)
+        duration = self.table.numbers("duration_s", rows)
+        clock = self.table.numbers("sm_clock_hz", rows)
         sums = np.bincount(sid, weights=duration, minlength=len(wanted))
         bad = np.bincount(sid, weights=~(duration > 0), minlength=len(wanted))
         starts = np.flatnonzero(first)
@@ -505,23 +597,24 @@ class Replay:
             where = int(sid[a])
             if not wanted[where]:
                 continue
-            row = {c: v[rows[a]] for c, v in cols.items()}
+            row = self.table.row(rows[a])
             row.update(kernel=APP_TOTAL, kernel_short=APP_TOTAL_SHORT, grid="", block="", launches=1,
                        duration_s=float(sums[where]) if bad[where] == 0 else math.nan, time_share=1.0,
                        bound="", bound_kind="", sm_clock_hz=median_finite(clock[a:b].tolist()))
             row.update(dict.fromkeys(_TOTAL_NAN, math.nan))
             out[where] = row
+            self.total_first[where] = int(rows[a])
         return out
 
     # ------------------------------------------------------------------ the quiet series at once
-    def _fast(self, i: int, run_id: str, judged: np.ndarray, rows: np.ndarray, total_rows: list[dict],
-              cols: dict, changed: np.ndarray, records: dict) -> dict[str, np.ndarray]:
+    def _fast(self, i: int, run_id: str, judged: np.ndarray, rows: np.ndarray, totals: dict[int, dict],
+              changed: np.ndarray, records: dict) -> dict[str, np.ndarray]:
         """Judge tonight's quiet array series among ``judged`` (series with a row tonight: the first
-        ``len(rows)`` on those rows, then the app totals of ``total_rows``) as
-        series_rule.SeriesState.step and _judge do on the path that ends ``unchanged`` with nothing to
-        note; commit their state, and put each one's place in the returned columns into
-        ``records``. The others are left to the rule."""
-        p, w = self.p, self.w
+        ``len(rows)`` on those rows of :attr:`table`, then the app totals of ``totals``) as
+        series_rule.SeriesState.step and _judge do on the path that ends ``unchanged``; commit their
+        state, and put each one's place in the returned columns into ``records``. The others are
+        left to the rule."""
+        p, w, table = self.p, self.w, self.table
         picked = np.flatnonzero((self.kind[judged] == 1) & ~changed)
         if not len(picked):
             return {}
@@ -529,26 +622,30 @@ class Replay:
         m, nt = len(picked), len(rows)
         is_row = picked < nt
         row_at = rows[picked[is_row]]
-        totals_at = [total_rows[j - nt] for j in picked[~is_row].tolist()]
+        scope_at = [int(self.sid[kid]) for kid in judged[picked[~is_row]].tolist()]
+        totals_at = [totals[where] for where in scope_at]
 
-        def column(name: str) -> np.ndarray:
-            out = np.empty(m, dtype=object)
-            out[is_row] = cols[name][row_at] if name in cols else None
+        def numbers(name: str) -> np.ndarray:
+            out = np.empty(m)
+            out[is_row] = table.numbers(name, row_at)
             if totals_at:
-                out[~is_row] = [r.get(name) for r in totals_at]
+                out[~is_row] = [number(r.get(name)) for r in totals_at]
             return out
 
-        num = {name: _numbers(column(name)) for name in (
+        def texts(name: str) -> np.ndarray:
+            out = np.empty(m, dtype=object)
+            out[is_row] = table.texts(name, row_at)
+            if totals_at:
+                out[~is_row] = [str(r.get(name) or "") for r in totals_at]
+            return out
+
+        num = {name: numbers(name) for name in (
             "launches", "duration_s", "flop_total", "flop", "dram_bytes", "performance", "roof_pct",
             "ai_dram", "sm_clock_hz", "ridge_ratio", "time_share", "roof_flops", "roof_dram_bw")}
-        # series_rule.segment_ident of each row, as the ident id the arrays keep
-        ident_cols = []
-        for name in p.segment_fields:
-            texts = [str(v or "").strip() for v in column(name)]
-            if name == "ncu_version":
-                texts = [major_minor(v) for v in texts]
-            ident_cols.append(texts)
-        ident = np.array([self.idents.get(t, -2) for t in zip(*ident_cols, strict=True)], dtype=np.int64)
+        ident = np.empty(m, dtype=np.int64)
+        ident[is_row] = self.row_ident[row_at]
+        if totals_at:  # a total's segment is its first kernel's
+            ident[~is_row] = self.row_ident[[self.total_first[where] for where in scope_at]]
 
         launches = num["launches"]
         per = np.where(launches > 0, launches, 1.0)
@@ -556,82 +653,103 @@ class Replay:
         flop = np.where(np.isfinite(num["flop_total"]), num["flop_total"], num["flop"]) / per
         nbytes = num["dram_bytes"] / per
         perf, roof, ai, clock = num["performance"], num["roof_pct"], num["ai_dram"], num["sm_clock_hz"]
-        memory = (column("bound_kind") == "memory") | ~(flop > 0)
+        memory = (texts("bound_kind") == "memory") | ~(flop > 0)
         work = np.where(memory, nbytes, flop)
 
-        c, recent = CAPACITY, p.noise_window + p.window + 2
-        win = slice(c - recent, c)
+        # the series' last `recent` nights (series_rule._judge's `recent`), as places in the arrays
+        recent = p.noise_window + p.window + 2
+        ring = w.last(slot, recent)
+        flat = slot[:, None] * CAPACITY + ring
         count = w.count[slot]
-        present = np.arange(c - recent, c)[None, :] >= (c - count)[:, None]
-        outlier = w.label[slot, win] == _CODE["outlier"]
-        kept = present & ~outlier
-        last_kept = kept[:, -1]
-        drop_last = (kept.sum(axis=1) > p.min_nights) & last_kept
+        present = np.arange(recent)[None, :] >= (recent - count)[:, None]
+        kept = present & (w.label.reshape(-1)[flat] != _CODE["outlier"])
+        drop_last = (kept.sum(axis=1) > p.min_nights) & kept[:, -1]
         kept[:, -1] &= ~drop_last
-        pool = _last_true(kept, p.window)
-        noise = _last_true(kept, p.noise_window)
+        n_kept = kept.sum(axis=1)
+        # the kept nights in order, then the last `window` of them (the pool) and the last
+        # `noise_window` (the noise), as places in the arrays
+        order = np.argsort(~kept, axis=1, kind="stable")
+        every = np.arange(m)[:, None]
+
+        def last_kept(n: int) -> tuple[np.ndarray, np.ndarray]:
+            size = np.minimum(n_kept, n)
+            j = np.arange(n)[None, :]
+            at = np.clip(n_kept[:, None] - size[:, None] + j, 0, recent - 1)
+            return flat[every, order[every, at]], j < size[:, None]
+
+        pool_at, pool = last_kept(p.window)
+        noise_at, noise = last_kept(p.noise_window)
         nb = pool.sum(axis=1)
-        values = w.value[slot, win]
-        works = np.where(memory[:, None], w.bytes[slot, win], w.flop[slot, win])
-        ok = (w.ident[slot] == ident) & (value > 0) & np.isfinite(value) & (count > 0) & (nb == p.window)
-        # no baseline night scaled to tonight's work (series_rule._scaled)
+        last_at = flat[:, -1]
+        ok = (w.ident[slot] == ident) & (value > 0) & np.isfinite(value) & (count > 0) & (nb >= 1)
+        # under min_nights baseline nights: a plain relative rule, information only (no noise, no verdict)
+        info = nb < p.min_nights
+        values = w.value.reshape(-1)[pool_at]
+        # no baseline night scaled to tonight's work (series_rule._scaled): the pool is in the noise
         w_ok = np.isfinite(work) & (work > 0)
+        works = np.where(memory[:, None], w.bytes.reshape(-1)[noise_at], w.flop.reshape(-1)[noise_at])
+        last_work = np.where(memory, w.bytes.reshape(-1)[last_at], w.flop.reshape(-1)[last_at])
+        safe = np.where(w_ok, work, 1.0)
         with np.errstate(divide="ignore", invalid="ignore"):
-            off = np.abs(works / np.where(w_ok, work, 1.0)[:, None] - 1) > p.work_tol
-        scaled = w_ok[:, None] & np.isfinite(works) & (works > 0) & off
-        looked_at = noise | pool | ((np.arange(recent) == recent - 1)[None, :] & present)
-        ok &= ~(scaled & looked_at).any(axis=1)
+            scaled = noise & np.isfinite(works) & (works > 0) & (np.abs(works / safe[:, None] - 1) > p.work_tol)
+            scaled_last = np.isfinite(last_work) & (last_work > 0) & (np.abs(last_work / safe - 1) > p.work_tol)
+        ok &= ~(w_ok & (scaled.any(axis=1) | scaled_last))
         ok &= np.isfinite(np.where(pool, values, 1.0)).all(axis=1)
         # the clock against the series' usual clock (its last `window` nights, outliers too)
-        last_w = present & (np.arange(recent) >= recent - p.window)[None, :]
-        clock_change = _rel_change(clock, _median_rows(w.clock[slot, win], last_w))
+        clock_change = _rel_change(clock, _median_rows(w.clock.reshape(-1)[flat[:, -p.window:]],
+                                                       present[:, -p.window:]))
         ok &= ~(np.isfinite(clock_change) & (np.abs(clock_change) > p.clock_tol))
         # the work per launch against last night (a change is judged per unit of work: the rule)
-        flop_moved = _rel_change(flop, w.flop[slot, c - 1])
-        bytes_moved = _rel_change(nbytes, w.bytes[slot, c - 1])
+        flop_moved = _rel_change(flop, w.flop.reshape(-1)[last_at])
+        bytes_moved = _rel_change(nbytes, w.bytes.reshape(-1)[last_at])
         for moved in (flop_moved, bytes_moved):
             ok &= ~(np.isfinite(moved) & (np.abs(moved) > p.work_tol))
         # the work per launch against the baseline (series_rule._work_moved)
         for tonight, stored in ((flop, w.flop), (nbytes, w.bytes)):
-            change = _rel_change(tonight, _median_rows(stored[slot, win], pool))
+            change = _rel_change(tonight, _median_rows(stored.reshape(-1)[pool_at], pool))
             ok &= ~(np.isfinite(change) & (np.abs(change) > p.work_tol))
         base = _median_rows(values, pool)
         ratio = value / np.where(ok, base, 1.0)
         # the noise: series_rule's rel_sigma "diff" over the last noise_window kept nights, in order
-        order = np.argsort(~noise, axis=1, kind="stable")
-        logs = np.take_along_axis(w.logv[slot, win], order, axis=1)
+        logs = w.logv.reshape(-1)[noise_at]
         k = noise.sum(axis=1)
-        steps = np.arange(recent - 1)[None, :] < (k - 1)[:, None]
+        steps = np.arange(p.noise_window - 1)[None, :] < (k - 1)[:, None]
         d = logs[:, 1:] - logs[:, :-1]
         centre = _median_rows(d, steps)
         dev = np.abs(d - centre[:, None])
         mad = 1.4826 * _median_rows(dev, steps)
         keep = steps & (dev <= 3 * mad[:, None])
         square = np.zeros(m)
-        for col in range(recent - 1):  # summed in order, as Python's sum
+        for col in range(p.noise_window - 1):  # summed in order, as Python's sum
             square = square + np.where(keep[:, col], dev[:, col] * dev[:, col], 0.0)
         kept_n = keep.sum(axis=1)
         scale = np.where(kept_n >= 2, np.sqrt(square / np.maximum(kept_n, 1)), mad)
         rel = np.where(k >= 3, scale / math.sqrt(2), np.nan)
-        ok &= np.isfinite(rel)
-        rel = np.maximum(np.where(ok, rel, 1.0), p.sigma_floor)
+        # few nights: the noise the previous segment lends, or a raised floor
+        carried = w.carried[slot]
+        lent = np.where(np.isfinite(carried), carried, p.short_sigma_floor)
+        borrow = (nb < p.window) | ~np.isfinite(rel)
+        rel = np.where(borrow, np.where(np.isfinite(rel), np.maximum(rel, lent), lent), rel)
+        rel = np.maximum(np.where(np.isfinite(rel), rel, 1.0), p.sigma_floor)
         limit = np.maximum(p.rel_min, p.z_min * rel)
         z = (ratio - 1) / rel
-        ok &= ~((ratio - 1 > limit) | (1 - ratio > limit))
+        ok &= info | ~((ratio - 1 > limit) | (1 - ratio > limit))
         # two nights at one new level (series_rule._judge's persistence)
-        prev = w.value[slot, c - 1] / np.where(ok, base, 1.0)
+        prev = w.value.reshape(-1)[last_at] / np.where(ok, base, 1.0)
         two = np.maximum(p.rel_min, p.z_min * rel / math.sqrt(2))
         mean = (ratio + prev) / 2 - 1
         level = np.abs(ratio - prev) <= np.maximum(p.z_min * rel * math.sqrt(2), np.abs(mean) / 2)
         for sign in (1, -1):
             both = np.minimum(sign * (ratio - 1), sign * (prev - 1)) > p.rel_min
-            ok &= ~(both & level & (sign * mean > two))
-        ok &= ~((ratio >= p.big_ratio) & (z >= p.big_z)) & ~((ratio <= 1 / p.big_ratio) & (z <= -p.big_z))
-        perf_base = _median_rows(w.perf[slot, win], pool)
-        roof_base = _median_rows(w.roof[slot, win], pool)
-        ai_base = _median_rows(w.ai[slot, win], pool)
+            ok &= info | ~(both & level & (sign * mean > two))
+        big = ((ratio >= p.big_ratio) & (z >= p.big_z)) | ((ratio <= 1 / p.big_ratio) & (z <= -p.big_z))
+        ok &= info | ~big
+        perf_base = _median_rows(w.perf.reshape(-1)[pool_at], pool)
+        roof_base = _median_rows(w.roof.reshape(-1)[pool_at], pool)
+        ai_base = _median_rows(w.ai.reshape(-1)[pool_at], pool)
         roof_moved = _rel_change(roof, roof_base)
-        roof_note = np.isfinite(roof_moved) & (np.abs(roof_moved) > p.rel_min)
+        roof_note = ~info & np.isfinite(roof_moved) & (np.abs(roof_moved) > p.rel_min)
+        said = np.where(ratio - 1 > p.info_rel, 1, np.where(1 - ratio > p.info_rel, -1, 0)) * info
         # the bound side (series_rule.Bound.step) without a flip
         ridge = num["ridge_ratio"]
         valid = np.isfinite(ridge) & (ridge > 0)
@@ -652,53 +770,58 @@ class Replay:
             return {}
         s_q = slot[q]
         # the records (series_rule._record, then _judge's updates on this path)
-        runs = w.run[s_q, win]
-        pool_q = pool[q]
-        names = self.run_names
-        baseline_runs = [",".join(names[r] for r, keep_it in zip(rr, pp, strict=True) if keep_it)
-                         for rr, pp in zip(runs.tolist(), pool_q.tolist(), strict=True)]
+        # the pool's run ids joined with ",", column by column
+        named = np.array(self.run_names, dtype=object)[np.maximum(w.run.reshape(-1)[pool_at[q]], 0)]
+        nb_q = nb[q]
+        baseline_runs = named[:, 0].copy()
+        for col in range(1, p.window):
+            baseline_runs = np.where(col < nb_q, baseline_runs + "," + named[:, col], baseline_runs)
         out: dict[str, np.ndarray] = {}
         for name in _TEXT:
-            out[name] = _text(column(name)[q])
+            out[name] = texts(name)[q]
         for name in _NUMBERS:
             out[name] = num[name][q]
-        bq, rq, relq, limq = base[q], ratio[q], rel[q], limit[q]
+        info_q = info[q]
+        bq, rq = base[q], ratio[q]
+        relq, limq, zq = (np.where(info_q, np.nan, x[q]) for x in (rel, limit, z))
+        notes = [f"% of roof {moved:+.1%} with time flat: ceiling moved" if roofed
+                 else f"{r - 1:+.1%} vs {b} night(s) (info only)" if direction else ""
+                 for moved, roofed, direction, r, b in zip(roof_moved[q].tolist(), roof_note[q].tolist(),
+                                                          said[q].tolist(), rq.tolist(), nb_q.tolist(), strict=True)]
+        label = np.where(info_q, "insufficient_data", "unchanged").astype(object)
         out.update(value_s=value[q], segment=w.seg[s_q].copy(), segment_start=w.seg_start[s_q].copy(),
                    flop_ratio=flop_moved[q] + 1, dram_bytes_ratio=bytes_moved[q] + 1,
-                   n_baseline=nb[q].astype(np.int64), baseline_runs=np.array(baseline_runs, dtype=object),
+                   n_baseline=nb[q].astype(np.int64), baseline_runs=baseline_runs,
                    performance_baseline=perf_base[q], roof_pct_baseline=roof_base[q],
                    ai_dram_baseline=ai_base[q], perf_ratio=_rel_change(perf[q], perf_base[q]) + 1,
                    baseline_s=bq, ratio=rq, impact=(rq - 1) * num["time_share"][q], noise_s=relq * bq,
-                   limit_rel=limq, z=z[q], lower_s=bq * (1 - limq), upper_s=bq * (1 + limq),
+                   limit_rel=limq, z=zq, lower_s=bq * (1 - limq), upper_s=bq * (1 + limq),
                    bound_side=np.array([_SIDES[v] for v in side[q]], dtype=object),
-                   note=np.array([f"% of roof {moved:+.1%} with time flat: ceiling moved" if said else ""
-                                  for moved, said in zip(roof_moved[q].tolist(), roof_note[q].tolist(),
-                                                         strict=True)], dtype=object))
+                   note=np.array(notes, dtype=object), label=label, revised_label=label.copy(),
+                   direction=np.array(["", "up", "down"], dtype=object)[said[q]])
         for j, kid in enumerate(judged[picked[q]].tolist()):
             records[kid] = j
-        # the state after tonight: one more night, unchanged
+        # the state after tonight: one more night, unchanged, at the head of each ring
+        head = w.head[s_q]
         for name, vals in (("value", value), ("flop", flop), ("bytes", nbytes), ("perf", perf),
                            ("roof", roof), ("ai", ai), ("clock", clock)):
-            arr = getattr(w, name)
-            arr[s_q, :-1] = arr[s_q, 1:]
-            arr[s_q, -1] = vals[q]
-        w.logv[s_q, :-1] = w.logv[s_q, 1:]
-        w.logv[s_q, -1] = [math.log(v) for v in value[q].tolist()]
-        for arr, fill in ((w.run, self._run_at[run_id]), (w.label, _CODE["unchanged"]), (w.dir, 0),
-                          (w.persistent, False)):
-            arr[s_q, :-1] = arr[s_q, 1:]
-            arr[s_q, -1] = fill
+            getattr(w, name)[s_q, head] = vals[q]
+        w.logv[s_q, head] = [math.log(v) for v in value[q].tolist()]
+        for arr, fill in ((w.run, self._run_at[run_id]), (w.dir, 0), (w.persistent, False)):
+            arr[s_q, head] = fill
+        w.label[s_q, head] = np.where(info_q, _CODE["insufficient_data"], _CODE["unchanged"])
+        w.head[s_q] = (head + 1) % CAPACITY
         w.count[s_q] = np.minimum(w.count[s_q] + 1, CAPACITY)
         self.last_i[judged[picked[q]]] = i
         w.last_run[s_q] = run_id
-        self.commit[judged[picked[q]]] = _text(column("app_commit")[q])
+        self.commit[judged[picked[q]]] = texts("app_commit")[q]
         w.streak[s_q] = 0
         w.streak_dir[s_q] = 0
         w.side[s_q], w.candidate[s_q], w.flips[s_q] = side[q], cand[q], new_flips[q]
         for t, name in enumerate(TEMPLATE_TEXT):
-            w.t_text[s_q, t] = _text(column(name)[q])
+            w.t_text[s_q, t] = texts(name)[q]
         for t, name in enumerate(TEMPLATE_NUMBERS):
-            w.t_num[s_q, t] = num[name][q] if name in num else _numbers(column(name)[q])
+            w.t_num[s_q, t] = num[name][q] if name in num else numbers(name)[q]
         self.fast += len(q)
         return out
 
