@@ -1,0 +1,132 @@
+"""The full replay judges a night's quiet series at once (roofline/nightly/replay.py): its records
+and final state must be those of the night-by-night rule (engine.decide_all, state._advance), on
+every kind of history: the seeded simulator with missing nights, late, vanished and returning
+kernels, convention changes and night-level shifts; hand-made fusions, splits and renames; a
+fleet of many steady series; other parameters (short windows, the level noise, per-kernel
+overrides)."""
+
+import json
+import logging
+import re
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from nightly.test_app_total import OTHER, A, B, app_nights
+from nightly.test_kernel_match import cutlass, nights
+from nightly.test_state import KEY, compare, perturbed
+from roofline.nightly import state as decide_state
+from roofline.nightly.engine import Engine
+from roofline.nightly.params import DecisionParams
+from roofline.nightly.state import STATE_DIR, update
+from roofline.nightly.state_file import STATE_META_KEY
+from roofline.nightly.store import history_frame, run_files, write_partition
+
+
+def stored(tmp_path, history: pd.DataFrame):
+    """``history`` written night by night to a store, nothing judged yet."""
+    for run_id, rows in history.groupby("run_id", sort=False):
+        write_partition(tmp_path, f"run={run_id}", rows.reset_index(drop=True))
+    return tmp_path
+
+
+def replayed(tmp_path, history: pd.DataFrame, params: DecisionParams, caplog) -> tuple[int, int]:
+    """Replay ``history`` with the array replay, check records and states against the rule; the
+    series-nights judged at once and one by one."""
+    store = stored(tmp_path / "store", history)
+    with caplog.at_level(logging.INFO, logger="roofline.nightly.state"):
+        done = update(store, params, replay=True)
+    assert done.replayed
+    compare(store, params)  # every record, every column, against engine.decide_all
+    # the states kept equal those the night-by-night engine leaves
+    files = run_files(store)
+    engine = Engine(params)
+    every: list[list] = []
+    before = {p.parent.name: pq.read_table(p) for p in (store / STATE_DIR).glob("n=*/part.parquet")}
+    decide_state._advance(store, engine, every, decide_state._keys(store, files), files,
+                          decide_state.rule_hash(params))
+    assert before, "the replay kept no state"
+    for name, table in before.items():
+        again = pq.read_table(store / STATE_DIR / name / "part.parquet")
+        assert table.to_pandas().equals(again.to_pandas()), name
+        meta, meta_again = (json.loads(t.schema.metadata[STATE_META_KEY]) for t in (table, again))
+        for m in (meta, meta_again):  # the stamp of the decisions file: rewritten since
+            m.get("tonight", {}).pop("decisions", None)
+        assert meta == meta_again
+    said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("replayed")]
+    fast, slow = (int(x) for x in re.findall(r"(\d+) series-nights judged at once, (\d+) by the rule", said[-1])[0])
+    return fast, slow
+
+
+@pytest.mark.parametrize("seed, params", [
+    (0, {}),
+    (1, {"window": 4, "noise_window": 5, "min_nights": 2}),
+    (2, {"noise_method": "level", "window": 5, "noise_window": 6}),
+    (3, {"per_kernel": {"#1$": {"rel_min": 0.2}}}),
+])
+def test_the_replay_of_a_perturbed_simulator_history_equals_the_rule(tmp_path, caplog, seed, params):
+    p = DecisionParams.from_mapping(params)
+    fast, slow = replayed(tmp_path, perturbed(seed), p, caplog)
+    if p.noise_method == "diff":
+        assert fast > slow  # the arrays did the bulk of it
+    else:
+        assert fast == 0  # the level noise is judged by the rule itself
+
+
+def fleet(series: int, nights_: int, seed: int = 0) -> pd.DataFrame:
+    """Many steady series of a few apps (2 % noise), a few steps and one-night spikes, kernels
+    missing on some nights, the app commit changing weekly and a driver change (a new segment)."""
+    rng = np.random.default_rng(seed)
+    base = np.exp(rng.uniform(np.log(1e-5), np.log(5e-3), series))
+    step_at = np.where(rng.random(series) < 0.1, rng.integers(12, nights_, series), nights_ + 1)
+    frames = []
+    for n in range(nights_):
+        t = base * np.exp(rng.normal(0, 0.02, series)) * np.where(n >= step_at, 1.2, 1.0)
+        t = np.where(rng.random(series) < 0.01, t * 1.5, t)
+        day = f"2026-{1 + n // 28:02d}-{1 + n % 28:02d}"
+        frame = pd.DataFrame({
+            "run_id": day, "run_date": day, "run_time": f"{day}T02:00:00+00:00",
+            "app": [f"app{i % 4}" for i in range(series)], "device": "GPU",
+            "kernel": [f"void k{i}<float>(float *)" for i in range(series)],
+            "kernel_short": [f"k{i}" for i in range(series)], "grid": "(108, 1, 1)", "block": "(256, 1, 1)",
+            "launches": 2, "duration_s": 2 * t, "flop": 2e9 * base / base.mean(),
+            "flop_total": 2e9 * base / base.mean(), "dram_bytes": 1e8, "performance": 1e9 / t,
+            "roof_pct": 50 * base / t, "ai_dram": 10.0, "bound": "memory:dram", "ridge_ratio": 0.5,
+            "time_share": 0.1, "sm_clock_hz": 1.41e9, "app_commit": f"c{n // 7}",
+            "driver_version": "560" if n >= nights_ * 2 // 3 else "550"})
+        frames.append(frame[rng.random(series) > 0.02])
+    return history_frame(pd.concat(frames, ignore_index=True))
+
+
+def test_the_replay_of_a_fleet_equals_the_rule_and_judges_most_series_at_once(tmp_path, caplog):
+    fast, slow = replayed(tmp_path, fleet(60, 70), DecisionParams(), caplog)
+    assert fast > 8 * slow
+
+
+def test_the_replay_of_fusions_splits_and_renames_equals_the_rule(tmp_path, caplog):
+    c = ("gemm_bias_relu", "(96, 1, 1)", 1.9e-3)
+    split = [("gemm_a", "(64, 1, 1)", 0.55e-3), ("gemm_b", "(32, 1, 1)", 0.67e-3)]
+    history = app_nights([[A, B, OTHER]] * 12 + [[c, OTHER]] * 6 + [[*split, OTHER]] * 6)
+    replayed(tmp_path / "fusion", history, DecisionParams(), caplog)
+    before = [(cutlass("Gemm", "MmaPipelined", "128, 128"), "(64, 1, 1)", 1e-3),
+              (cutlass("Gemm", "MmaPipelined", "256, 128"), "(32, 2, 1)", 2e-3)]
+    after = [(cutlass("Gemm", "MmaMultistage", "128, 128"), "(64, 1, 1)", 1.12e-3),
+             (cutlass("Gemm", "MmaMultistage", "256, 128"), "(32, 2, 1)", 2.36e-3)]
+    replayed(tmp_path / "rename", nights([before] * 12 + [after] * 8), DecisionParams(), caplog)
+
+
+def test_a_replay_after_nightly_runs_rewrites_what_they_decided(tmp_path, caplog):
+    """Nights judged one at a time from the state, then a replay (a rule change, a catch-up):
+    the records are what a replay from nothing writes, and what the nightly runs wrote."""
+    history = fleet(24, 40, seed=3)
+    store = tmp_path / "store"
+    for run_id, rows in history.groupby("run_id", sort=False):
+        write_partition(store, f"run={run_id}", rows.reset_index(drop=True))
+        update(store, DecisionParams(), changed=[run_id])
+    nightly = pd.read_parquet(store / "_decisions").sort_values(["run_id", *KEY]).reset_index(drop=True)
+    update(store, DecisionParams(), replay=True)
+    again = pd.read_parquet(store / "_decisions").sort_values(["run_id", *KEY]).reset_index(drop=True)
+    pd.testing.assert_frame_equal(nightly, again)
+    compare(store, DecisionParams())
