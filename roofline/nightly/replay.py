@@ -413,6 +413,22 @@ class Replay:
         self.slot_of[kid] = -1
         return state
 
+    def _absent_state(self, kid: int) -> SeriesState:
+        """What SeriesState.absent reads of series ``kid``: its last night, template, segment and
+        its last `window` nights' times (the whole state only for a series kept as an object)."""
+        if self.kind[kid] == 2:
+            return self.objects[kid]
+        w, s = self.w, int(self.slot_of[kid])
+        state = SeriesState(self.p)
+        state.last_i, state.last_run = int(self.last_i[kid]), w.last_run[s]
+        state.seg, state.seg_start = int(w.seg[s]), w.seg_start[s]
+        state.template = {**dict(zip(KERNEL_KEY, self.key_of[kid], strict=False)),
+                          **dict(zip(TEMPLATE_TEXT, w.t_text[s].tolist(), strict=True)),
+                          **dict(zip(TEMPLATE_NUMBERS, w.t_num[s].tolist(), strict=True))}
+        n = min(int(w.count[s]), self.p.window)
+        state.nights = [{"value": v} for v in w.value[s, w.last(np.array([s]), n)[0]].tolist()]
+        return state
+
     def _peek(self, kid: int) -> SeriesState:
         return self.objects[kid] if self.kind[kid] == 2 else self._state(kid)
 
@@ -537,7 +553,7 @@ class Replay:
             self.slow += 1
         absent = alive & ~on & ~slow[self.sid] & (i - self.last_i <= self.window)
         for kid in np.flatnonzero(absent).tolist():
-            rec = self._peek(kid).absent(i, run_id, run_date)
+            rec = self._absent_state(kid).absent(i, run_id, run_date)
             if rec is not None:
                 records[kid] = rec
         for kid, night in waiting:
