@@ -787,11 +787,13 @@ class Replay:
         s_q = slot[q]
         # the records (series_rule._record, then _judge's updates on this path)
         # the pool's run ids joined with ",", column by column
-        named = np.array(self.run_names, dtype=object)[np.maximum(w.run.reshape(-1)[pool_at[q]], 0)]
         nb_q = nb[q]
-        baseline_runs = named[:, 0].copy()
-        for col in range(1, p.window):
-            baseline_runs = np.where(col < nb_q, baseline_runs + "," + named[:, col], baseline_runs)
+        # the pool's run ids joined with ",": once per distinct pool (most series share tonight's)
+        pools = np.where(pool[q], w.run.reshape(-1)[pool_at[q]], -1)
+        distinct, which = np.unique(pools, axis=0, return_inverse=True)
+        names = self.run_names
+        joined = np.array([",".join(names[r] for r in row if r >= 0) for row in distinct.tolist()], dtype=object)
+        baseline_runs = joined[which.reshape(-1)]
         out: dict[str, np.ndarray] = {}
         for name in _TEXT:
             out[name] = texts(name)[q]
@@ -800,10 +802,10 @@ class Replay:
         info_q = info[q]
         bq, rq = base[q], ratio[q]
         relq, limq, zq = (np.where(info_q, np.nan, x[q]) for x in (rel, limit, z))
-        notes = [f"% of roof {moved:+.1%} with time flat: ceiling moved" if roofed
-                 else f"{r - 1:+.1%} vs {b} night(s) (info only)" if direction else ""
-                 for moved, roofed, direction, r, b in zip(roof_moved[q].tolist(), roof_note[q].tolist(),
-                                                          said[q].tolist(), rq.tolist(), nb_q.tolist(), strict=True)]
+        notes = np.full(len(q), "", dtype=object)
+        for j in np.flatnonzero(roof_note[q] | (said[q] != 0)).tolist():
+            notes[j] = (f"% of roof {roof_moved[q[j]]:+.1%} with time flat: ceiling moved" if roof_note[q[j]]
+                        else f"{rq[j] - 1:+.1%} vs {nb_q[j]} night(s) (info only)")
         label = np.where(info_q, "insufficient_data", "unchanged").astype(object)
         out.update(value_s=value[q], segment=w.seg[s_q].copy(), segment_start=w.seg_start[s_q].copy(),
                    flop_ratio=flop_moved[q] + 1, dram_bytes_ratio=bytes_moved[q] + 1,
@@ -812,8 +814,8 @@ class Replay:
                    ai_dram_baseline=ai_base[q], perf_ratio=_rel_change(perf[q], perf_base[q]) + 1,
                    baseline_s=bq, ratio=rq, impact=(rq - 1) * num["time_share"][q], noise_s=relq * bq,
                    limit_rel=limq, z=zq, lower_s=bq * (1 - limq), upper_s=bq * (1 + limq),
-                   bound_side=np.array([_SIDES[v] for v in side[q]], dtype=object),
-                   note=np.array(notes, dtype=object), label=label, revised_label=label.copy(),
+                   bound_side=np.array(_SIDES, dtype=object)[side[q]],
+                   note=notes, label=label, revised_label=label.copy(),
                    direction=np.array(["", "up", "down"], dtype=object)[said[q]])
         for j, kid in enumerate(judged[picked[q]].tolist()):
             records[kid] = j

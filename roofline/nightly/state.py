@@ -322,18 +322,26 @@ def _update(store: Path, params: DecisionParams, changed: set[str], replay: bool
                     reason = str(stale)
     log.info("judging every stored night again: %s", reason)
     every: list[list] = []
-    judged = _replay(store, params, every, _keys(store, files), files, digest)
+    judged = _replay(store, params, every, files, digest)
     return Update([r[0] for r in every if r[4]], judged, True, reason)
 
 
-def _replay(store: Path, params: DecisionParams, runs: list[list], todo: list, files: dict,
-            digest: str) -> list[str]:
+def _replay(store: Path, params: DecisionParams, runs: list[list], files: dict, digest: str) -> list[str]:
     """:func:`_advance` from no state over every night, judged by :class:`roofline.nightly.replay.Replay`
     (the quiet series of a night at once); the records are written by a second thread as the
-    nights are judged."""
+    nights are judged. Every night is read in one pass, its place in the run order (:func:`_keys`)
+    taken from the rows read."""
     judging = Replay(params)
+    frame = read_runs(store, list(files), [*judging.columns, "run_time"]) if files else None
+    when: dict[str, tuple[str, str, str]] = {}
+    if frame is not None and len(frame):
+        stamps = frame[["run_date", "run_time"]].fillna("").assign(run_id=frame["run_id"])
+        first = stamps.groupby("run_id", sort=False).min()
+        when = {r: (d, t, r) for r, d, t in zip(first.index, first["run_date"], first["run_time"], strict=True)}
+    todo = sorted(((r, when.get(r)) for r in files), key=lambda item: (item[1] is not None, item[1] or ()))
     nonempty = [run_id for run_id, key in todo if key is not None]
-    frame = read_runs(store, nonempty, judging.columns) if nonempty else None
+    if not nonempty:
+        frame = None
     dates, sizes = {}, {}
     if frame is not None:
         firsts = frame.drop_duplicates("run_id")

@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from roofline import __version__
@@ -284,20 +285,27 @@ def read_runs(store_dir: str | os.PathLike, run_ids: list[str], columns: list[st
     the order of ``run_ids``, typed in one pass (a replay reads every night: one conversion per night
     would cost more than judging it)."""
     store = Path(store_dir)
-    groups: list[tuple[tuple[str, ...], list[pa.Table]]] = []
+    paths = [str(store / f"run={_check_run_id(run_id)}" / PART) for run_id in run_ids]
     wanted = set(columns)
-    for run_id in run_ids:
-        path = store / f"run={_check_run_id(run_id)}" / PART
-        names = pq.read_schema(path).names
-        keep = [n for n in names if n in wanted or (_RENAMED.get(n) or _OLD_BW.sub(r"roof_\1_bw", n)) in wanted]
-        table = pq.read_table(path, columns=keep)
-        if groups and groups[-1][0] == tuple(keep) and groups[-1][1][0].schema.equals(table.schema):
-            groups[-1][1].append(table)
-        else:
-            groups.append((tuple(keep), [table]))
-    if not groups:
+
+    def kept(names: list[str]) -> list[str]:
+        return [n for n in names if n in wanted or (_RENAMED.get(n) or _OLD_BW.sub(r"roof_\1_bw", n)) in wanted]
+
+    if not paths:
         return history_frame(pd.DataFrame({"app": pd.Series([], dtype="string")}), columns)
-    parts = [_upgrade(pa.concat_tables(tables).to_pandas()) for _, tables in groups]
+    # one scan of every file when they share one schema (rows in the order of the files given)
+    dataset = ds.dataset(paths, format="parquet")
+    if all(fragment.physical_schema.equals(dataset.schema) for fragment in dataset.get_fragments()):
+        parts = [_upgrade(dataset.to_table(columns=kept(dataset.schema.names)).to_pandas())]
+    else:  # nights stored by different versions: a table per run of nights with one schema
+        groups: list[tuple[tuple[str, ...], list[pa.Table]]] = []
+        for path in paths:
+            table = pq.read_table(path, columns=kept(pq.read_schema(path).names), use_threads=False)
+            if groups and groups[-1][1][0].schema.equals(table.schema):
+                groups[-1][1].append(table)
+            else:
+                groups.append((tuple(table.schema.names), [table]))
+        parts = [_upgrade(pa.concat_tables(tables).to_pandas()) for _, tables in groups]
     return history_frame(pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0], columns)
 
 
