@@ -26,7 +26,7 @@ and hand-made histories of every kind of event).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -171,6 +171,20 @@ class _Columns:
             table = self._texts[name] = np.array([str(v or "") for v in objects], dtype=object)
         return table[codes[at]]
 
+    def distinct(self, name: str, n: int, text: Callable[[object], str], missing: str) -> tuple[np.ndarray, list]:
+        """Per row a code into the distinct ``text(value)`` of the column (``missing`` for every
+        row where the column is not stored), and those texts."""
+        if name in self.coded:
+            codes, objects = self.coded[name]
+            texts = [text(v) for v in objects]
+        elif name in self.plain:
+            codes, unique = pd.factorize(self.plain[name], use_na_sentinel=False)
+            texts = [text(v.item()) for v in unique]
+        else:
+            return np.zeros(n, dtype=np.int64), [missing]
+        merged, distinct = pd.factorize(np.array(texts, dtype=object))
+        return merged[codes], list(distinct)
+
     def objects(self, name: str, at: np.ndarray) -> np.ndarray:
         if name in self.plain:
             return self.plain[name][at].astype(object)
@@ -297,16 +311,15 @@ class Replay:
         more("window", self.p.window, np.int64)
         more("commit", "", object)
 
-    def _register(self, frame: pd.DataFrame) -> np.ndarray:
+    def _register(self, table: _Columns, n: int) -> np.ndarray:
         """Every row's series number (its key: ``str`` of each key column, as Engine.judge_series)."""
-        if frame.empty:
+        if not n:
             return np.zeros(0, dtype=np.int64)
         codes, uniques = [], []
         for name in self.keys:
-            values = frame[name].to_numpy(dtype=object) if name in frame else np.full(len(frame), "", dtype=object)
-            code, unique = pd.factorize(values, use_na_sentinel=False)
+            code, unique = table.distinct(name, n, str, "")
             codes.append(code)
-            uniques.append([str(v) for v in unique])
+            uniques.append(unique)
         group = codes[0]
         for code in codes[1:]:  # one number per distinct combination, kept small as it grows
             group = pd.factorize(group * (int(code.max()) + 1) + code)[0]
@@ -443,8 +456,8 @@ class Replay:
     def nights(self, frame: pd.DataFrame, order: list[str], dates: dict[str, str]) -> Iterator[NightResult]:
         """Judge the nights of ``frame`` (rows of every night, each night's rows together:
         :func:`roofline.nightly.store.read_runs`) in ``order``; yields each night's result."""
-        kids = self._register(frame)
         self.table = table = _Columns(frame, self.columns)
+        kids = self._register(table, len(frame))
         self.row_ident = self._row_idents(table, len(frame))
         runs = frame["run_id"].to_numpy(dtype=object)
         bounds = np.flatnonzero(np.r_[True, runs[1:] != runs[:-1], True])
@@ -455,14 +468,14 @@ class Replay:
 
     def _row_idents(self, table: _Columns, n: int) -> np.ndarray:
         """Each row's segment (series_rule.segment_ident) as a number of ``self.idents``."""
-        every = np.arange(n)
         group, parts = np.zeros(n, dtype=np.int64), []
         for name in self.p.segment_fields:
-            texts = [v.strip() for v in table.texts(name, every).tolist()] if n else []
-            if name == "ncu_version":
-                texts = [major_minor(v) for v in texts]
-            code, unique = pd.factorize(np.array(texts, dtype=object))
-            parts.append((code, list(unique)))
+            def text(v: object, version: bool = name == "ncu_version") -> str:
+                said = str(v or "").strip()
+                return major_minor(said) if version else said
+
+            code, unique = table.distinct(name, n, text, "")
+            parts.append((code, unique))
             group = pd.factorize(group * (len(unique) + 1) + code)[0]
         ids = np.empty(int(group.max()) + 1 if n else 0, dtype=np.int64)
         first = np.unique(group, return_index=True)[1]
