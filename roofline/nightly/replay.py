@@ -229,6 +229,7 @@ class _Windows:
         self.side = more(get("side"), (cap,), 0, np.int8)
         self.candidate = more(get("candidate"), (cap,), 0, np.int8)
         self.flips = more(get("flips"), (cap,), 0, np.int64)
+        self.t_row = more(get("t_row"), (cap,), -1, np.int64)  # the template: a row of the table, or:
         self.t_text = more(get("t_text"), (cap, len(TEMPLATE_TEXT)), "", object)
         self.t_num = more(get("t_num"), (cap, len(TEMPLATE_NUMBERS)), np.nan, np.float64)
 
@@ -377,6 +378,7 @@ class Replay:
         w.side[s], w.candidate[s], w.flips[s] = (_SIDE[state.bound.side], _SIDE[state.bound.candidate],
                                                  state.bound.count)
         t = state.template
+        w.t_row[s] = -1
         w.t_text[s] = [str(t.get(name) or "") for name in TEMPLATE_TEXT]
         w.t_num[s] = [number(t.get(name)) for name in TEMPLATE_NUMBERS]
 
@@ -389,15 +391,13 @@ class Replay:
 
     def _state(self, kid: int) -> SeriesState:
         """The :class:`SeriesState` of array series ``kid``."""
-        w, key, s = self.w, self.key_of[kid], int(self.slot_of[kid])
+        w, s = self.w, int(self.slot_of[kid])
         state = SeriesState(self.p)
         state.ident = self.ident_of[w.ident[s]]
         state.seg, state.seg_start, state.carried = int(w.seg[s]), w.seg_start[s], float(w.carried[s])
         state.last_i, state.last_run = int(self.last_i[kid]), w.last_run[s]
         state.streak, state.streak_dir = int(w.streak[s]), int(w.streak_dir[s])
-        state.template = {**dict(zip(KERNEL_KEY, key, strict=False)),
-                          **dict(zip(TEMPLATE_TEXT, w.t_text[s].tolist(), strict=True)),
-                          **dict(zip(TEMPLATE_NUMBERS, w.t_num[s].tolist(), strict=True))}
+        state.template = self._template(kid, s)
         at = w.last(np.array([s]), int(w.count[s]))[0]
         columns = [getattr(w, name)[s, at].tolist() for name in _FIELDS]
         runs = [self.run_names[r] for r in w.run[s, at].tolist()]
@@ -412,6 +412,19 @@ class Replay:
         state.bound.side, state.bound.candidate = _SIDES[w.side[s]], _SIDES[w.candidate[s]]
         state.bound.count = int(w.flips[s])
         return state
+
+    def _template(self, kid: int, s: int) -> dict:
+        """The template of array series ``kid`` (slot ``s``) as a loaded state holds it: its key and
+        the template fields of its last row (a row of the table, or kept in the arrays)."""
+        w, row = self.w, int(self.w.t_row[s])
+        if row >= 0:
+            at = np.array([row])
+            text = [self.table.texts(name, at)[0] for name in TEMPLATE_TEXT]
+            numbers = [float(self.table.numbers(name, at)[0]) for name in TEMPLATE_NUMBERS]
+        else:
+            text, numbers = w.t_text[s].tolist(), w.t_num[s].tolist()
+        return {**dict(zip(KERNEL_KEY, self.key_of[kid], strict=False)),
+                **dict(zip(TEMPLATE_TEXT, text, strict=True)), **dict(zip(TEMPLATE_NUMBERS, numbers, strict=True))}
 
     def _take(self, kid: int) -> SeriesState | None:
         """Series ``kid`` out of the arrays (or the objects) as a SeriesState; None when it has none."""
@@ -435,9 +448,7 @@ class Replay:
         state = SeriesState(self.p)
         state.last_i, state.last_run = int(self.last_i[kid]), w.last_run[s]
         state.seg, state.seg_start = int(w.seg[s]), w.seg_start[s]
-        state.template = {**dict(zip(KERNEL_KEY, self.key_of[kid], strict=False)),
-                          **dict(zip(TEMPLATE_TEXT, w.t_text[s].tolist(), strict=True)),
-                          **dict(zip(TEMPLATE_NUMBERS, w.t_num[s].tolist(), strict=True))}
+        state.template = self._template(kid, s)
         n = min(int(w.count[s]), self.p.window)
         state.nights = [{"value": v} for v in w.value[s, w.last(np.array([s]), n)[0]].tolist()]
         return state
@@ -661,8 +672,12 @@ class Replay:
                 out[~is_row] = [number(r.get(name)) for r in totals_at]
             return out
 
+        text_of: dict[str, np.ndarray] = {}
+
         def texts(name: str) -> np.ndarray:
-            out = np.empty(m, dtype=object)
+            if name in text_of:
+                return text_of[name]
+            out = text_of[name] = np.empty(m, dtype=object)
             out[is_row] = table.texts(name, row_at)
             if totals_at:
                 out[~is_row] = [str(r.get(name) or "") for r in totals_at]
@@ -845,14 +860,21 @@ class Replay:
         w.count[s_q] = np.minimum(w.count[s_q] + 1, CAPACITY)
         self.last_i[judged[picked[q]]] = i
         w.last_run[s_q] = run_id
-        self.commit[judged[picked[q]]] = texts("app_commit")[q]
+        totals_q = ~is_row[q]
+        if totals_q.any():  # the commit the night-level checks compare is an app total's
+            self.commit[judged[picked[q[totals_q]]]] = texts("app_commit")[q[totals_q]]
+        row_of = np.full(m, -1, dtype=np.int64)
+        row_of[is_row] = row_at
+        w.t_row[s_q] = row_of[q]
         w.streak[s_q] = 0
         w.streak_dir[s_q] = 0
         w.side[s_q], w.candidate[s_q], w.flips[s_q] = side[q], cand[q], new_flips[q]
-        for t, name in enumerate(TEMPLATE_TEXT):
-            w.t_text[s_q, t] = texts(name)[q]
-        for t, name in enumerate(TEMPLATE_NUMBERS):
-            w.t_num[s_q, t] = num[name][q] if name in num else numbers(name)[q]
+        if totals_q.any():
+            s_t = s_q[totals_q]
+            for t, name in enumerate(TEMPLATE_TEXT):
+                w.t_text[s_t, t] = texts(name)[q[totals_q]]
+            for t, name in enumerate(TEMPLATE_NUMBERS):
+                w.t_num[s_t, t] = (num[name] if name in num else numbers(name))[q[totals_q]]
         self.fast += len(q)
         return out
 
