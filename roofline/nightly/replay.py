@@ -886,6 +886,8 @@ class Replay:
         is_fast = np.array([isinstance(rec, int) for rec in found], dtype=bool)
         at = np.array([rec if f else 0 for rec, f in zip(found, is_fast.tolist(), strict=True)], dtype=np.int64)
         dicts = [(j, rec) for j, rec in enumerate(found) if not isinstance(rec, int)]
+        places = np.array([j for j, _ in dicts], dtype=np.int64)
+        slow = [rec for _, rec in dicts]
         fixed = {"run_id": run_id, "run_date": self._run_date, "label": "unchanged",
                  "revised_label": "unchanged", "direction": "", "metric": "time", "bound_flip": "",
                  "note": "", "previous_kernel": "", "previous_grid": "", "previous_block": "",
@@ -905,8 +907,8 @@ class Replay:
                     col[is_fast] = fast[name][at[is_fast]]
                 elif name in fixed:
                     col[is_fast] = fixed[name]
-            for j, rec in dicts:
-                col[j] = rec[name]
+            if dicts:
+                col[places] = [rec[name] for rec in slow]
             data[name] = col
         return pd.DataFrame(data, columns=DECISION_COLUMNS)
 
