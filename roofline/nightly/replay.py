@@ -113,6 +113,30 @@ def _last_true(mask: np.ndarray, n: int) -> np.ndarray:
     return mask & (from_right <= n)
 
 
+def _distinct_rows(runs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For rows of increasing run numbers (the used ones first, -1 after), each row's number among
+    the distinct rows and the first row of each. Most rows hold the same few runs: a row is packed
+    into one integer (its last run, the gaps between its runs, how many) where that fits, else the
+    rows are numbered by a sort."""
+    used = runs >= 0
+    count = used.sum(axis=1)
+    last = runs.max(axis=1, initial=-1)
+    gaps = np.where(used[:, 1:], np.diff(runs, axis=1), 0)
+    fits = (runs.shape[1] <= 7 and bool((used[:, 1:] <= used[:, :-1]).all())
+            and last.max(initial=0) < 1 << 10 and gaps.max(initial=0) < 1 << 8)
+    if fits:
+        packed = np.maximum(last, 0).astype(np.int64)
+        for j in range(gaps.shape[1]):
+            packed = (packed << 8) | gaps[:, j]
+        which, distinct = pd.factorize((packed << 3) | count)
+    else:
+        distinct, which = np.unique(runs, axis=0, return_inverse=True)
+        which = which.reshape(-1)
+    firsts = np.zeros(len(distinct), dtype=np.int64)
+    firsts[which[::-1]] = np.arange(len(which))[::-1]
+    return which, firsts
+
+
 class _Columns:
     """The history's columns as the rule reads them, converted once for every night: a column of a
     numpy number type as numbers (``.item()`` gives the value a row dict holds), any other as codes
@@ -818,10 +842,10 @@ class Replay:
         nb_q = nb[q]
         # the pool's run ids joined with ",": once per distinct pool (most series share tonight's)
         pools = np.where(pool[q], w.run.reshape(-1)[pool_at[q]], -1)
-        distinct, which = np.unique(pools, axis=0, return_inverse=True)
+        which, firsts = _distinct_rows(pools)
         names = self.run_names
-        joined = np.array([",".join(names[r] for r in row if r >= 0) for row in distinct.tolist()], dtype=object)
-        baseline_runs = joined[which.reshape(-1)]
+        joined = np.array([",".join(names[r] for r in row if r >= 0) for row in pools[firsts].tolist()], dtype=object)
+        baseline_runs = joined[which]
         out: dict[str, np.ndarray] = {}
         for name in _TEXT:
             out[name] = texts(name)[q]
@@ -845,8 +869,7 @@ class Replay:
                    bound_side=np.array(_SIDES, dtype=object)[side[q]],
                    note=notes, label=label, revised_label=label.copy(),
                    direction=np.array(["", "up", "down"], dtype=object)[said[q]])
-        for j, kid in enumerate(judged[picked[q]].tolist()):
-            records[kid] = j
+        records.update(zip(judged[picked[q]].tolist(), range(len(q)), strict=True))
         # the state after tonight: one more night, unchanged, at the head of each ring
         head = w.head[s_q]
         for name, vals in (("value", value), ("flop", flop), ("bytes", nbytes), ("perf", perf),

@@ -130,3 +130,22 @@ def test_a_replay_after_nightly_runs_rewrites_what_they_decided(tmp_path, caplog
     again = pd.read_parquet(store / "_decisions").sort_values(["run_id", *KEY]).reset_index(drop=True)
     pd.testing.assert_frame_equal(nightly, again)
     compare(store, DecisionParams())
+
+
+def test_pools_packed_into_one_number_are_told_apart_as_rows_are():
+    """The baseline nights of a quiet series are joined once per distinct pool: rows packed into
+    one integer must be equal exactly when the rows are (random pools, with and without gaps)."""
+    from roofline.nightly.replay import _distinct_rows
+
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        width = int(rng.integers(0, 9))
+        rows = []
+        for start in rng.integers(0, 1200, int(rng.integers(1, 40))):
+            n = int(rng.integers(0, width + 1))
+            runs = list(np.cumsum(np.r_[start, rng.integers(1, 300, max(n - 1, 0))])[:n])
+            rows.append(runs + [-1] * (width - n))
+        runs = np.array(rows, dtype=np.int64).reshape(len(rows), width)
+        which, firsts = _distinct_rows(runs)
+        assert len(firsts) == len({tuple(r) for r in runs.tolist()})
+        assert (runs[firsts[which]] == runs).all()
