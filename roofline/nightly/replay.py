@@ -169,7 +169,9 @@ class _Columns:
 
     def row(self, j: int) -> dict:
         """Row ``j`` as Engine.rows gives it."""
-        return {name: self.value(name, j) for name in self.names}
+        row = {name: values[j].item() for name, values in self.plain.items()}
+        row.update((name, objects[codes[j]]) for name, (codes, objects) in self.coded.items())
+        return {name: row[name] for name in self.names}
 
     def numbers(self, name: str, at: np.ndarray) -> np.ndarray:
         """:func:`roofline.nightly.stats.number` of the rows ``at`` (NaN for a column not stored)."""
@@ -422,7 +424,10 @@ class Replay:
         state.last_i, state.last_run = int(self.last_i[kid]), w.last_run[s]
         state.streak, state.streak_dir = int(w.streak[s]), int(w.streak_dir[s])
         state.template = self._template(kid, s)
-        at = w.last(np.array([s]), int(w.count[s]))[0]
+        # the nights the rule still holds are the last of them, at most `recent` and its outliers
+        count = int(w.count[s])
+        outliers = int((w.label[s] == _CODE["outlier"]).sum())
+        at = w.last(np.array([s]), min(count, self.p.noise_window + self.p.window + 2 + outliers))[0]
         columns = [getattr(w, name)[s, at].tolist() for name in _FIELDS]
         runs = [self.run_names[r] for r in w.run[s, at].tolist()]
         labels = [_LABELS[c] for c in w.label[s, at].tolist()]
