@@ -153,13 +153,14 @@ class _Columns:
             column = frame[name]
             if isinstance(column.dtype, np.dtype) and column.dtype.kind in "biuf":
                 self.plain[name] = column.to_numpy()
-                self._numbers[name] = self.plain[name].astype(np.float64)
+                self._numbers[name] = self.plain[name].astype(np.float64, copy=False)
                 continue
             codes, uniques = pd.factorize(column, use_na_sentinel=True)
             objects = pd.Series(uniques, dtype=column.dtype).to_numpy(dtype=object)
             missing = column[column.isna()].iloc[:1].to_numpy(dtype=object)
             objects = np.append(objects, missing[0] if len(missing) else None)
-            self.coded[name] = (np.where(codes < 0, len(objects) - 1, codes), objects)
+            codes = np.where(codes < 0, len(objects) - 1, codes).astype(np.int32)
+            self.coded[name] = (codes, objects)
 
     def value(self, name: str, j: int) -> object:
         if name in self.plain:
@@ -497,11 +498,13 @@ class Replay:
         """Judge the nights of ``frame`` (rows of every night, each night's rows together:
         :func:`roofline.nightly.store.read_runs`) in ``order``; yields each night's result."""
         self.table = table = _Columns(frame, self.columns)
-        kids = self._register(table, len(frame))
-        self.row_ident = self._row_idents(table, len(frame))
-        runs = frame["run_id"].to_numpy(dtype=object)
+        n = len(frame)
+        kids = self._register(table, n)
+        self.row_ident = self._row_idents(table, n)
+        runs, night_names = pd.factorize(frame["run_id"])
+        del frame  # the table holds what the rule reads
         bounds = np.flatnonzero(np.r_[True, runs[1:] != runs[:-1], True])
-        at = {runs[bounds[j]]: (int(bounds[j]), int(bounds[j + 1])) for j in range(len(bounds) - 1)}
+        at = {night_names[runs[bounds[j]]]: (int(bounds[j]), int(bounds[j + 1])) for j in range(len(bounds) - 1)}
         for run_id in order:
             a, b = at[run_id]
             yield self.night(run_id, dates[run_id], a, kids[a:b])

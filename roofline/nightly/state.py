@@ -326,6 +326,15 @@ def _update(store: Path, params: DecisionParams, changed: set[str], replay: bool
     return Update([r[0] for r in every if r[4]], judged, True, reason)
 
 
+def _run_keys(frame: pd.DataFrame) -> dict[str, tuple[str, str, str]]:
+    """:func:`_keys` of the nights with rows in ``frame`` (their rows read already)."""
+    if not len(frame):
+        return {}
+    stamps = frame[["run_date", "run_time"]].fillna("").assign(run_id=frame["run_id"])
+    first = stamps.groupby("run_id", sort=False).min()
+    return {r: (d, t, r) for r, d, t in zip(first.index, first["run_date"], first["run_time"], strict=True)}
+
+
 def _replay(store: Path, params: DecisionParams, runs: list[list], files: dict, digest: str) -> list[str]:
     """:func:`_advance` from no state over every night, judged by :class:`roofline.nightly.replay.Replay`
     (the quiet series of a night at once); the records are written by a second thread as the
@@ -333,11 +342,7 @@ def _replay(store: Path, params: DecisionParams, runs: list[list], files: dict, 
     taken from the rows read."""
     judging = Replay(params)
     frame = read_runs(store, list(files), [*judging.columns, "run_time"]) if files else None
-    when: dict[str, tuple[str, str, str]] = {}
-    if frame is not None and len(frame):
-        stamps = frame[["run_date", "run_time"]].fillna("").assign(run_id=frame["run_id"])
-        first = stamps.groupby("run_id", sort=False).min()
-        when = {r: (d, t, r) for r, d, t in zip(first.index, first["run_date"], first["run_time"], strict=True)}
+    when = _run_keys(frame) if frame is not None else {}
     todo = sorted(((r, when.get(r)) for r in files), key=lambda item: (item[1] is not None, item[1] or ()))
     nonempty = [run_id for run_id, key in todo if key is not None]
     if not nonempty:
@@ -348,6 +353,7 @@ def _replay(store: Path, params: DecisionParams, runs: list[list], files: dict, 
         dates = dict(zip(firsts["run_id"].astype(str), firsts["run_date"].astype(str), strict=True))
         sizes = {str(r): int(n) for r, n in frame["run_id"].value_counts(sort=False).items()}
     nights = judging.nights(frame, nonempty, dates) if frame is not None else iter(())
+    del frame  # the replay keeps the columns it reads
     held: dict[str, pd.DataFrame] = {}
     late: dict[str, list[tuple[int, str, tuple]]] = {}
     states: list[tuple[int, pa.Table]] = []
