@@ -246,6 +246,11 @@ class _Windows:
         self.persistent = more(get("persistent"), (cap, c), False, np.bool_)
         self.count = more(get("count"), (cap,), 0, np.int32)
         self.head = more(get("head"), (cap,), 0, np.int64)  # where the next night goes (a ring)
+        # the last night is a lone violation awaiting its verdict: its place in its night's
+        # records, and whether the night-level rule made it suspicious for good
+        self.pend = more(get("pend"), (cap,), False, np.bool_)
+        self.pend_row = more(get("pend_row"), (cap,), -1, np.int64)
+        self.pend_pinned = more(get("pend_pinned"), (cap,), False, np.bool_)
         self.ident = more(get("ident"), (cap,), -1, np.int64)
         self.seg = more(get("seg"), (cap,), 0, np.int64)
         self.seg_start = more(get("seg_start"), (cap,), "", object)
@@ -362,8 +367,9 @@ class Replay:
         """Whether a series can be judged in the arrays: the fleet's parameters, nothing pending,
         and enough valid nights for a full baseline."""
         p = state.p
-        if not (p is self.p and p.noise_method == "diff" and state.pending is None
-                and state.followed is None and state.ident is not None):
+        pending = state.pending
+        if not (p is self.p and p.noise_method == "diff" and state.followed is None and state.ident is not None
+                and (pending is None or (state.nights and pending is state.nights[-1]))):
             return False
         outliers = sum(n["label"] == "outlier" for n in state.nights)
         return outliers <= _MAX_OUTLIERS and len(state.nights) > outliers
@@ -404,6 +410,8 @@ class Replay:
         w.streak[s], w.streak_dir[s] = state.streak, state.streak_dir
         w.side[s], w.candidate[s], w.flips[s] = (_SIDE[state.bound.side], _SIDE[state.bound.candidate],
                                                  state.bound.count)
+        pending = state.pending or {}
+        w.pend[s], w.pend_row[s], w.pend_pinned[s] = bool(pending), pending.get("row", -1), bool(pending.get("pinned"))
         t = state.template
         w.t_row[s] = -1
         w.t_text[s] = [str(t.get(name) or "") for name in TEMPLATE_TEXT]
@@ -438,6 +446,11 @@ class Replay:
                             runs, *columns, labels, w.dir[s, at].tolist(),
                             w.persistent[s, at].tolist(), strict=True)]
         state.trim()
+        if w.pend[s]:
+            state.pending = state.nights[-1]
+            state.pending["row"] = int(w.pend_row[s])
+            if w.pend_pinned[s]:
+                state.pending["pinned"] = True
         state.bound = Bound(self.p.ridge_band, self.p.flip_nights)
         state.bound.side, state.bound.candidate = _SIDES[w.side[s]], _SIDES[w.candidate[s]]
         state.bound.count = int(w.flips[s])
@@ -465,6 +478,8 @@ class Replay:
         if kind == 2:
             return self.objects.pop(kid)
         state = self._state(kid)
+        if state.pending is not None:
+            self._taken_pending[kid] = state.pending
         self.free.append(int(self.slot_of[kid]))
         self.slot_of[kid] = -1
         return state
@@ -586,6 +601,15 @@ class Replay:
         # every other scope: waiting nights, then the quiet series at once, the rest by the rule
         waiting = [(kid, state.pending) for kid, state in self.objects.items()
                    if state.pending is not None and not state.pending.get("pinned") and not slow[self.sid[kid]]]
+        w = self.w
+        in_arrays = np.flatnonzero(self.kind == 1)
+        slots = self.slot_of[in_arrays]
+        waits = w.pend[slots] & ~w.pend_pinned[slots] & ~slow[self.sid[in_arrays]]
+        wait_kids, wait_slots = in_arrays[waits], slots[waits]
+        wait_pos = (w.head[wait_slots] - 1) % CAPACITY
+        wait_runs, wait_rows = w.run[wait_slots, wait_pos], w.pend_row[wait_slots]
+        self._taken_pending: dict[int, dict] = {}
+        self._pending_new = np.zeros(0, dtype=np.int64)
         keep = ~slow[sid]
         kids, rows, sid, first = kids[keep], rows[keep], sid[keep], first[keep]
         totals = self._totals(kids, rows, sid, first, count, tracked)
@@ -614,18 +638,32 @@ class Replay:
                 records[kid] = rec
         for kid, night in waiting:
             revisions.append((night["run_id"], night["row"], night["label"], self.key_of[kid]))
+        for kid, s, pos, run, row in zip(wait_kids.tolist(), wait_slots.tolist(), wait_pos.tolist(),
+                                         wait_runs.tolist(), wait_rows.tolist(), strict=True):
+            night = self._taken_pending.get(kid)
+            label = night["label"] if night is not None else _LABELS[w.label[s, pos]]
+            revisions.append((self.run_names[run], row, label, self.key_of[kid]))
 
         ordered = np.fromiter(records, dtype=np.int64, count=len(records))
         ordered = ordered[np.argsort(self.rank[ordered])]
         place = {kid: j for j, kid in enumerate(ordered.tolist())}
-        for kid in pending_new:
-            self.objects[kid].pending["row"] = place[kid]
+        for kid in [*pending_new, *self._pending_new.tolist()]:
+            if self.kind[kid] == 2:
+                self.objects[kid].pending["row"] = place[kid]
+            else:
+                w.pend_row[self.slot_of[kid]] = place[kid]
         frame = self._frame(run_id, ordered, records, fast)
         self._carriers(frame, ordered, records, run_id, slow)
+        tonight_at = self._run_at[run_id]
         for j in self._night_level(frame, commit):
-            state = self.objects.get(int(ordered[j]))
+            kid = int(ordered[j])
+            state = self.objects.get(kid)
             if state is not None and state.pending is not None and state.pending["run_id"] == run_id:
                 state.pending["pinned"] = True
+            elif self.kind[kid] == 1:
+                s = self.slot_of[kid]
+                if w.pend[s] and w.run[s, (w.head[s] - 1) % CAPACITY] == tonight_at:
+                    w.pend_pinned[s] = True
         self.runs, self.last_commit = self.runs + 1, commit
         return NightResult(run_id, frame, revisions)
 
@@ -739,6 +777,8 @@ class Replay:
         count = w.count[slot]
         present = np.arange(recent)[None, :] >= (recent - count)[:, None]
         kept = present & (w.label.reshape(-1)[flat] != _CODE["outlier"])
+        pend = w.pend[slot]
+        kept[:, -1] &= ~pend  # the lone night awaiting its verdict is no baseline night tonight
         drop_last = (kept.sum(axis=1) > p.min_nights) & kept[:, -1]
         kept[:, -1] &= ~drop_last
         n_kept = kept.sum(axis=1)
@@ -809,22 +849,29 @@ class Replay:
         rel = np.maximum(np.where(np.isfinite(rel), rel, 1.0), p.sigma_floor)
         limit = np.maximum(p.rel_min, p.z_min * rel)
         z = (ratio - 1) / rel
-        ok &= info | ~((ratio - 1 > limit) | (1 - ratio > limit))
-        # two nights at one new level (series_rule._judge's persistence)
+        # tonight beyond the limits, two nights at one new level, a big jump (series_rule._judge)
+        single = np.where(ratio - 1 > limit, 1, np.where(1 - ratio > limit, -1, 0))
         prev = w.value.reshape(-1)[last_at] / np.where(ok, base, 1.0)
         two = np.maximum(p.rel_min, p.z_min * rel / math.sqrt(2))
         mean = (ratio + prev) / 2 - 1
         level = np.abs(ratio - prev) <= np.maximum(p.z_min * rel * math.sqrt(2), np.abs(mean) / 2)
+        persistent = np.zeros(m, dtype=np.int64)
         for sign in (1, -1):
             both = np.minimum(sign * (ratio - 1), sign * (prev - 1)) > p.rel_min
-            ok &= info | ~(both & level & (sign * mean > two))
-        big = ((ratio >= p.big_ratio) & (z >= p.big_z)) | ((ratio <= 1 / p.big_ratio) & (z <= -p.big_z))
-        ok &= info | ~big
+            persistent = np.where(both & level & (sign * mean > two), sign, persistent)
+        big = np.where((ratio >= p.big_ratio) & (z >= p.big_z), 1,
+                       np.where((ratio <= 1 / p.big_ratio) & (z <= -p.big_z), -1, 0))
+        persistent = np.where(info, 0, persistent)  # information only: no persistence, no direction
+        direction = np.where(info, 0, np.where(persistent != 0, persistent, np.where(big != 0, big, single)))
+        verdict = ~info & ((persistent != 0) | (big != 0))
+        code = np.where(info, _CODE["insufficient_data"],
+                        np.where(verdict, np.where(direction > 0, _CODE["regression"], _CODE["improvement"]),
+                                 np.where(single != 0, _CODE["suspicious"], _CODE["unchanged"])))
         perf_base = _median_rows(w.perf.reshape(-1)[pool_at], pool)
         roof_base = _median_rows(w.roof.reshape(-1)[pool_at], pool)
         ai_base = _median_rows(w.ai.reshape(-1)[pool_at], pool)
         roof_moved = _rel_change(roof, roof_base)
-        roof_note = ~info & np.isfinite(roof_moved) & (np.abs(roof_moved) > p.rel_min)
+        roof_note = (code == _CODE["unchanged"]) & np.isfinite(roof_moved) & (np.abs(roof_moved) > p.rel_min)
         said = np.where(ratio - 1 > p.info_rel, 1, np.where(1 - ratio > p.info_rel, -1, 0)) * info
         # the bound side (series_rule.Bound.step) without a flip
         ridge = num["ridge_ratio"]
@@ -862,11 +909,36 @@ class Replay:
         info_q = info[q]
         bq, rq = base[q], ratio[q]
         relq, limq, zq = (np.where(info_q, np.nan, x[q]) for x in (rel, limit, z))
+        # the verdict on the night awaiting one (SeriesState.step): tonight at the same new level
+        # confirms it, anything else makes it an outlier (and an unchanged tonight one too)
+        code_q, dir_q, persistent_q, pend_q = code[q], direction[q], persistent[q] != 0, pend[q]
+        pend_dir = w.dir.reshape(-1)[last_at[q]]
+        onset = pend_q & persistent_q & (pend_dir == dir_q)
+        dismissed = pend_q & ~onset
+        last_pos = (w.head[s_q] - 1) % CAPACITY
+        w.label[s_q[pend_q], last_pos[pend_q]] = np.where(onset, code_q, _CODE["outlier"])[pend_q]
+        spike = dismissed & (code_q == _CODE["unchanged"])
+        lone = (code_q == _CODE["suspicious"]) | (np.isin(code_q, (_CODE["regression"], _CODE["improvement"]))
+                                                  & ~persistent_q)
+        code_q = np.where(spike, _CODE["outlier"], code_q)
         notes = np.full(len(q), "", dtype=object)
-        for j in np.flatnonzero(roof_note[q] | (said[q] != 0)).tolist():
-            notes[j] = (f"% of roof {roof_moved[q[j]]:+.1%} with time flat: ceiling moved" if roof_note[q[j]]
-                        else f"{rq[j] - 1:+.1%} vs {nb_q[j]} night(s) (info only)")
-        label = np.where(info_q, "insufficient_data", "unchanged").astype(object)
+        big_q = (big[q] != 0) & (persistent[q] == 0) & ~info_q
+        for j in np.flatnonzero(roof_note[q] | (said[q] != 0) | big_q | spike).tolist():
+            note = ""
+            if big_q[j]:
+                note = f"big jump: ratio {rq[j]:.3f}, z {zq[j]:.1f}"
+            elif roof_note[q[j]]:
+                note = f"% of roof {roof_moved[q[j]]:+.1%} with time flat: ceiling moved"
+            elif said[q[j]]:
+                note = f"{rq[j] - 1:+.1%} vs {nb_q[j]} night(s) (info only)"
+            if spike[j]:
+                was = self.run_names[w.run[s_q[j], last_pos[j]]]
+                note = join_note(note, f"{was} was a single-night spike, now excluded from the baseline")
+            notes[j] = note
+        label = np.array(_LABELS, dtype=object)[code_q]
+        streak_dir = w.streak_dir[s_q]
+        streak = np.where((dir_q != 0) & (dir_q == streak_dir), w.streak[s_q] + 1, (dir_q != 0).astype(np.int64))
+        shown = np.where(info_q, said[q], dir_q)
         out.update(value_s=value[q], segment=w.seg[s_q].copy(), segment_start=w.seg_start[s_q].copy(),
                    flop_ratio=flop_moved[q] + 1, dram_bytes_ratio=bytes_moved[q] + 1,
                    n_baseline=nb[q].astype(np.int64), baseline_runs=baseline_runs,
@@ -875,8 +947,8 @@ class Replay:
                    baseline_s=bq, ratio=rq, impact=(rq - 1) * num["time_share"][q], noise_s=relq * bq,
                    limit_rel=limq, z=zq, lower_s=bq * (1 - limq), upper_s=bq * (1 + limq),
                    bound_side=np.array(_SIDES, dtype=object)[side[q]],
-                   note=notes, label=label, revised_label=label.copy(),
-                   direction=np.array(["", "up", "down"], dtype=object)[said[q]])
+                   note=notes, label=label, revised_label=label.copy(), nights_in_violation=streak,
+                   direction=np.array(["", "up", "down"], dtype=object)[shown])
         records.update(zip(judged[picked[q]].tolist(), range(len(q)), strict=True))
         # the state after tonight: one more night, unchanged, at the head of each ring
         head = w.head[s_q]
@@ -884,9 +956,12 @@ class Replay:
                            ("roof", roof), ("ai", ai), ("clock", clock)):
             getattr(w, name)[s_q, head] = vals[q]
         w.logv[s_q, head] = [math.log(v) for v in value[q].tolist()]
-        for arr, fill in ((w.run, self._run_at[run_id]), (w.dir, 0), (w.persistent, False)):
-            arr[s_q, head] = fill
-        w.label[s_q, head] = np.where(info_q, _CODE["insufficient_data"], _CODE["unchanged"])
+        w.run[s_q, head] = self._run_at[run_id]
+        w.dir[s_q, head] = dir_q
+        w.persistent[s_q, head] = persistent_q
+        w.label[s_q, head] = code_q
+        w.pend[s_q], w.pend_pinned[s_q], w.pend_row[s_q] = lone, False, -1
+        self._pending_new = judged[picked[q[lone]]]
         w.head[s_q] = (head + 1) % CAPACITY
         w.count[s_q] = np.minimum(w.count[s_q] + 1, CAPACITY)
         self.last_i[judged[picked[q]]] = i
@@ -897,8 +972,8 @@ class Replay:
         row_of = np.full(m, -1, dtype=np.int64)
         row_of[is_row] = row_at
         w.t_row[s_q] = row_of[q]
-        w.streak[s_q] = 0
-        w.streak_dir[s_q] = 0
+        w.streak[s_q] = streak
+        w.streak_dir[s_q] = dir_q
         w.side[s_q], w.candidate[s_q], w.flips[s_q] = side[q], cand[q], new_flips[q]
         if totals_q.any():
             s_t = s_q[totals_q]
@@ -948,11 +1023,12 @@ class Replay:
         """The note of each app total that regressed tonight in a scope not judged together
         (app_total.settle_moves without moves names the kernels that carry the rise)."""
         kids = ordered.tolist()
-        for j, kid in enumerate(kids):
-            rec = records[kid]
-            if not (self.is_total[kid] and isinstance(rec, dict) and not slow[self.sid[kid]]
-                    and rec["label"] == "regression" and rec["direction"] == "up"):
-                continue
+        risen = np.flatnonzero((frame["kernel"] == APP_TOTAL).to_numpy() & (frame["label"] == "regression").to_numpy()
+                               & (frame["direction"] == "up").to_numpy())
+        for j in risen.tolist():
+            kid = kids[j]
+            if slow[self.sid[kid]]:
+                continue  # judged together: Engine.judge_series named them
             places = [t for t, k in enumerate(kids) if self.sid[k] == self.sid[kid]]
             scope_records = [frame.iloc[t].to_dict() for t in places]
             settle_moves({}, [self.key_of[kids[t]] for t in places], scope_records, {}, run_id)
