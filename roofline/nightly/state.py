@@ -375,13 +375,15 @@ def _replay(store: Path, params: DecisionParams, runs: list[list], files: dict, 
                 judged.append(run_id)
                 while len(held) > HOLD:
                     first = next(iter(held))
-                    pending.append(writer.submit(append_decisions, store, first, held.pop(first)))
+                    table = pa.Table.from_pandas(held.pop(first), preserve_index=False)
+                    pending.append(writer.submit(append_decisions, store, first, table))
             if k >= len(todo) - KEEP:
                 meta = {"version": STATE_VERSION, "hash": digest, "runs": list(runs),
                         "commit": judging.last_commit, "judged": judging.runs}
                 states.append((len(runs), state_table(judging.engine(), meta)))
         for run_id, records in held.items():
-            pending.append(writer.submit(append_decisions, store, run_id, records))
+            table = pa.Table.from_pandas(records, preserve_index=False)  # the writer then encodes unlocked
+            pending.append(writer.submit(append_decisions, store, run_id, table))
         for job in pending:
             job.result()
     for target, changes in late.items():

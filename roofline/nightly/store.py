@@ -124,7 +124,7 @@ def _clean_stale(store: Path) -> None:
             shutil.rmtree(entry, ignore_errors=True)
 
 
-def _atomic_put(store: Path, run_id: str, frame: pd.DataFrame) -> Path:
+def _atomic_put(store: Path, run_id: str, frame: pd.DataFrame | pa.Table) -> Path:
     return write_partition(store, f"run={_check_run_id(run_id)}", frame)
 
 
@@ -328,9 +328,12 @@ def read_history(store_dir: str | os.PathLike) -> pd.DataFrame:
     return history.drop(columns="_o").reset_index(drop=True)
 
 
-def append_decisions(store_dir: str | os.PathLike, run_id: str, decisions: pd.DataFrame) -> Path:
-    """Persist one night's decision records under ``<store>/_decisions/`` (atomic, idempotent)."""
-    return _atomic_put(Path(store_dir) / DECISIONS_DIR, run_id, decisions.reset_index(drop=True))
+def append_decisions(store_dir: str | os.PathLike, run_id: str, decisions: pd.DataFrame | pa.Table) -> Path:
+    """Persist one night's decision records under ``<store>/_decisions/`` (atomic, idempotent); a
+    table is written as it is (``pa.Table.from_pandas(frame, preserve_index=False)``: the same file)."""
+    if isinstance(decisions, pd.DataFrame):
+        decisions = decisions.reset_index(drop=True)
+    return _atomic_put(Path(store_dir) / DECISIONS_DIR, run_id, decisions)
 
 
 def read_decisions(store_dir: str | os.PathLike, runs: list[str] | None = None,
