@@ -609,7 +609,7 @@ class Replay:
         wait_pos = (w.head[wait_slots] - 1) % CAPACITY
         wait_runs, wait_rows = w.run[wait_slots, wait_pos], w.pend_row[wait_slots]
         self._taken_pending: dict[int, dict] = {}
-        self._pending_new = np.zeros(0, dtype=np.int64)
+        self._pending_new = self._too_many = np.zeros(0, dtype=np.int64)
         keep = ~slow[sid]
         kids, rows, sid, first = kids[keep], rows[keep], sid[keep], first[keep]
         totals = self._totals(kids, rows, sid, first, count, tracked)
@@ -664,6 +664,9 @@ class Replay:
                 s = self.slot_of[kid]
                 if w.pend[s] and w.run[s, (w.head[s] - 1) % CAPACITY] == tonight_at:
                     w.pend_pinned[s] = True
+        for kid in self._too_many.tolist():  # after tonight's revisions and pins: see _fast
+            self.objects[kid] = self._take(kid)
+            self.kind[kid] = 2
         self.runs, self.last_commit = self.runs + 1, commit
         return NightResult(run_id, frame, revisions)
 
@@ -981,6 +984,11 @@ class Replay:
                 w.t_text[s_t, t] = texts(name)[q[totals_q]]
             for t, name in enumerate(TEMPLATE_NUMBERS):
                 w.t_num[s_t, t] = (num[name] if name in num else numbers(name))[q[totals_q]]
+        # a series whose nights hold many outliers goes on as a SeriesState (the rule may then keep
+        # more nights than the arrays hold), taken out while they still hold all it keeps
+        busy = s_q[dismissed]
+        many = (w.label[busy] == _CODE["outlier"]).sum(axis=1) > _MAX_OUTLIERS
+        self._too_many = judged[picked[q[dismissed]]][many]
         self.fast += len(q)
         return out
 

@@ -17,6 +17,7 @@ import pytest
 from nightly.test_app_total import OTHER, A, B, app_nights
 from nightly.test_kernel_match import cutlass, nights
 from nightly.test_state import KEY, compare, perturbed
+from nightly.test_track import WIGGLE, series
 from roofline.nightly import state as decide_state
 from roofline.nightly.engine import Engine
 from roofline.nightly.params import DecisionParams
@@ -149,3 +150,13 @@ def test_pools_packed_into_one_number_are_told_apart_as_rows_are():
         which, firsts = _distinct_rows(runs)
         assert len(firsts) == len({tuple(r) for r in runs.tolist()})
         assert (runs[firsts[which]] == runs).all()
+
+
+def test_a_series_spiking_every_third_night_is_replayed_as_the_rule_judges_it(tmp_path, caplog):
+    """Hand-made: a lone +40 % spike every third night, 90 nights: more outliers among its nights
+    than the arrays keep a series for (it goes on as the rule's own state), the others quiet."""
+    spiky = [1e-3 * WIGGLE[n % len(WIGGLE)] * (1.4 if n % 3 == 2 and n > 10 else 1.0) for n in range(90)]
+    quiet = [2e-3 * WIGGLE[(n + 3) % len(WIGGLE)] for n in range(90)]
+    history = pd.concat([series(spiky, kernel="spiky<float>&"), series(quiet, kernel="quiet<float>&")],
+                        ignore_index=True).sort_values("run_id", kind="stable")
+    replayed(tmp_path, history_frame(history.reset_index(drop=True)), DecisionParams(), caplog)
