@@ -25,16 +25,31 @@ def sha256(path: str | Path, hashing: threading.Event | None = None) -> str:
     for file in files:
         with open(file, "rb") as handle:
             try:  # hashed in place from the page cache: no copy of a 600 MB export through read()
-                with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as view:
-                    if hashing is not None:
-                        hashing.set()
-                    digest.update(view)
+                _hash_mapped(handle.fileno(), digest, hashing)
                 continue
             except (OSError, ValueError):  # an empty file (cannot be mapped), or a filesystem without mmap
                 pass
             for block in iter(lambda handle=handle: handle.read(1 << 20), b""):
                 digest.update(block)
     return digest.hexdigest()
+
+
+# The file is mapped a window at a time: a page of a mapping counts in the process's resident memory
+# as long as the mapping lasts, so one mapping of a whole 600 MB export would add its size to the
+# peak memory of the stage (the read itself holds much less).
+_WINDOW = 8 << 20  # a multiple of mmap.ALLOCATIONGRANULARITY (4 KiB on Linux, 64 KiB on Windows)
+
+
+def _hash_mapped(fileno: int, digest, hashing: threading.Event | None) -> None:
+    """Feed the file ``fileno`` to ``digest`` from mappings of :data:`_WINDOW` bytes, one after another."""
+    size = os.fstat(fileno).st_size
+    if size == 0:
+        raise ValueError("an empty file cannot be mapped")
+    for offset in range(0, size, _WINDOW):
+        with mmap.mmap(fileno, min(_WINDOW, size - offset), access=mmap.ACCESS_READ, offset=offset) as view:
+            if hashing is not None:
+                hashing.set()
+            digest.update(view)
 
 
 def _lowest_priority() -> None:

@@ -169,8 +169,8 @@ def test_l1_bytes_and_fp16_match_raw_metrics(path):
 
 
 def test_sha256_of_files_and_folders(tmp_path):
-    """The provenance digest equals hashlib's over the bytes: a file (mapped), an empty file (which
-    cannot be mapped) and a folder's files in name order."""
+    """The provenance digest equals hashlib's over the bytes: a file (mapped), one larger than the
+    mapped window, an empty file (which cannot be mapped) and a folder's files in name order."""
     from roofline.parse.input_hash import sha256
 
     folder = tmp_path / "export"
@@ -181,6 +181,11 @@ def test_sha256_of_files_and_folders(tmp_path):
     assert sha256(folder / "a.csv") == hashlib.sha256(b"first\n").hexdigest()
     assert sha256(folder / "empty.csv") == hashlib.sha256(b"").hexdigest()
     assert sha256(folder) == hashlib.sha256(b"first\n" + b"second" * 1000).hexdigest()
+    # a big export is mapped a window at a time (8 MiB): a file of two windows and a part
+    big = tmp_path / "big.csv"
+    data = bytes(range(256)) * ((17 << 20) // 256) + b"tail"
+    big.write_bytes(data)
+    assert sha256(big) == hashlib.sha256(data).hexdigest()
 
 
 # -- compressed inputs: copies written to tmp_path at test time, read as they are -----------------
