@@ -23,6 +23,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Collection, Sequence
+from json.encoder import encode_basestring
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -215,10 +216,50 @@ def machine_text(frame: pd.DataFrame, fmt: str) -> str:
     cannot write)."""
     if fmt == "csv":
         return frame.to_csv(index=False, lineterminator="\n").rstrip("\n")
-    records = frame.astype(object).where(frame.notna(), None).to_dict("records")
+    values = frame.astype(object).where(frame.notna(), None)
+    if len(frame) and len(frame.columns) and values.columns.is_unique:
+        try:
+            return json_rows(values.to_dict("list"))
+        except TypeError:  # a value that is no JSON scalar: json's own encoder, below, says how to write it
+            pass
+    records = values.to_dict("records")
     clean = [{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in r.items()}
              for r in records]
     return json.dumps(clean, indent=2, ensure_ascii=False, allow_nan=False)
+
+
+def _json_scalar(value: object) -> str:
+    """One value as ``json.dumps(..., ensure_ascii=False)`` writes it (a non-finite float as null);
+    TypeError for anything but text, a number, a bool or None."""
+    if isinstance(value, str):
+        return encode_basestring(value)
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int):
+        return int.__repr__(value)
+    if isinstance(value, float):
+        return float.__repr__(value) if math.isfinite(value) else "null"
+    raise TypeError(f"not a JSON scalar: {type(value).__name__}")
+
+
+def json_rows(columns: dict[str, list]) -> str:
+    """Rows given as columns (name -> values, all as long, at least one row) as the JSON list of row
+    objects that ``json.dumps(rows, indent=2, ensure_ascii=False)`` writes, character for character.
+
+    json's indented encoder is written in Python and visits every value through several generators;
+    this writes each value with json's own scalar encoders and joins the rows once (a 5,000-kernel
+    table in a tenth of the time). TypeError where a value is no JSON scalar.
+    """
+    if not all(isinstance(name, str) for name in columns):
+        raise TypeError("a column name that is not text")  # json writes those its own way
+    keys = ["    " + encode_basestring(name) + ": " for name in columns]
+    cells = [list(map(_json_scalar, values)) for values in columns.values()]
+    rows = ("  {\n" + ",\n".join(map(str.__add__, keys, row)) + "\n  }" for row in zip(*cells, strict=True))
+    return "[\n" + ",\n".join(rows) + "\n]"
 
 
 def render(frame: pd.DataFrame, fmt: str, columns: list[str], cells: Callable[[pd.DataFrame], list[list[str]]],
