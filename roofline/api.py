@@ -197,6 +197,27 @@ def _no_ceiling(counters: pd.DataFrame, ceilings: pd.DataFrame, catalog: PathLik
     return rows
 
 
+# The datasheet catalog's module (its pydantic models) takes a good part of a second to import; the
+# readers spend most of theirs in Arrow, without the GIL, while a core is idle.
+CATALOG_MODULE = "roofline.ceilings.catalog"
+
+
+def _import_beside(module: str) -> None:
+    """Import ``module`` on a thread of its own, beside what this one does. Whoever imports it
+    meanwhile waits for that import (Python's lock per module); one that fails is imported again, and
+    raises, where it is used."""
+    import importlib
+    import threading
+
+    def load() -> None:
+        try:
+            importlib.import_module(module)
+        except Exception:  # noqa: BLE001, S110 - raised again by the import where it is used
+            pass
+
+    threading.Thread(target=load, name=f"import {module}", daemon=True).start()
+
+
 def analyse(
     sources: Source | Sequence[Source],
     catalog: PathLike | None = None,
@@ -238,17 +259,17 @@ def analyse(
         For an unknown policy source or a catalog that cannot be read (the arguments), and with
         ``errors="raise"`` for the first input that cannot be analysed.
     """
-    from roofline.ceilings.catalog import CATALOG_PATH
     from roofline.ceilings.select import build_ceilings, clock_notes, cross_check
     from roofline.classify.kernels import aggregate_kernels
 
     unknown = [s for s in policy if s not in SOURCES]
     if isinstance(policy, str) or unknown:
         raise ValueError(f"policy {policy!r}: unknown source(s) {unknown}; use a list of {list(SOURCES)}")
-    catalog = catalog or CATALOG_PATH
     items = [sources] if isinstance(sources, str | os.PathLike | pd.DataFrame) else list(sources)
     frames = [conform(s, "counters") for s in items if isinstance(s, pd.DataFrame)]
     paths, skipped = input_files(s for s in items if not isinstance(s, pd.DataFrame))
+    if paths:
+        _import_beside(CATALOG_MODULE)
     taken = {a for f in frames for a in f["app"].dropna().unique()}
     counters, problems = [f for f in frames if len(f)], []
     notes = [{"app": "", "stage": "parse", "severity": "warning", "source_file": line.split(": ", 1)[0],
@@ -269,6 +290,9 @@ def analyse(
     if errors == "warn":
         for line in [*(f"skipped {s}" for s in skipped), *problems]:
             warnings.warn(line, UserWarning, stacklevel=2)
+    from roofline.ceilings.catalog import CATALOG_PATH
+
+    catalog = catalog or CATALOG_PATH
     everything = (conform(pd.concat(counters, ignore_index=True), "counters") if counters
                   else conform(pd.DataFrame(), "counters"))
     if everything.empty:
