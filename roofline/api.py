@@ -99,7 +99,6 @@ def read(path: PathLike, device: str | None = None, app: str | None = None) -> p
         (``roofline.errors.InputError`` and others) when the file cannot be read; the message
         names the file and the fix.
     """
-    from roofline.config.workflow import input_kind
     from roofline.errors import InputError
     from roofline.parse.counters import parse_input
 
@@ -110,7 +109,7 @@ def read(path: PathLike, device: str | None = None, app: str | None = None) -> p
         raise InputError(problem)
     if not os.path.lexists(path):
         raise InputError(f"{path}: no such file")
-    return parse_input(path, app or inputs.app_name(path), input_kind(path), device)
+    return parse_input(path, app or inputs.app_name(path), inputs.input_kind(path), device)
 
 
 def input_files(paths: Iterable[PathLike]) -> tuple[list[str], list[str]]:
