@@ -78,7 +78,7 @@ class Analysis:
                 f" on {', '.join(self.devices) or 'no device'}; {count(len(self.errors), 'input')} not analysed>")
 
 
-def read(path: PathLike, device: str | None = None, app: str | None = None) -> pd.DataFrame:
+def read(path: PathLike, device: str | None = None, app: str | None = None, digest: bool = True) -> pd.DataFrame:
     """The tidy per-launch counters table of one input (``data/counters/{app}.parquet``).
 
     Parameters
@@ -92,6 +92,9 @@ def read(path: PathLike, device: str | None = None, app: str | None = None) -> p
         A device the file records wins.
     app : str, optional
         The application's name (default: derived from the file name, as the workflow does).
+    digest : bool
+        Hash the input for ``source_sha256`` (its provenance; left empty with False, which saves
+        reading the whole file once more).
 
     Raises
     ------
@@ -109,7 +112,7 @@ def read(path: PathLike, device: str | None = None, app: str | None = None) -> p
         raise InputError(problem)
     if not os.path.lexists(path):
         raise InputError(f"{path}: no such file")
-    return parse_input(path, app or inputs.app_name(path), inputs.input_kind(path), device)
+    return parse_input(path, app or inputs.app_name(path), inputs.input_kind(path), device, digest)
 
 
 def input_files(paths: Iterable[PathLike]) -> tuple[list[str], list[str]]:
@@ -162,14 +165,14 @@ def _problem(exc: Exception, path: str) -> str:
             "and report this message if the file opens in Nsight Compute")
 
 
-def _read_logged(path: str, app: str, device: str | None) -> tuple[pd.DataFrame, list[dict]]:
+def _read_logged(path: str, app: str, device: str | None, digest: bool = True) -> tuple[pd.DataFrame, list[dict]]:
     """:func:`read`, with the readers' warnings about the input (repairs) as diagnostics rows, as
     the workflow's parse stage records them."""
     from roofline.parse.counters import diagnostics_for, named_message, reportable_warning
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        frame = read(path, device, app)
+        frame = read(path, device, app, digest)
     if frame.empty:
         raise ValueError(f"{path}: no kernel launches in the file; profile at least one kernel (check the ncu "
                          "filters -k/--kernel-name, --launch-skip, --launch-count)")
@@ -225,6 +228,7 @@ def analyse(
     measured: PathLike | None = None,
     errors: Literal["warn", "raise", "ignore"] = "warn",
     device_hint: str = "name the GPU with device= (a name in the GPU catalog)",
+    digest: bool = True,
 ) -> Analysis:
     """Analyse inputs together, as the workflow does: one ceilings table per device, every kernel
     judged against its device's roofs.
@@ -251,6 +255,9 @@ def analyse(
         ``ValueError`` on the first one instead.
     device_hint : str
         How to name a GPU, in the warning for a device without any ceiling (the CLI says ``--device``).
+    digest : bool
+        Hash each input for the counters' ``source_sha256`` (:func:`read`); the CLI, which shows no
+        counters, leaves it empty.
 
     Raises
     ------
@@ -275,7 +282,7 @@ def analyse(
               "message": f"skipped {line}"} for line in skipped]
     for path, app in zip(paths, app_names(paths, taken)):
         try:
-            frame, rows = _read_logged(path, app, device)
+            frame, rows = _read_logged(path, app, device, digest)
         except Exception as exc:  # noqa: BLE001 - one bad input must not stop the others
             line = _problem(exc, path)
             if errors == "raise":

@@ -446,8 +446,9 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as exc:
             print(f"roofline: --catalog {exc}", file=sys.stderr)
             return EXIT_USAGE
+    # the counters' provenance digest is shown by no subcommand: not worked out (a second pass over the file)
     analysis = api.analyse(args.files, args.catalog, args.policy, device=args.device, errors="ignore",
-                           device_hint=DEVICE_HINT)
+                           device_hint=DEVICE_HINT, digest=False)
     for line in analysis.skipped:
         print(f"roofline: skipped {line}", file=sys.stderr)
     for line in analysis.errors:
