@@ -78,7 +78,7 @@ class Analysis:
                 f" on {', '.join(self.devices) or 'no device'}; {count(len(self.errors), 'input')} not analysed>")
 
 
-def read(path: PathLike, device: str | None = None, app: str | None = None) -> pd.DataFrame:
+def read(path: PathLike, device: str | None = None, app: str | None = None, digest: bool = True) -> pd.DataFrame:
     """The tidy per-launch counters table of one input (``data/counters/{app}.parquet``).
 
     Parameters
@@ -92,6 +92,9 @@ def read(path: PathLike, device: str | None = None, app: str | None = None) -> p
         A device the file records wins.
     app : str, optional
         The application's name (default: derived from the file name, as the workflow does).
+    digest : bool
+        Hash the input for ``source_sha256`` (its provenance; left empty with False, which saves
+        reading the whole file once more).
 
     Raises
     ------
@@ -99,7 +102,6 @@ def read(path: PathLike, device: str | None = None, app: str | None = None) -> p
         (``roofline.errors.InputError`` and others) when the file cannot be read; the message
         names the file and the fix.
     """
-    from roofline.config.workflow import input_kind
     from roofline.errors import InputError
     from roofline.parse.counters import parse_input
 
@@ -110,7 +112,7 @@ def read(path: PathLike, device: str | None = None, app: str | None = None) -> p
         raise InputError(problem)
     if not os.path.lexists(path):
         raise InputError(f"{path}: no such file")
-    return parse_input(path, app or inputs.app_name(path), input_kind(path), device)
+    return parse_input(path, app or inputs.app_name(path), inputs.input_kind(path), device, digest)
 
 
 def input_files(paths: Iterable[PathLike]) -> tuple[list[str], list[str]]:
@@ -163,14 +165,14 @@ def _problem(exc: Exception, path: str) -> str:
             "and report this message if the file opens in Nsight Compute")
 
 
-def _read_logged(path: str, app: str, device: str | None) -> tuple[pd.DataFrame, list[dict]]:
+def _read_logged(path: str, app: str, device: str | None, digest: bool = True) -> tuple[pd.DataFrame, list[dict]]:
     """:func:`read`, with the readers' warnings about the input (repairs) as diagnostics rows, as
     the workflow's parse stage records them."""
     from roofline.parse.counters import diagnostics_for, named_message, reportable_warning
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        frame = read(path, device, app)
+        frame = read(path, device, app, digest)
     if frame.empty:
         raise ValueError(f"{path}: no kernel launches in the file; profile at least one kernel (check the ncu "
                          "filters -k/--kernel-name, --launch-skip, --launch-count)")
@@ -197,6 +199,27 @@ def _no_ceiling(counters: pd.DataFrame, ceilings: pd.DataFrame, catalog: PathLik
     return rows
 
 
+# The datasheet catalog's module (its pydantic models) takes a good part of a second to import; the
+# readers spend most of theirs in Arrow, without the GIL, while a core is idle.
+CATALOG_MODULE = "roofline.ceilings.catalog"
+
+
+def _import_beside(module: str) -> None:
+    """Import ``module`` on a thread of its own, beside what this one does. Whoever imports it
+    meanwhile waits for that import (Python's lock per module); one that fails is imported again, and
+    raises, where it is used."""
+    import importlib
+    import threading
+
+    def load() -> None:
+        try:
+            importlib.import_module(module)
+        except Exception:  # noqa: BLE001, S110 - raised again by the import where it is used
+            pass
+
+    threading.Thread(target=load, name=f"import {module}", daemon=True).start()
+
+
 def analyse(
     sources: Source | Sequence[Source],
     catalog: PathLike | None = None,
@@ -205,6 +228,7 @@ def analyse(
     measured: PathLike | None = None,
     errors: Literal["warn", "raise", "ignore"] = "warn",
     device_hint: str = "name the GPU with device= (a name in the GPU catalog)",
+    digest: bool = True,
 ) -> Analysis:
     """Analyse inputs together, as the workflow does: one ceilings table per device, every kernel
     judged against its device's roofs.
@@ -231,6 +255,9 @@ def analyse(
         ``ValueError`` on the first one instead.
     device_hint : str
         How to name a GPU, in the warning for a device without any ceiling (the CLI says ``--device``).
+    digest : bool
+        Hash each input for the counters' ``source_sha256`` (:func:`read`); the CLI, which shows no
+        counters, leaves it empty.
 
     Raises
     ------
@@ -238,24 +265,24 @@ def analyse(
         For an unknown policy source or a catalog that cannot be read (the arguments), and with
         ``errors="raise"`` for the first input that cannot be analysed.
     """
-    from roofline.ceilings.catalog import CATALOG_PATH
     from roofline.ceilings.select import build_ceilings, clock_notes, cross_check
     from roofline.classify.kernels import aggregate_kernels
 
     unknown = [s for s in policy if s not in SOURCES]
     if isinstance(policy, str) or unknown:
         raise ValueError(f"policy {policy!r}: unknown source(s) {unknown}; use a list of {list(SOURCES)}")
-    catalog = catalog or CATALOG_PATH
     items = [sources] if isinstance(sources, str | os.PathLike | pd.DataFrame) else list(sources)
     frames = [conform(s, "counters") for s in items if isinstance(s, pd.DataFrame)]
     paths, skipped = input_files(s for s in items if not isinstance(s, pd.DataFrame))
+    if paths:
+        _import_beside(CATALOG_MODULE)
     taken = {a for f in frames for a in f["app"].dropna().unique()}
     counters, problems = [f for f in frames if len(f)], []
     notes = [{"app": "", "stage": "parse", "severity": "warning", "source_file": line.split(": ", 1)[0],
               "message": f"skipped {line}"} for line in skipped]
     for path, app in zip(paths, app_names(paths, taken)):
         try:
-            frame, rows = _read_logged(path, app, device)
+            frame, rows = _read_logged(path, app, device, digest)
         except Exception as exc:  # noqa: BLE001 - one bad input must not stop the others
             line = _problem(exc, path)
             if errors == "raise":
@@ -269,6 +296,9 @@ def analyse(
     if errors == "warn":
         for line in [*(f"skipped {s}" for s in skipped), *problems]:
             warnings.warn(line, UserWarning, stacklevel=2)
+    from roofline.ceilings.catalog import CATALOG_PATH
+
+    catalog = catalog or CATALOG_PATH
     everything = (conform(pd.concat(counters, ignore_index=True), "counters") if counters
                   else conform(pd.DataFrame(), "counters"))
     if everything.empty:

@@ -76,6 +76,22 @@ def test_analyse_files_or_tables_alike():
     assert "1 kernel of 1 app on NVIDIA A100-SXM4-40GB" in repr(from_path)
 
 
+def test_digest_false_leaves_only_the_provenance_digest_out():
+    """digest=False (what the CLI asks, which shows no counters) leaves source_sha256 empty and
+    changes nothing else; by default it is the file's sha256."""
+    import hashlib
+
+    path = nersc_csv()
+    hashed, plain = roofline.analyse(path, device=A100_80), roofline.analyse(path, device=A100_80, digest=False)
+    assert set(hashed.counters["source_sha256"]) == {hashlib.sha256(path.read_bytes()).hexdigest()}
+    assert set(plain.counters["source_sha256"]) == {""}
+    pd.testing.assert_frame_equal(plain.counters.drop(columns="source_sha256"),
+                                  hashed.counters.drop(columns="source_sha256"))
+    for table in ("kernels", "ceilings", "diagnostics"):
+        pd.testing.assert_frame_equal(getattr(plain, table), getattr(hashed, table))
+    assert set(roofline.read(path, digest=False)["source_sha256"]) == {""}
+
+
 def test_analyse_with_the_catalog_policy_and_device():
     """device= gives an export the catalog's roofs: with policy datasheet only, every selected
     ceiling is the catalog's (checked against roofline.ceilings.catalog's own rows for that GPU), its compute

@@ -305,7 +305,7 @@ def build_ceilings(
     ran = counters[counters["source_format"] != "what-if"]
     samples = peak_samples(ran)
     return _selected([ceilings_from_samples(samples), what_if_ceilings(counters)],
-                     (launch_clocks(samples), set(ran["device"].dropna())), devices, catalog_path, policy,
+                     (launch_clocks(samples), set(ran["device"].dropna().unique())), devices, catalog_path, policy,
                      device_policy, measured, overrides)
 
 

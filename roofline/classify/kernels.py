@@ -42,14 +42,12 @@ def aggregate_kernels(counters: pd.DataFrame, ceilings: pd.DataFrame, **options)
     n_kernels = int(group.max()) + 1
     first_launch = np.unique(group, return_index=True)[1]
     present = frame[quantities].notna().to_numpy()
-    somewhere = np.zeros((n_kernels, len(quantities)), dtype=bool)
-    np.logical_or.at(somewhere, group, present)
+    somewhere = _any_per_group(present, group, n_kernels)
     lacking = somewhere[group] & ~present
     # a launch ncu recorded no values for (failed replay) is never used; its note says so apart
     failed = frame["replay_failed"].fillna(False).to_numpy(dtype=bool) if "replay_failed" in frame else \
         np.zeros(len(frame), dtype=bool)
-    group_lacks = np.zeros_like(somewhere)  # per kernel (ngroup order = the totals' row order)
-    np.logical_or.at(group_lacks, group, lacking & ~failed[:, None])
+    group_lacks = _any_per_group(lacking & ~failed[:, None], group, n_kernels)  # per kernel (ngroup order)
     complete = ~lacking.any(axis=1) & ~failed
     used = frame[sums].to_numpy(dtype="float64", copy=True)
     used[~complete] = np.nan
@@ -98,6 +96,14 @@ def aggregate_kernels(counters: pd.DataFrame, ceilings: pd.DataFrame, **options)
     classified = classified.sort_values("_rank", ascending=False, na_position="last")
     columns = [c.name for c in KERNELS]
     return conform(classified[[c for c in classified.columns if c in columns]], "kernels")
+
+
+def _any_per_group(flags: np.ndarray, group: np.ndarray, groups: int) -> np.ndarray:
+    """Per group (``groups`` rows) and column of ``flags`` (rows x columns), whether any row of the
+    group has the flag: ``np.logical_or.at`` as one count per column (``ufunc.at`` goes element by
+    element)."""
+    return np.column_stack([np.bincount(group, weights=flags[:, j], minlength=groups) > 0
+                            for j in range(flags.shape[1])]).reshape(groups, flags.shape[1])
 
 
 # -- judged over a run: several apps shown together (the summary page, ``roofline show a b``) --------

@@ -310,17 +310,16 @@ def _invisible_tensor_work(merged: pd.DataFrame, work: np.ndarray) -> np.ndarray
     return evidence & ~counted
 
 
-def _tensor_evidence(merged: pd.DataFrame, i: int) -> str:
-    """What showed a row's tensor work, in words."""
-    count = _col(merged, "tensor_instructions")[i]
+def _tensor_evidence(count: float, recipe: str, busy_pct: float) -> str:
+    """What showed a row's tensor work, in words (its tensor instruction count, that count's recipe,
+    its tensor pipe's busy share)."""
     if np.isfinite(count):
-        recipe = str(_text(merged, "tensor_instructions_recipe")[i])
         if recipe.startswith("sass_per_opcode"):
             return f"{count:,.0f} MMA instructions (HMMA, IMMA, HGMMA, ... opcodes) in the SASS per-opcode counts"
         if recipe.startswith("pipe_tensor"):
             return f"{count:,.0f} tensor-pipe instructions (sm__inst_executed_pipe_tensor)"
         return f"{count:,.0f} tensor instructions"
-    return f"the tensor pipe was {_col(merged, 'tensor_pipe_active_pct')[i]:.1f} % busy"
+    return f"the tensor pipe was {busy_pct:.1f} % busy"
 
 
 # How to profile a launch again whose replay failed (ncu recorded no values for it).
@@ -351,6 +350,10 @@ def _notes(merged, ceiling_source, above, fraction, low, evidence) -> list[str]:
     no_compute = e["has_flop"] & ~np.isfinite(e["compute_time"])
     no_dram = e["has_flop"] & ~np.isfinite(e["level_bytes"][:, 0]) & np.isfinite(e["memory_time"]) if n else no_flop
     notes = [""] * n
+    if e["invisible_tensor"].any():  # the evidence's columns, read once for all the rows that need them
+        tensor_count = _col(merged, "tensor_instructions")
+        tensor_recipe = _text(merged, "tensor_instructions_recipe")
+        tensor_busy = _col(merged, "tensor_pipe_active_pct")
     flagged = above | far_below | no_ceiling | no_flop | no_memory | no_compute | no_dram
     flagged |= e["register_moves"] | e["invisible_tensor"] | e["replay_failed"] | e["tensor_shared"]
     for i in np.flatnonzero(flagged):
@@ -361,8 +364,9 @@ def _notes(merged, ceiling_source, above, fraction, low, evidence) -> list[str]:
             continue
         if e["invisible_tensor"][i]:
             counters = "are all zero" if np.isfinite(e["work"][i, _TENSOR]).any() else "are absent"
+            shown = _tensor_evidence(tensor_count[i], str(tensor_recipe[i]), tensor_busy[i])
             parts.append(
-                f"tensor work not counted: {_tensor_evidence(merged, i)}, but the input's tensor op counters "
+                f"tensor work not counted: {shown}, but the input's tensor op counters "
                 f"{counters}; no verdict. Collect them with {_TENSOR_FLAGS}"
             )
         elif no_flop[i]:

@@ -42,6 +42,12 @@ INPUT_SUFFIXES = {
 # (roofline/files/compressed.py, which tells the compression from the file's first bytes; its SUFFIXES are
 # these, kept there with the codecs: this module is imported before any job, without pyarrow).
 COMPRESSIONS = (".gz", ".xz", ".zst", ".zstd", ".bz2", ".zip")
+class ConfigError(ValueError):
+    """A config problem the user must fix; the message says where and how (raised by the config's
+    model, :mod:`roofline.config.model`, and here, where the command line needs it without the
+    model's pydantic classes)."""
+
+
 ACCEPTED = (
     ".ncu-rep (.ncu-repz), ncu CSV exports (.csv) and what-if tables (.yaml/.yml or .csv), each also compressed "
     f"({', '.join(COMPRESSIONS)}; a .zip of one file)"
@@ -105,6 +111,24 @@ def split_name(name: str) -> tuple[str, str, str]:
 def suffix_kind(name: str) -> str | None:
     """The reader a file needs from its name (``run.csv.gz``: ``csv``), or None when unknown."""
     return INPUT_SUFFIXES.get(split_name(name)[1].lower())
+
+
+def input_kind(path: str) -> str:
+    """The reader an input needs, from its suffix (compressed CSV and YAML keep their kind); a
+    folder holds CSV exports of one ncu run.
+
+    Raises
+    ------
+    ConfigError
+        For a file of no known type (the kind of an ``apps:`` entry is config; a file an
+        ``inputs:`` pattern finds is judged per input, by :func:`file_problem`).
+    """
+    if Path(path).is_dir():
+        return "csv-dir"
+    kind = suffix_kind(Path(path).name)
+    if kind is None:
+        raise ConfigError(f"input {path!r}: unknown file type; accepted are {ACCEPTED}")
+    return kind
 
 
 def is_app_name(name: str) -> bool:

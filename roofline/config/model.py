@@ -17,7 +17,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from roofline.ceilings import CROSS_CHECK_MARGIN, DEFAULT_POLICY
-from roofline.config.inputs import is_app_name
+from roofline.config.inputs import ConfigError, is_app_name
 
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "data" / "config.schema.json"
 
@@ -197,10 +197,6 @@ class Config(Strict):
             except ValidationError as exc:
                 raise ValueError(f"series.{name}: {exc.errors()[0]['msg'].removeprefix('Value error, ')}") from None
         return self
-
-
-class ConfigError(ValueError):
-    """A config problem the user must fix; the message says where and how."""
 
 
 def load_config(data: dict) -> Config:

@@ -17,29 +17,11 @@ from roofline.config.inputs import (
     InputProblem,
     assign_names,
     expand_patterns,
+    input_kind,
     is_app_name,
-    suffix_kind,
 )
 from roofline.config.model import Config, ConfigError, load_config
 from roofline.files.strict_yaml import DuplicateKey, FastStrictLoader, StrictLoader
-
-
-def input_kind(path: str) -> str:
-    """The reader an input needs, from its suffix (compressed CSV and YAML keep their kind); a
-    folder holds CSV exports of one ncu run.
-
-    Raises
-    ------
-    ConfigError
-        For a file of no known type (the kind of an ``apps:`` entry is config; a file an
-        ``inputs:`` pattern finds is judged per input, by :func:`roofline.config.inputs.file_problem`).
-    """
-    if Path(path).is_dir():
-        return "csv-dir"
-    kind = suffix_kind(Path(path).name)
-    if kind is None:
-        raise ConfigError(f"input {path!r}: unknown file type; accepted are {ACCEPTED}")
-    return kind
 
 
 def _check_name(name: str, origin: str) -> None:

@@ -118,12 +118,14 @@ def read_input_columns(path: str | Path, kind: str) -> tuple[dict[str, object], 
     return raw_columns(raw), len(raw)
 
 
-def parse_input(path: str | Path, app: str, kind: str, device: str | None = None) -> pd.DataFrame:
+def parse_input(path: str | Path, app: str, kind: str, device: str | None = None, digest: bool = True) -> pd.DataFrame:
     """The whole stage for one input: read, derive, add provenance; returns the counters table.
 
     ``device`` names the GPU for inputs that record none (CSV exports); a recorded name wins.
+    ``digest=False`` leaves ``source_sha256`` empty rather than hash the input (a caller that shows
+    no provenance: the command line).
     """
-    counters, rows = counters_columns(path, app, kind, device)
+    counters, rows = counters_columns(path, app, kind, device, digest)
     return conform_columns(counters, "counters", rows)
 
 
@@ -133,13 +135,14 @@ def parse_table(path: str | Path, app: str, kind: str, device: str | None = None
     return arrow_from_columns(counters, "counters", rows)
 
 
-def counters_columns(path: str | Path, app: str, kind: str, device: str | None = None) -> tuple[dict, int]:
+def counters_columns(path: str | Path, app: str, kind: str, device: str | None = None,
+                     digest: bool = True) -> tuple[dict, int]:
     """:func:`parse_input`'s columns (name -> array, as :func:`roofline.parse.derive.derive_columns`
-    gives them) and rows."""
+    gives them) and rows; ``source_sha256`` empty with ``digest=False``."""
     path = Path(path)
     # the input's hash overlaps the parsing (no Python code of this stage runs on its thread, at
     # nice 19: a thread at nice 19 that holds the GIL would hold up this one)
-    digest = hash_beside(path)
+    digest = hash_beside(path) if digest else _no_digest
     try:
         raw, rows = read_input_columns(path, kind)
         counters = derive_columns(raw, rows)
@@ -157,6 +160,10 @@ def counters_columns(path: str | Path, app: str, kind: str, device: str | None =
     for column, text in provenance.items():  # one value for every launch
         counters[column] = pa.repeat(pa.scalar(text, pa.large_string()), rows)
     return counters, rows
+
+
+def _no_digest() -> str:
+    return ""
 
 
 def _device_names(recorded, compute_capability, device: str | None, rows: int) -> pa.Array:

@@ -204,7 +204,9 @@ def derive_columns(raw: Mapping[str, object], rows: int) -> dict[str, object]:
         if column in ("device", "shared_mem_static_bytes", "shared_mem_dynamic_bytes") or column.startswith("cc_"):
             continue
         if metric in raw:
-            out[column] = _floats(raw[metric])
+            # a copy, not a view: a view of a reader's frame would keep all of its metrics (one block,
+            # ~150 MB for 100k launches of a wide export) alive until the counters are a table
+            out[column] = np.array(_floats(raw[metric]))
     out["sm_count_refused"] = _refused_sm_count(out, rows)
     shared = np.zeros(rows)
     for metric in ("launch__shared_mem_per_block_static", "launch__shared_mem_per_block_dynamic"):

@@ -17,6 +17,7 @@ import re
 
 _ANGLE_BRACKET = re.compile(r"[<>]")
 _BRACKET = re.compile(r"[<>()\[\]{}]")
+_SEPARATOR = re.compile(r"[<>()\[\]{},]")
 _OPEN, _CLOSE = "<([{", ">)]}"
 # ncu writes an anonymous namespace as "<unnamed>" (or "(anonymous namespace)"): not a template
 _UNNAMED, _UNNAMED_MARK = "<unnamed>", "\ue000unnamed\ue001"
@@ -91,7 +92,8 @@ def _function_name(text: str) -> tuple[str, list[str]]:
 def _split_arguments(text: str) -> list[str]:
     """Template arguments at depth 0 of every bracket kind (``std::array<char *, 2>`` is one)."""
     depth, parts, start = 0, [], 0
-    for i, char in enumerate(text):
+    for mark in _SEPARATOR.finditer(text):  # the brackets and commas only, not every character
+        char, i = mark.group(), mark.start()
         if char in _OPEN:
             depth += 1
         elif char in _CLOSE and depth > 0 and not (char == ">" and text[i - 1 : i] == "-"):

@@ -13,7 +13,11 @@ import pyarrow.csv as pacsv
 from roofline.metrics.units import MISSING_TEXT
 from roofline.parse.readers.ncu_csv.errors import Where
 
-_ONE_BLOCK_MAX = 1 << 26  # bytes: a file up to this size is read as one block with ``one_block``
+# bytes: a file up to this size is read as one block with ``one_block``. A larger one is read in
+# blocks of this size: the reader holds every column of a block being parsed on each core at once
+# (several times the block's bytes across a wide export's hundreds of columns), so larger blocks
+# raise the peak memory more than they save in unifying the blocks' dictionaries.
+_ONE_BLOCK_MAX = 1 << 24
 
 
 def _block_size(source: str | io.BytesIO) -> int:
@@ -33,7 +37,7 @@ def read_table(source: str | io.BytesIO, encoding: str, columns: list[str], wher
     Dictionaries let every later step work once per distinct text (a kernel name on each of its
     metric rows, a device attribute on every launch) instead of once per row. pyarrow lists each
     dictionary in order of first appearance, as ``pandas.factorize`` would. ``one_block`` reads the
-    file as one block (up to 64 MB): a wide export's hundreds of dictionary columns then need no
+    file as one block (up to 16 MB): a wide export's hundreds of dictionary columns then need no
     unifying of one dictionary per block each (:func:`text_codes`).
     """
     dictionary = pa.dictionary(pa.int32(), pa.string())
@@ -42,7 +46,7 @@ def read_table(source: str | io.BytesIO, encoding: str, columns: list[str], wher
         if isinstance(source, io.BytesIO):
             source.seek(0)
         try:
-            return pacsv.read_csv(
+            table = pacsv.read_csv(
                 source,
                 read_options=pacsv.ReadOptions(encoding="utf8" if "8" in encoding else encoding,
                                                **({"block_size": _block_size(source)} if one_block else {})),
@@ -54,7 +58,12 @@ def read_table(source: str | io.BytesIO, encoding: str, columns: list[str], wher
                 ),
             )
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, UnicodeError):
-            pass  # log lines among the IDs; short rows, embedded newlines, bytes that are not UTF-8
+            continue  # log lines among the IDs; short rows, embedded newlines, bytes that are not UTF-8
+        # The parse's working memory (several times the table, for a wide export) is free again, but
+        # Arrow's allocator keeps such pages for reuse: given back, they do not add to every array
+        # made after (by numpy, which does not use them) in the process's peak.
+        pa.default_memory_pool().release_unused()
+        return table
     if isinstance(source, io.BytesIO):
         source.seek(0)
     try:
