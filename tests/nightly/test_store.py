@@ -13,6 +13,7 @@ from roofline.nightly.store import (
     read_decisions,
     read_history,
     read_run,
+    read_runs,
     run_files,
     run_order,
 )
@@ -228,3 +229,21 @@ def test_the_store_is_a_plain_hive_partitioned_dataset(tmp_path):
                             columns=["run_id", "duration_s"]).to_pandas().sort_values("run_id")
     assert rows["run_id"].tolist() == ["2026-01-03", "2026-01-04"]
     assert rows["duration_s"].tolist() == pytest.approx([6e-3, 8e-3])
+
+
+@pytest.mark.parametrize("older", [False, True])
+def test_read_runs_reads_several_nights_as_read_run_reads_each(tmp_path, older):
+    """The replay's one scan of every night (one dataset when the nights share a schema, a table per
+    run of nights with one schema otherwise) gives read_run's rows and types, night after night."""
+    for n, day in enumerate(("2026-01-01", "2026-01-02", "2026-01-03")):
+        append_run(tmp_path, day, kernels(scale=1.0 + n).assign(roof_flops=1e13, roof_dram_bw=2e12))
+    if older:  # the middle night stored before the roof columns were renamed
+        part = tmp_path / "run=2026-01-02" / "part.parquet"
+        old = pd.read_parquet(part).drop(columns=["convention", "roof_dram_bw"])
+        old.rename(columns={"roof_flops": "peak_flops"}).assign(peak_dram_bw=2e12).to_parquet(part, index=False)
+    columns = ["run_id", "run_date", "app", "kernel", "duration_s", "roof_flops", "roof_dram_bw", "convention"]
+    runs = ["2026-01-03", "2026-01-01", "2026-01-02"]
+    together = read_runs(tmp_path, runs, columns)
+    each = pd.concat([read_run(tmp_path, r, columns) for r in runs], ignore_index=True)
+    pd.testing.assert_frame_equal(together, each)
+    assert together["run_id"].tolist() == [r for r in runs for _ in range(3)]
