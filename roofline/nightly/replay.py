@@ -3,24 +3,27 @@
 A replay judges every stored night again (after a change of the rule, its parameters or the
 counting conventions, or a catch-up over nights stored without a run). Night by night through
 :class:`roofline.nightly.engine.Engine`, that is one Python step per series per night: minutes for
-thousands of series over two years. Most of those steps are quiet: a series in its segment, timed,
-at its usual clock and work, nothing pending, tonight within its limits. :class:`Replay` keeps such
-series in arrays (:class:`_Windows`: the nights each can still look at, its segment, bound side and
-template) and judges all of a night's quiet series in a few array operations, with the same
-arithmetic as :func:`roofline.nightly.series_rule._judge` (the same medians, the logs of the noise
+thousands of series over two years. Most of those steps follow one path: a series in its segment,
+timed at its usual clock and work per launch, with its bound side unflipped. :class:`Replay` keeps
+such series in arrays (:class:`_Windows`: the nights each can still look at, its segment, streak,
+bound side, the lone night awaiting a verdict) and judges all of a night's series on that path in
+a few array operations, with the arithmetic of :func:`roofline.nightly.series_rule._judge` and
+:meth:`~roofline.nightly.series_rule.SeriesState.step` (the same medians, the logs of the noise
 taken with :func:`math.log`, sums of squares added in the same order), so the numbers are the same
-to the bit.
+to the bit: information-only and borrowed-noise nights of a young segment, ``unchanged``,
+``suspicious``, ``regression`` and ``improvement`` (big jumps too), and the verdict on a pending
+night (``outlier`` or the onset of a level).
 
 Every other series-night is judged by the rule itself: a series' first night, a new segment, a
-night without a valid time, an unstable clock, a work change, a pending lone night, a verdict
-(anything but ``unchanged``), a bound flip, a series whose parameters differ from the fleet's; and
-whole apps on a night whose kernels may be followed through a change of key or whose time may move
-between kernels (they go through :meth:`Engine.judge_series` together). Such a series is taken out
-of the arrays as its :class:`~roofline.nightly.series_rule.SeriesState`, stepped, and put back when it
-is quiet again. A night's app totals, the night-level rule and the revisions of waiting nights are
-those of :meth:`Engine.night`. So a replay's records and final state equal the night-by-night
-rule's (tests/nightly/test_replay.py compares them on the benchmark fleet, the tracking simulator
-and hand-made histories of every kind of event).
+night without a valid time, an unstable clock, a work change, a bound flip, a series whose
+parameters differ from the fleet's or whose nights hold many outliers; and whole apps on a night
+whose kernels may be followed through a change of key or whose time may move between kernels (they
+go through :meth:`Engine.judge_series` together). Such a series is taken out of the arrays as its
+:class:`~roofline.nightly.series_rule.SeriesState`, stepped, and put back. A night's app totals,
+the night-level rule and the revisions of waiting nights are those of :meth:`Engine.night`. So a
+replay's records and final state equal the night-by-night rule's (tests/nightly/test_replay.py
+compares them on a fleet, the tracking simulator and hand-made histories of every kind of event;
+benchmarks/bench_decide.py every night of 5,000 series x 730 nights).
 """
 
 from __future__ import annotations
@@ -31,7 +34,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from pandas.api.types import infer_dtype
 
 from roofline.nightly.app_total import APP_TOTAL, APP_TOTAL_SHORT, is_total, settle_moves, total_key
 from roofline.nightly.engine import Engine, night_commit, night_level_hits
@@ -72,21 +74,6 @@ _TOTAL_NAN = ("flop", "flop_total", "dram_bytes", "performance", "roof_pct", "ai
               "roof_dram_bw", "ridge_ratio", "registers_per_thread", "shared_mem_bytes")
 
 
-def _text(values: np.ndarray) -> np.ndarray:
-    """``str(value or "")`` of each value (series_rule._record's text)."""
-    if infer_dtype(values, skipna=False) == "string":  # all of them strings already
-        return values.astype(object, copy=True)
-    return np.array([str(v or "") for v in values], dtype=object)
-
-
-def _numbers(values: np.ndarray) -> np.ndarray:
-    """:func:`roofline.nightly.stats.number` of each value."""
-    try:
-        return np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError):
-        return np.array([number(v) for v in values], dtype=np.float64)
-
-
 def _median_rows(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """Per row, the median of the finite values where ``mask`` (NaN where none), computed as
     :func:`statistics.median` does: the middle one, or the mean of the two middle ones."""
@@ -105,12 +92,6 @@ def _rel_change(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     ok = np.isfinite(a) & np.isfinite(b) & (b != 0)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(ok, a / np.where(ok, b, 1.0) - 1, np.nan)
-
-
-def _last_true(mask: np.ndarray, n: int) -> np.ndarray:
-    """``mask`` keeping only the last ``n`` True entries of each row."""
-    from_right = np.cumsum(mask[:, ::-1], axis=1)[:, ::-1]
-    return mask & (from_right <= n)
 
 
 def _distinct_rows(runs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -364,8 +345,8 @@ class Replay:
 
     # ------------------------------------------------------------------ arrays <-> SeriesState
     def _eligible(self, state: SeriesState) -> bool:
-        """Whether a series can be judged in the arrays: the fleet's parameters, nothing pending,
-        and enough valid nights for a full baseline."""
+        """Whether a series can be judged in the arrays: the fleet's parameters (the diff noise), a
+        pending night only as its last night, a valid night, few outliers."""
         p = state.p
         pending = state.pending
         if not (p is self.p and p.noise_method == "diff" and state.followed is None and state.ident is not None
@@ -724,9 +705,9 @@ class Replay:
               changed: np.ndarray, records: dict) -> dict[str, np.ndarray]:
         """Judge tonight's quiet array series among ``judged`` (series with a row tonight: the first
         ``len(rows)`` on those rows of :attr:`table`, then the app totals of ``totals``) as
-        series_rule.SeriesState.step and _judge do on the path that ends ``unchanged``; commit their
-        state, and put each one's place in the returned columns into ``records``. The others are
-        left to the rule."""
+        series_rule.SeriesState.step and _judge do when the series stays in its segment at its clock
+        and work with its bound side; commit their state, and put each one's place in the returned
+        columns into ``records``. The others are left to the rule."""
         p, w, table = self.p, self.w, self.table
         picked = np.flatnonzero((self.kind[judged] == 1) & ~changed)
         if not len(picked):
