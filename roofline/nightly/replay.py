@@ -143,12 +143,6 @@ class _Columns:
             codes = np.where(codes < 0, len(objects) - 1, codes).astype(np.int32)
             self.coded[name] = (codes, objects)
 
-    def value(self, name: str, j: int) -> object:
-        if name in self.plain:
-            return self.plain[name][j].item()
-        codes, objects = self.coded[name]
-        return objects[codes[j]]
-
     def row(self, j: int) -> dict:
         """Row ``j`` as Engine.rows gives it."""
         row = {name: values[j].item() for name, values in self.plain.items()}

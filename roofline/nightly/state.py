@@ -261,15 +261,22 @@ def _advance(store: Path, engine: Engine, runs: list[list], todo: list, files: d
         _revise(store, target, changes, engine.keys)
     for run_id, records in held.items():
         _write_night(store, run_id, records)
-    if apps is not None:
+    _write_states(store, states, todo[-1][0] if apps is not None else None, apps)
+    return judged
+
+
+def _write_states(store: Path, states: list[tuple[int, pa.Table]], last: str | None,
+                  apps: dict[str, str] | None) -> None:
+    """Write the states kept after the last nights (written last: after every record), the newest
+    with what a rerun of its night ``last`` needs (its apps' digests ``apps``), and prune the older."""
+    if last is not None:
         n, table = states[-1]
-        meta = {**json.loads(table.schema.metadata[STATE_META_KEY]), TONIGHT: tonight_meta(store, todo[-1][0], apps)}
+        meta = {**json.loads(table.schema.metadata[STATE_META_KEY]), TONIGHT: tonight_meta(store, last, apps)}
         states[-1] = n, table.replace_schema_metadata({STATE_META_KEY: json.dumps(meta).encode()})
     for n, table in states:
         write_partition(store / STATE_DIR, f"n={n}", table)
     if states:
         _prune(store, states[-1][0])
-    return judged
 
 
 def update(store_dir: str | os.PathLike, params: DecisionParams, *, changed: Iterable[str] = (),
@@ -388,16 +395,10 @@ def _replay(store: Path, params: DecisionParams, runs: list[list], files: dict, 
             job.result()
     for target, changes in late.items():
         _revise(store, target, changes, judging.keys)
-    if todo and todo[-1][1] is not None:
-        last = todo[-1][0]
-        apps = app_digests(read_run(store, last, judging.columns), judging.columns)
-        n, table = states[-1]
-        meta = {**json.loads(table.schema.metadata[STATE_META_KEY]), TONIGHT: tonight_meta(store, last, apps)}
-        states[-1] = n, table.replace_schema_metadata({STATE_META_KEY: json.dumps(meta).encode()})
-    for n, table in states:
-        write_partition(store / STATE_DIR, f"n={n}", table)
-    if states:
-        _prune(store, states[-1][0])
+    last = todo[-1][0] if todo and todo[-1][1] is not None else None
+    # the digests as a rerun of that night computes them: from the night read on its own
+    apps = app_digests(read_run(store, last, judging.columns), judging.columns) if last else None
+    _write_states(store, states, last, apps)
     log.info("replayed %d nights: %d series-nights judged at once, %d by the rule one by one",
              len(judged), judging.fast, judging.slow)
     return judged
