@@ -77,6 +77,10 @@ STATE_DIR = "_state"  # "_" prefix: dataset readers skip it, like _decisions
 STATE_VERSION = 1
 KEEP = 3  # states kept: reruns of the last KEEP - 1 nights start from a stored state
 HOLD = 8  # nights whose records a replay keeps in memory for revisions before writing them
+# Below this many nights a replay steps every series night by night: the arrays of
+# roofline.nightly.replay pay off once series have nights to judge at once, while a store's first
+# night (every series new: the workflow's first run) costs them about three times the time.
+ARRAY_REPLAY_MIN_NIGHTS = 8
 
 
 @dataclass
@@ -329,7 +333,10 @@ def _update(store: Path, params: DecisionParams, changed: set[str], replay: bool
                     reason = str(stale)
     log.info("judging every stored night again: %s", reason)
     every: list[list] = []
-    judged = _replay(store, params, every, files, digest)
+    if len(files) < ARRAY_REPLAY_MIN_NIGHTS:
+        judged = _advance(store, Engine(params), every, _keys(store, files), files, digest)
+    else:
+        judged = _replay(store, params, every, files, digest)
     return Update([r[0] for r in every if r[4]], judged, True, reason)
 
 

@@ -26,6 +26,12 @@ from roofline.nightly.state_file import STATE_META_KEY
 from roofline.nightly.store import history_frame, run_files, write_partition
 
 
+@pytest.fixture(autouse=True)
+def arrays_from_the_first_night(monkeypatch):
+    """The histories here are short: every replay of this file goes through the arrays."""
+    monkeypatch.setattr(decide_state, "ARRAY_REPLAY_MIN_NIGHTS", 0)
+
+
 def stored(tmp_path, history: pd.DataFrame):
     """``history`` written night by night to a store, nothing judged yet."""
     for run_id, rows in history.groupby("run_id", sort=False):
@@ -160,3 +166,22 @@ def test_a_series_spiking_every_third_night_is_replayed_as_the_rule_judges_it(tm
     history = pd.concat([series(spiky, kernel="spiky<float>&"), series(quiet, kernel="quiet<float>&")],
                         ignore_index=True).sort_values("run_id", kind="stable")
     replayed(tmp_path, history_frame(history.reset_index(drop=True)), DecisionParams(), caplog)
+
+
+def test_a_store_of_few_nights_is_replayed_night_by_night(tmp_path, caplog, monkeypatch):
+    """A first night (every series new) costs the arrays about three times the rule's own steps,
+    so a store of fewer than ARRAY_REPLAY_MIN_NIGHTS nights is stepped night by night; from that
+    many on, the arrays judge it. Records are the rule's either way."""
+    monkeypatch.setattr(decide_state, "ARRAY_REPLAY_MIN_NIGHTS", 8)
+    history = fleet(20, 13)  # steps from night 12 on: none in eight nights
+    days = sorted(history["run_id"].unique())
+    history = history[history["run_id"].isin(days[:8])]
+    first_seven = history[history["run_id"].isin(days[:7])]
+    for name, rows in (("seven", first_seven), ("eight", history)):
+        store = stored(tmp_path / name, rows)
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="roofline.nightly.state"):
+            assert update(store, DecisionParams(), replay=True).replayed
+        compare(store, DecisionParams())
+        by_arrays = [r for r in caplog.records if r.getMessage().startswith("replayed")]
+        assert bool(by_arrays) == (name == "eight"), name
