@@ -34,6 +34,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from roofline.nightly.app_total import APP_TOTAL, APP_TOTAL_SHORT, is_total, settle_moves, total_key
 from roofline.nightly.engine import Engine, night_commit, night_level_hits
@@ -119,29 +121,36 @@ def _distinct_rows(runs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 class _Columns:
-    """The history's columns as the rule reads them, converted once for every night: a column of a
-    numpy number type as numbers (``.item()`` gives the value a row dict holds), any other as codes
-    into its distinct values (the objects ``to_numpy(dtype=object)`` gives, the missing one last)."""
+    """The history's columns as the rule reads them, converted once for every night: a number
+    column as numbers (``.item()`` gives the value a row dict holds), a text column as codes into
+    its distinct values in the order they first appear (the missing one last, which no row holds:
+    :func:`roofline.nightly.store.read_runs_table` fills missing text)."""
 
-    def __init__(self, frame: pd.DataFrame, names: list[str]) -> None:
-        self.names = [n for n in names if n in frame.columns]
+    def __init__(self, table: pa.Table, names: list[str]) -> None:
+        self.names = [n for n in names if n in table.column_names]
         self.plain: dict[str, np.ndarray] = {}
         self.coded: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._texts: dict[str, np.ndarray] = {}
         self._numbers: dict[str, np.ndarray] = {}
         self._coded_numbers: dict[str, np.ndarray] = {}
         for name in self.names:
-            column = frame[name]
-            if isinstance(column.dtype, np.dtype) and column.dtype.kind in "biuf":
+            column = table[name]
+            if not (pa.types.is_dictionary(column.type) or pa.types.is_string(column.type)
+                    or pa.types.is_large_string(column.type)):
                 self.plain[name] = column.to_numpy()
                 self._numbers[name] = self.plain[name].astype(np.float64, copy=False)
                 continue
-            codes, uniques = pd.factorize(column, use_na_sentinel=True)
-            objects = pd.Series(uniques, dtype=column.dtype).to_numpy(dtype=object)
-            missing = column[column.isna()].iloc[:1].to_numpy(dtype=object)
-            objects = np.append(objects, missing[0] if len(missing) else None)
-            codes = np.where(codes < 0, len(objects) - 1, codes).astype(np.int32)
-            self.coded[name] = (codes, objects)
+            if not pa.types.is_dictionary(column.type):
+                column = pc.dictionary_encode(column)
+            column = column.unify_dictionaries()
+            if column.num_chunks:
+                indices = np.concatenate([chunk.indices.to_numpy() for chunk in column.chunks])
+                dictionary = column.chunk(0).dictionary
+            else:
+                indices, dictionary = np.zeros(0, dtype=np.int32), pa.array([], pa.large_string())
+            codes, used = pd.factorize(indices)  # first appearance, as the rule meets them
+            objects = np.append(dictionary.take(pa.array(used, pa.int64())).to_numpy(zero_copy_only=False), None)
+            self.coded[name] = (codes.astype(np.int32), objects)
 
     def row(self, j: int) -> dict:
         """Row ``j`` as Engine.rows gives it."""
@@ -484,15 +493,15 @@ class Replay:
         return engine
 
     # ------------------------------------------------------------------------------- a night
-    def nights(self, frame: pd.DataFrame, order: list[str], dates: dict[str, str]) -> Iterator[NightResult]:
-        """Judge the nights of ``frame`` (rows of every night, each night's rows together:
-        :func:`roofline.nightly.store.read_runs`) in ``order``; yields each night's result."""
-        self.table = table = _Columns(frame, self.columns)
-        n = len(frame)
+    def nights(self, rows: pa.Table, order: list[str], dates: dict[str, str]) -> Iterator[NightResult]:
+        """Judge the nights of ``rows`` (every night's, each night's rows together:
+        :func:`roofline.nightly.store.read_runs_table`) in ``order``; yields each night's result."""
+        self.table = table = _Columns(rows, self.columns)
+        n = rows.num_rows
+        del rows  # the table holds what the rule reads
         kids = self._register(table, n)
         self.row_ident = self._row_idents(table, n)
-        runs, night_names = pd.factorize(frame["run_id"])
-        del frame  # the table holds what the rule reads
+        runs, night_names = table.coded["run_id"]
         bounds = np.flatnonzero(np.r_[True, runs[1:] != runs[:-1], True])
         at = {night_names[runs[bounds[j]]]: (int(bounds[j]), int(bounds[j + 1])) for j in range(len(bounds) - 1)}
         for run_id in order:

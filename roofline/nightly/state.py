@@ -66,7 +66,7 @@ from roofline.nightly.store import (
     PART,
     append_decisions,
     read_run,
-    read_runs,
+    read_runs_table,
     run_files,
     write_partition,
 )
@@ -340,13 +340,16 @@ def _update(store: Path, params: DecisionParams, changed: set[str], replay: bool
     return Update([r[0] for r in every if r[4]], judged, True, reason)
 
 
-def _run_keys(frame: pd.DataFrame) -> dict[str, tuple[str, str, str]]:
-    """:func:`_keys` of the nights with rows in ``frame`` (their rows read already)."""
-    if not len(frame):
-        return {}
-    stamps = frame[["run_date", "run_time"]].fillna("").assign(run_id=frame["run_id"])
-    first = stamps.groupby("run_id", sort=False).min()
-    return {r: (d, t, r) for r, d, t in zip(first.index, first["run_date"], first["run_time"], strict=True)}
+def _run_stamps(rows: pa.Table) -> tuple[dict[str, tuple[str, str, str]], dict[str, str], dict[str, int]]:
+    """Of the nights with rows in ``rows`` (read already): their :func:`_keys`, the date of each
+    night's first row, and each night's row count."""
+    stamps = pa.table({name: rows[name].cast(pa.large_string()) for name in ("run_id", "run_date", "run_time")})
+    nights = stamps.group_by("run_id", use_threads=False).aggregate(
+        [("run_date", "min"), ("run_time", "min"), ("run_date", "first"), ("run_id", "count")])
+    names = ("run_id", "run_date_min", "run_time_min", "run_date_first", "run_id_count")
+    ids, least_date, least_time, first_date, count = (nights[name].to_pylist() for name in names)
+    keys = {r: (d, t, r) for r, d, t in zip(ids, least_date, least_time, strict=True)}
+    return keys, dict(zip(ids, first_date, strict=True)), dict(zip(ids, count, strict=True))
 
 
 def _replay(store: Path, params: DecisionParams, runs: list[list], files: dict, digest: str) -> list[str]:
@@ -355,19 +358,12 @@ def _replay(store: Path, params: DecisionParams, runs: list[list], files: dict, 
     nights are judged. Every night is read in one pass, its place in the run order (:func:`_keys`)
     taken from the rows read."""
     judging = Replay(params)
-    frame = read_runs(store, list(files), [*judging.columns, "run_time"]) if files else None
-    when = _run_keys(frame) if frame is not None else {}
+    rows = read_runs_table(store, list(files), [*judging.columns, "run_time"]) if files else None
+    when, dates, sizes = _run_stamps(rows) if rows is not None else ({}, {}, {})
     todo = sorted(((r, when.get(r)) for r in files), key=lambda item: (item[1] is not None, item[1] or ()))
     nonempty = [run_id for run_id, key in todo if key is not None]
-    if not nonempty:
-        frame = None
-    dates, sizes = {}, {}
-    if frame is not None:
-        firsts = frame.drop_duplicates("run_id")
-        dates = dict(zip(firsts["run_id"].astype(str), firsts["run_date"].astype(str), strict=True))
-        sizes = {str(r): int(n) for r, n in frame["run_id"].value_counts(sort=False).items()}
-    nights = judging.nights(frame, nonempty, dates) if frame is not None else iter(())
-    del frame  # the replay keeps the columns it reads
+    nights = judging.nights(rows, nonempty, dates) if nonempty else iter(())
+    del rows  # the replay keeps the columns it reads
     held: dict[str, pd.DataFrame] = {}
     late: dict[str, list[tuple[int, str, tuple]]] = {}
     states: list[tuple[int, pa.Table]] = []

@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
@@ -307,6 +308,72 @@ def read_runs(store_dir: str | os.PathLike, run_ids: list[str], columns: list[st
                 groups.append((tuple(table.schema.names), [table]))
         parts = [_upgrade(pa.concat_tables(tables).to_pandas()) for _, tables in groups]
     return history_frame(pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0], columns)
+
+
+_ARROW_TYPES = {"float": pa.float64(), "int": pa.int64(), "bool": pa.bool_()}
+_ABSENT = {"float": float("nan"), "int": -1, "bool": False}
+
+
+def read_runs_table(store_dir: str | os.PathLike, run_ids: list[str], columns: list[str]) -> pa.Table:
+    """:func:`read_runs` as an Arrow table, its text columns dictionary-encoded: the same columns
+    and values (text never missing, numbers of the declared type, a column no night stores filled as
+    :func:`history_frame` fills it). Nights stored by today's version in one schema are read as they
+    are, the text never made into Python strings (what a replay of a long history costs most in
+    reading it); any other store goes through :func:`read_runs`."""
+    store = Path(store_dir)
+    paths = [str(store / f"run={_check_run_id(run_id)}" / PART) for run_id in run_ids]
+    declared = {c.name: c.dtype for c in CONTEXT} | {c.name: c.dtype for c in TABLES["kernels"]}
+    wanted = [name for name in dict.fromkeys(columns) if name in declared]
+    if paths:
+        schema = ds.dataset(paths, format="parquet").schema
+        if _reads_as_stored(schema, wanted, declared):
+            text = [n for n in wanted if n in schema.names and declared[n] == "str"]
+            read = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(dictionary_columns=text))
+            dataset = ds.dataset(paths, format=read)
+            fragments = dataset.get_fragments()
+            first = next(fragments).physical_schema  # as read: its text columns as dictionaries
+            if all(fragment.physical_schema.equals(first) for fragment in fragments):
+                table = dataset.to_table(columns=[n for n in wanted if n in schema.names])
+                return pa.table({name: _as_declared(table, name, declared[name]) for name in wanted})
+    frame = read_runs(store, run_ids, columns)
+    return pa.Table.from_pandas(frame, preserve_index=False).select(
+        [name for name in frame.columns if name in declared])
+
+
+def _reads_as_stored(schema: pa.Schema, wanted: list[str], declared: dict[str, str]) -> bool:
+    """Whether nights of ``schema`` hold ``wanted`` as today's version writes them: no column an
+    older version named otherwise (:func:`_upgrade`), each stored one of its declared type."""
+    if any(name in _RENAMED or _OLD_BW.match(name) for name in schema.names):
+        return False
+    if "bound_kind" in wanted and "bound_kind" not in schema.names:
+        return False
+    for name in wanted:
+        if name not in schema.names:
+            continue
+        kind = schema.field(name).type
+        if declared[name] == "str":
+            if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+                return False
+        elif kind != _ARROW_TYPES[declared[name]]:
+            return False
+    return True
+
+
+def _as_declared(table: pa.Table, name: str, dtype: str) -> pa.ChunkedArray:
+    """Column ``name`` of ``table`` with :func:`history_frame`'s values: missing text as "" (text
+    stays dictionary-encoded), missing numbers as the declared type's absent value."""
+    n = table.num_rows
+    if name not in table.column_names:
+        if dtype == "str":
+            return pa.chunked_array([pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, dtype=np.int32)),
+                                                                    pa.array([""], pa.large_string()))])
+        return pa.chunked_array([pa.array(np.full(n, _ABSENT[dtype]), _ARROW_TYPES[dtype])])
+    column = table[name]
+    if not column.null_count:
+        return column
+    if dtype == "str":
+        return pc.dictionary_encode(pc.fill_null(column.cast(pa.large_string()), ""))
+    return pc.fill_null(column, pa.scalar(_ABSENT[dtype], _ARROW_TYPES[dtype]))
 
 
 def run_order(history: pd.DataFrame) -> list[str]:

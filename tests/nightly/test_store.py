@@ -3,6 +3,8 @@
 import os
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from roofline.nightly.engine import decide_all
@@ -247,3 +249,42 @@ def test_read_runs_reads_several_nights_as_read_run_reads_each(tmp_path, older):
     each = pd.concat([read_run(tmp_path, r, columns) for r in runs], ignore_index=True)
     pd.testing.assert_frame_equal(together, each)
     assert together["run_id"].tolist() == [r for r in runs for _ in range(3)]
+
+
+@pytest.mark.parametrize("older", [False, True])
+def test_read_runs_table_holds_what_read_runs_gives(tmp_path, older, monkeypatch):
+    """The replay's Arrow read: nights of today's schema read as stored (text dictionary-encoded,
+    missing text and numbers filled as history_frame fills them, columns no night stores added);
+    a store with an older night through read_runs. Either way the values of read_runs."""
+    for n, day in enumerate(("2026-01-01", "2026-01-02", "2026-01-03")):
+        rows = kernels(scale=1.0 + n).assign(roof_flops=1e13, roof_dram_bw=2e12)
+        part = append_run(tmp_path, day, rows, {"app_commit": f"c{n}", "sm_clock_hz": 1.4e9})
+        stored = pq.read_table(part)  # a missing text and a missing count, their types kept
+        stored = stored.set_column(stored.schema.get_field_index("grid"), "grid",
+                                   pa.array([None, *stored["grid"].to_pylist()[1:]], pa.large_string()))
+        stored = stored.set_column(stored.schema.get_field_index("launches"), "launches",
+                                   pa.array([1, None, *stored["launches"].to_pylist()[2:]], pa.int64()))
+        pq.write_table(stored, part)
+    if older:  # the middle night stored before the roof columns were renamed
+        part = tmp_path / "run=2026-01-02" / "part.parquet"
+        old = pd.read_parquet(part).drop(columns=["convention", "roof_dram_bw"])
+        old.rename(columns={"roof_flops": "peak_flops"}).assign(peak_dram_bw=2e12).to_parquet(part, index=False)
+    from roofline.nightly import store as store_module
+
+    read_through = []
+    monkeypatch.setattr(store_module, "read_runs", lambda *a: read_through.append(a) or read_runs(*a))
+    columns = ["run_id", "run_date", "app", "kernel", "grid", "launches", "duration_s", "roof_flops",
+               "roof_dram_bw", "convention", "app_commit", "sm_clock_hz", "gpu_uuid", "registers_per_thread",
+               "not_a_column"]
+    runs = ["2026-01-03", "2026-01-01", "2026-01-02"]
+    table = store_module.read_runs_table(tmp_path, runs, columns)
+    assert bool(read_through) == older
+    expected = read_runs(tmp_path, runs, columns)
+    assert table.column_names == list(expected.columns)
+    if not older:
+        assert pa.types.is_dictionary(table["kernel"].type)
+    for name in expected.columns:
+        got = table[name].to_pylist() if table[name].type != pa.float64() else table[name].to_numpy().tolist()
+        want = expected[name].tolist()
+        assert got == pytest.approx(want, nan_ok=True) if table[name].type == pa.float64() else got == want, name
+    assert "" in table["grid"].to_pylist() and -1 in table["launches"].to_pylist()
