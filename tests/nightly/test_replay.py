@@ -185,3 +185,18 @@ def test_a_store_of_few_nights_is_replayed_night_by_night(tmp_path, caplog, monk
         compare(store, DecisionParams())
         by_arrays = [r for r in caplog.records if r.getMessage().startswith("replayed")]
         assert bool(by_arrays) == (name == "eight"), name
+
+
+def test_a_replay_of_a_store_with_a_night_of_an_older_version_equals_the_rule(tmp_path, caplog):
+    """A night stored before the applied roofs were renamed: the nights are read through read_runs
+    (a table per stretch of nights with one schema), not as stored, and judged the same."""
+    history = fleet(30, 14)
+    store = stored(tmp_path / "store", history)
+    part = store / f"run={sorted(history['run_id'].unique())[5]}" / "part.parquet"
+    old = pq.read_table(part)
+    old.rename_columns(["peak_flops" if n == "roof_flops" else n for n in old.column_names]).to_pandas().to_parquet(
+        part, index=False)
+    with caplog.at_level(logging.INFO, logger="roofline.nightly.state"):
+        assert update(store, DecisionParams(), replay=True).replayed
+    compare(store, DecisionParams())
+    assert any(r.getMessage().startswith("replayed") for r in caplog.records)
