@@ -40,6 +40,7 @@ from roofline import __version__
 from roofline.errors import cannot_write, is_environmental
 from roofline.files.processes import process_alive
 from roofline.tables.schemas import KERNEL_KEY, TABLES, Column, conform, conform_some
+from roofline.tables.typed_columns import ABSENT_VALUES, NUMPY_DTYPES, absent_array
 
 PART = "part.parquet"
 DECISIONS_DIR = "_decisions"  # "_" prefix: pyarrow's dataset discovery skips it, like ".tmp-"
@@ -310,10 +311,6 @@ def read_runs(store_dir: str | os.PathLike, run_ids: list[str], columns: list[st
     return history_frame(pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0], columns)
 
 
-_ARROW_TYPES = {"float": pa.float64(), "int": pa.int64(), "bool": pa.bool_()}
-_ABSENT = {"float": float("nan"), "int": -1, "bool": False}
-
-
 def read_runs_table(store_dir: str | os.PathLike, run_ids: list[str], columns: list[str]) -> pa.Table:
     """:func:`read_runs` as an Arrow table, its text columns dictionary-encoded: the same columns
     and values (text never missing, numbers of the declared type, a column no night stores filled as
@@ -354,7 +351,7 @@ def _reads_as_stored(schema: pa.Schema, wanted: list[str], declared: dict[str, s
         if declared[name] == "str":
             if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
                 return False
-        elif kind != _ARROW_TYPES[declared[name]]:
+        elif kind != pa.from_numpy_dtype(NUMPY_DTYPES[declared[name]]):
             return False
     return True
 
@@ -367,13 +364,13 @@ def _as_declared(table: pa.Table, name: str, dtype: str) -> pa.ChunkedArray:
         if dtype == "str":
             return pa.chunked_array([pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, dtype=np.int32)),
                                                                     pa.array([""], pa.large_string()))])
-        return pa.chunked_array([pa.array(np.full(n, _ABSENT[dtype]), _ARROW_TYPES[dtype])])
+        return pa.chunked_array([pa.array(absent_array(dtype, n))])
     column = table[name]
     if not column.null_count:
         return column
     if dtype == "str":
         return pc.dictionary_encode(pc.fill_null(column.cast(pa.large_string()), ""))
-    return pc.fill_null(column, pa.scalar(_ABSENT[dtype], _ARROW_TYPES[dtype]))
+    return pc.fill_null(column, pa.scalar(ABSENT_VALUES[dtype], column.type))
 
 
 def run_order(history: pd.DataFrame) -> list[str]:
