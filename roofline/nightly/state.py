@@ -81,6 +81,12 @@ HOLD = 8  # nights whose records a replay keeps in memory for revisions before w
 # roofline.nightly.replay pay off once series have nights to judge at once, while a store's first
 # night (every series new: the workflow's first run) costs them about three times the time.
 ARRAY_REPLAY_MIN_NIGHTS = 8
+# The arrays hold every night's rows at once, about this many bytes a row at the peak (2.6 GB at
+# 5,000 series x 730 nights), where stepping night by night holds one night.
+ARRAY_REPLAY_BYTES_PER_ROW = 630
+# Beyond this many stored rows (~6.5 GB in the arrays) a replay goes night by night: slower, but it
+# fits where the nightly job runs.
+ARRAY_REPLAY_MAX_ROWS = 10_000_000
 
 
 @dataclass
@@ -333,11 +339,20 @@ def _update(store: Path, params: DecisionParams, changed: set[str], replay: bool
                     reason = str(stale)
     log.info("judging every stored night again: %s", reason)
     every: list[list] = []
-    if len(files) < ARRAY_REPLAY_MIN_NIGHTS:
+    rows = _stored_rows(store, files) if len(files) >= ARRAY_REPLAY_MIN_NIGHTS else 0
+    if rows > ARRAY_REPLAY_MAX_ROWS:
+        log.info("%d stored rows: judged night by night, which holds one night at a time (the replay's "
+                 "arrays would hold all of them, about %.0f GB)", rows, rows * ARRAY_REPLAY_BYTES_PER_ROW / 1e9)
+    if len(files) < ARRAY_REPLAY_MIN_NIGHTS or rows > ARRAY_REPLAY_MAX_ROWS:
         judged = _advance(store, Engine(params), every, _keys(store, files), files, digest)
     else:
         judged = _replay(store, params, every, files, digest)
     return Update([r[0] for r in every if r[4]], judged, True, reason)
+
+
+def _stored_rows(store: Path, files: dict) -> int:
+    """The rows of the stored nights ``files``, from their files' footers."""
+    return sum(pq.read_metadata(store / f"run={run_id}" / PART).num_rows for run_id in files)
 
 
 def _run_stamps(rows: pa.Table) -> tuple[dict[str, tuple[str, str, str]], dict[str, str], dict[str, int]]:

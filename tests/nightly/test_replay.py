@@ -200,3 +200,19 @@ def test_a_replay_of_a_store_with_a_night_of_an_older_version_equals_the_rule(tm
         assert update(store, DecisionParams(), replay=True).replayed
     compare(store, DecisionParams())
     assert any(r.getMessage().startswith("replayed") for r in caplog.records)
+
+
+def test_a_store_of_more_rows_than_the_arrays_may_hold_is_replayed_night_by_night(tmp_path, caplog, monkeypatch):
+    """The arrays hold every night's rows at once; beyond ARRAY_REPLAY_MAX_ROWS a replay steps
+    night by night (one night in memory) and says so. Records are the rule's either way."""
+    history = fleet(20, 14)
+    for limit, by_arrays in ((len(history), True), (len(history) - 1, False)):
+        monkeypatch.setattr(decide_state, "ARRAY_REPLAY_MAX_ROWS", limit)
+        store = stored(tmp_path / str(limit), history)
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="roofline.nightly.state"):
+            assert update(store, DecisionParams(), replay=True).replayed
+        compare(store, DecisionParams())
+        said = [r.getMessage() for r in caplog.records]
+        assert any(m.startswith("replayed") for m in said) == by_arrays
+        assert any(f"{len(history)} stored rows: judged night by night" in m for m in said) != by_arrays
