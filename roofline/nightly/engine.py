@@ -12,9 +12,10 @@ docs/tracking.md states the rule in words and the rates measured on the simulato
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from roofline.nightly.app_total import APP_TOTAL, find_moves, is_total, settle_moves, total_rows
@@ -175,24 +176,25 @@ def night_commit(commits: Iterable[object]) -> str:
     return ",".join(sorted({str(c) for c in commits}))
 
 
-def night_level_hits(labels: list[str], directions: list[str], kernels: list[bool], commit: str,
+def night_level_hits(labels: Sequence[str], directions: Sequence[str], kernels: Sequence[bool], commit: str,
                      previous: str | None, p: DecisionParams) -> tuple[bool, list[tuple[int, str]]]:
     """The night-level rule on a night's labels and directions (``kernels``: the record is a
     kernel's, not an app total's): whether the night shifted (every record's
     ``environment_shift``), and the regressions to make ``suspicious`` with the note why."""
-    compared = sum(label in _COMPARED and k for label, k in zip(labels, kernels, strict=True))
+    labels, directions = np.asarray(labels, dtype=object), np.asarray(directions, dtype=object)
+    counted = np.isin(labels, _COMPARED) & np.asarray(kernels, dtype=bool)
+    compared = int(counted.sum())
     shifted, hits = False, []
     for direction in ("up", "down"):
-        moved = sum(d == direction and label in _COMPARED and k
-                    for label, d, k in zip(labels, directions, kernels, strict=True))
+        towards = directions == direction
+        moved = int((counted & towards).sum())
         if moved < p.shift_min_kernels or moved < p.shift_fraction * compared:
             continue
         shifted = True
         if previous is None or not commit or commit != previous:
             continue  # the app changed too: the kernels' own alerts stand
         why = f"environment shift: {moved} kernels moved {direction}, app commit unchanged"
-        hits.extend((j, why) for j, (label, d) in enumerate(zip(labels, directions, strict=True))
-                    if label == "regression" and d == direction)
+        hits.extend((j, why) for j in np.flatnonzero((labels == "regression") & towards).tolist())
     return shifted, hits
 
 

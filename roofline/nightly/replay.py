@@ -196,6 +196,13 @@ class _Columns:
         merged, distinct = pd.factorize(np.array(texts, dtype=object))
         return merged[codes], list(distinct)
 
+    def distinct_objects(self, name: str, at: np.ndarray) -> np.ndarray:
+        """The distinct values of the rows ``at`` (each once, in no order)."""
+        if name in self.coded:
+            codes, objects = self.coded[name]
+            return objects[np.unique(codes[at])]
+        return self.objects(name, at)
+
     def objects(self, name: str, at: np.ndarray) -> np.ndarray:
         if name in self.plain:
             return self.plain[name][at].astype(object)
@@ -262,11 +269,12 @@ class _Windows:
 
 @dataclass
 class NightResult:
-    """One judged night: its decision records (``DECISION_COLUMNS``, in series order) and the
-    revisions of earlier nights' records: (run id, place in that night's records, revised label)."""
+    """One judged night: its decision records (``DECISION_COLUMNS``, in series order, as numpy
+    columns: :func:`roofline.nightly.store.decisions_table`) and the revisions of earlier nights'
+    records: (run id, place in that night's records, revised label)."""
 
     run_id: str
-    records: pd.DataFrame
+    records: dict[str, np.ndarray]
     revisions: list[tuple[str, int, str, tuple[str, ...]]]
 
 
@@ -535,7 +543,7 @@ class Replay:
         self._run_date = run_date
         n = len(row_kids)
         every = np.arange(start, start + n)
-        commit = night_commit(table.objects("app_commit", every) if "app_commit" in table.names else [""] * n)
+        commit = night_commit(table.distinct_objects("app_commit", every) if "app_commit" in table.names else [""])
         # a series twice in one night: its last row counts
         kids, back = np.unique(row_kids[::-1], return_index=True)
         rows = start + n - 1 - back
@@ -575,7 +583,7 @@ class Replay:
         slow = (fresh & near) | (moving & fresh & gone)
         code_changed = moving & (fresh | gone) & ~slow
 
-        records: dict[int, object] = {}  # series number -> its record (a dict), or its place in `fast`
+        records: dict[int, dict] = {}  # series number -> its record, for the series not judged at once
         revisions: list[tuple[str, int, str, tuple[str, ...]]] = []
         pending_new: list[int] = []
         slow_scopes = np.flatnonzero(slow)
@@ -602,10 +610,11 @@ class Replay:
         judged = np.concatenate([kids, total_kids])
         changed = np.zeros(len(judged), dtype=bool)
         changed[len(kids):] = code_changed[list(totals)] if totals else False
-        fast = self._fast(i, run_id, judged, rows, totals, changed, records)
-        for j, kid in enumerate(judged.tolist()):
-            if kid in records:
-                continue
+        fast, fast_kids = self._fast(i, run_id, judged, rows, totals, changed)
+        at_once = np.zeros(len(self.key_of), dtype=bool)
+        at_once[fast_kids] = True
+        for j in np.flatnonzero(~at_once[judged]).tolist():
+            kid = int(judged[j])
             state = self._take(kid)
             if state is None:
                 state = SeriesState(self.template.params_for(self.key_of[kid][2]))
@@ -628,18 +637,21 @@ class Replay:
             label = night["label"] if night is not None else _LABELS[w.label[s, pos]]
             revisions.append((self.run_names[run], row, label, self.key_of[kid]))
 
-        ordered = np.fromiter(records, dtype=np.int64, count=len(records))
+        ordered = np.concatenate([fast_kids, np.fromiter(records, dtype=np.int64, count=len(records))])
         ordered = ordered[np.argsort(self.rank[ordered])]
-        place = {kid: j for j, kid in enumerate(ordered.tolist())}
+        place = np.empty(len(self.key_of), dtype=np.int64)
+        place[ordered] = np.arange(len(ordered))
+        fast_at = np.full(len(self.key_of), -1, dtype=np.int64)
+        fast_at[fast_kids] = np.arange(len(fast_kids))
         for kid in [*pending_new, *self._pending_new.tolist()]:
             if self.kind[kid] == 2:
-                self.objects[kid].pending["row"] = place[kid]
+                self.objects[kid].pending["row"] = int(place[kid])
             else:
                 w.pend_row[self.slot_of[kid]] = place[kid]
-        frame = self._frame(run_id, ordered, records, fast)
-        self._carriers(frame, ordered, records, run_id, slow)
+        data = self._records(run_id, ordered, records, fast, fast_at[ordered])
+        self._carriers(data, ordered, run_id, slow)
         tonight_at = self._run_at[run_id]
-        for j in self._night_level(frame, commit):
+        for j in self._night_level(data, commit):
             kid = int(ordered[j])
             state = self.objects.get(kid)
             if state is not None and state.pending is not None and state.pending["run_id"] == run_id:
@@ -652,7 +664,7 @@ class Replay:
             self.objects[kid] = self._take(kid)
             self.kind[kid] = 2
         self.runs, self.last_commit = self.runs + 1, commit
-        return NightResult(run_id, frame, revisions)
+        return NightResult(run_id, data, revisions)
 
     def _judge_together(self, i: int, run_id: str, run_date: str, every: np.ndarray, row_kids: np.ndarray,
                         slow: np.ndarray, records: dict, revisions: list, pending_new: list) -> None:
@@ -705,7 +717,7 @@ class Replay:
 
     # ------------------------------------------------------------------ the quiet series at once
     def _fast(self, i: int, run_id: str, judged: np.ndarray, rows: np.ndarray, totals: dict[int, dict],
-              changed: np.ndarray, records: dict) -> dict[str, np.ndarray]:
+              changed: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray]:
         """Judge tonight's quiet array series among ``judged`` (series with a row tonight: the first
         ``len(rows)`` on those rows of :attr:`table`, then the app totals of ``totals``) as
         series_rule.SeriesState.step and _judge do when the series stays in its segment at its clock
@@ -714,7 +726,7 @@ class Replay:
         p, w, table = self.p, self.w, self.table
         picked = np.flatnonzero((self.kind[judged] == 1) & ~changed)
         if not len(picked):
-            return {}
+            return {}, np.zeros(0, dtype=np.int64)
         slot = self.slot_of[judged[picked]]
         m, nt = len(picked), len(rows)
         is_row = picked < nt
@@ -877,7 +889,7 @@ class Replay:
 
         q = np.flatnonzero(ok)
         if not len(q):
-            return {}
+            return {}, np.zeros(0, dtype=np.int64)
         s_q = slot[q]
         # the records (series_rule._record, then _judge's updates on this path)
         # the pool's run ids joined with ",", column by column
@@ -936,7 +948,6 @@ class Replay:
                    bound_side=np.array(_SIDES, dtype=object)[side[q]],
                    note=notes, label=label, revised_label=label.copy(), nights_in_violation=streak,
                    direction=np.array(["", "up", "down"], dtype=object)[shown])
-        records.update(zip(judged[picked[q]].tolist(), range(len(q)), strict=True))
         # the state after tonight: one more night, unchanged, at the head of each ring
         head = w.head[s_q]
         for name, vals in (("value", value), ("flop", flop), ("bytes", nbytes), ("perf", perf),
@@ -974,18 +985,19 @@ class Replay:
         many = (w.label[busy] == _CODE["outlier"]).sum(axis=1) > _MAX_OUTLIERS
         self._too_many = judged[picked[q[dismissed]]][many]
         self.fast += len(q)
-        return out
+        return out, judged[picked[q]]
 
     # ------------------------------------------------------------------ the night's records
-    def _frame(self, run_id: str, ordered: np.ndarray, records: dict, fast: dict[str, np.ndarray]) -> pd.DataFrame:
-        """The night's records in series order, framed as the rule's records would be."""
+    def _records(self, run_id: str, ordered: np.ndarray, records: dict[int, dict], fast: dict[str, np.ndarray],
+                 at: np.ndarray) -> dict[str, np.ndarray]:
+        """The night's records in series order (``ordered``), as columns (``DECISION_COLUMNS``) of
+        the types the rule's records take in a frame: from ``fast`` where ``at`` (the place in its
+        columns) is not -1, else the series' record in ``records``."""
         n = len(ordered)
-        found = [records[kid] for kid in ordered.tolist()]
-        is_fast = np.array([isinstance(rec, int) for rec in found], dtype=bool)
-        at = np.array([rec if f else 0 for rec, f in zip(found, is_fast.tolist(), strict=True)], dtype=np.int64)
-        dicts = [(j, rec) for j, rec in enumerate(found) if not isinstance(rec, int)]
-        places = np.array([j for j, _ in dicts], dtype=np.int64)
-        slow = [rec for _, rec in dicts]
+        is_fast = at >= 0
+        places = np.flatnonzero(~is_fast)
+        slow = [records[kid] for kid in ordered[places].tolist()]
+        dicts = bool(slow)
         fixed = {"run_id": run_id, "run_date": self._run_date, "label": "unchanged",
                  "revised_label": "unchanged", "direction": "", "metric": "time", "bound_flip": "",
                  "note": "", "previous_kernel": "", "previous_grid": "", "previous_block": "",
@@ -1008,38 +1020,31 @@ class Replay:
             if dicts:
                 col[places] = [rec[name] for rec in slow]
             data[name] = col
-        return pd.DataFrame(data, columns=DECISION_COLUMNS)
+        return data
 
-    def _carriers(self, frame: pd.DataFrame, ordered: np.ndarray, records: dict, run_id: str,
-                  slow: np.ndarray) -> None:
+    def _carriers(self, data: dict[str, np.ndarray], ordered: np.ndarray, run_id: str, slow: np.ndarray) -> None:
         """The note of each app total that regressed tonight in a scope not judged together
         (app_total.settle_moves without moves names the kernels that carry the rise)."""
         kids = ordered.tolist()
-        risen = np.flatnonzero((frame["kernel"] == APP_TOTAL).to_numpy() & (frame["label"] == "regression").to_numpy()
-                               & (frame["direction"] == "up").to_numpy())
+        risen = np.flatnonzero((data["kernel"] == APP_TOTAL) & (data["label"] == "regression")
+                               & (data["direction"] == "up"))
         for j in risen.tolist():
             kid = kids[j]
             if slow[self.sid[kid]]:
                 continue  # judged together: Engine.judge_series named them
             places = [t for t, k in enumerate(kids) if self.sid[k] == self.sid[kid]]
-            scope_records = [frame.iloc[t].to_dict() for t in places]
+            scope_records = [{name: data[name][t].item() if isinstance(data[name][t], np.generic) else data[name][t]
+                              for name in DECISION_COLUMNS} for t in places]
             settle_moves({}, [self.key_of[kids[t]] for t in places], scope_records, {}, run_id)
-            frame.iat[j, frame.columns.get_loc("note")] = scope_records[places.index(j)]["note"]
+            data["note"][j] = scope_records[places.index(j)]["note"]
 
-    def _night_level(self, frame: pd.DataFrame, commit: str) -> list[int]:
+    def _night_level(self, data: dict[str, np.ndarray], commit: str) -> list[int]:
         """engine.night_level on the night's columns; the places of the demoted regressions."""
-        labels = frame["label"].tolist()
-        shifted, hits = night_level_hits(labels, frame["direction"].tolist(),
-                                         (frame["kernel"] != APP_TOTAL).tolist(), commit,
+        shifted, hits = night_level_hits(data["label"], data["direction"], data["kernel"] != APP_TOTAL, commit,
                                          self.last_commit, self.p)
         if shifted:
-            frame["environment_shift"] = True
-        notes = frame["note"].to_numpy(dtype=object)
+            data["environment_shift"][:] = True
         for j, why in hits:
-            notes[j] = join_note(notes[j], why)
-        if hits:
-            places = [j for j, _ in hits]
-            frame.loc[places, "label"] = "suspicious"
-            frame.loc[places, "revised_label"] = "suspicious"
-            frame["note"] = notes
+            data["note"][j] = join_note(data["note"][j], why)
+            data["label"][j] = data["revised_label"][j] = "suspicious"
         return [j for j, _ in hits]

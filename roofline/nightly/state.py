@@ -65,6 +65,7 @@ from roofline.nightly.store import (
     DECISIONS_DIR,
     PART,
     append_decisions,
+    decisions_table,
     read_run,
     read_runs_table,
     run_files,
@@ -379,7 +380,7 @@ def _replay(store: Path, params: DecisionParams, runs: list[list], files: dict, 
     nonempty = [run_id for run_id, key in todo if key is not None]
     nights = judging.nights(rows, nonempty, dates) if nonempty else iter(())
     del rows  # the replay keeps the columns it reads
-    held: dict[str, pd.DataFrame] = {}
+    held: dict[str, dict[str, np.ndarray]] = {}
     late: dict[str, list[tuple[int, str, tuple]]] = {}
     states: list[tuple[int, pa.Table]] = []
     judged: list[str] = []
@@ -393,21 +394,21 @@ def _replay(store: Path, params: DecisionParams, runs: list[list], files: dict, 
                 held[run_id] = night.records
                 for target, place, label, series in night.revisions:
                     if target in held:
-                        held[target].iat[place, held[target].columns.get_loc("revised_label")] = label
+                        held[target]["revised_label"][place] = label
                     else:
                         late.setdefault(target, []).append((place, label, series))
                 runs.append([run_id, *key[:2], list(files[run_id]), sizes[run_id]])
                 judged.append(run_id)
                 while len(held) > HOLD:
                     first = next(iter(held))
-                    table = pa.Table.from_pandas(held.pop(first), preserve_index=False)
+                    table = decisions_table(held.pop(first))  # the writer then encodes unlocked
                     pending.append(writer.submit(append_decisions, store, first, table))
             if k >= len(todo) - KEEP:
                 meta = {"version": STATE_VERSION, "hash": digest, "runs": list(runs),
                         "commit": judging.last_commit, "judged": judging.runs}
                 states.append((len(runs), state_table(judging.engine(), meta)))
         for run_id, records in held.items():
-            table = pa.Table.from_pandas(records, preserve_index=False)  # the writer then encodes unlocked
+            table = decisions_table(records)
             pending.append(writer.submit(append_decisions, store, run_id, table))
         for job in pending:
             job.result()

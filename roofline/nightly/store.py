@@ -19,6 +19,7 @@ decisions of the nights it is given. The store stays a plain hive-partitioned Pa
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -398,6 +399,38 @@ def append_decisions(store_dir: str | os.PathLike, run_id: str, decisions: pd.Da
     if isinstance(decisions, pd.DataFrame):
         decisions = decisions.reset_index(drop=True)
     return _atomic_put(Path(store_dir) / DECISIONS_DIR, run_id, decisions)
+
+
+def decisions_table(columns: Mapping[str, np.ndarray]) -> pa.Table:
+    """A night's decision records given as numpy columns (:data:`DECISION_COLUMNS`), as the table
+    ``pa.Table.from_pandas(pd.DataFrame(columns), preserve_index=False)`` gives (the same types and
+    pandas metadata, so the same file), built without the frame: text (object columns of ``str``
+    and missing values) as large strings. Columns pandas would type otherwise (no rows, only
+    missing values, other objects) go through the frame."""
+    arrays, dtypes = [], []
+    for name in DECISION_COLUMNS:
+        values = columns[name]
+        if values.dtype != object:
+            arrays.append(pa.array(values, from_pandas=True))
+            dtypes.append(values.dtype.str)
+            continue
+        try:
+            text = pa.array(values, type=pa.large_string(), from_pandas=True)
+        except (pa.ArrowTypeError, pa.ArrowInvalid):
+            text = None
+        if text is None or text.null_count == len(text):
+            return pa.Table.from_pandas(pd.DataFrame(columns, columns=DECISION_COLUMNS), preserve_index=False)
+        arrays.append(text)
+        dtypes.append("str")
+    return pa.Table.from_arrays(arrays, schema=_decisions_schema(tuple(dtypes)))
+
+
+@functools.cache
+def _decisions_schema(dtypes: tuple[str, ...]) -> pa.Schema:
+    """The schema (with pandas' metadata) of a records frame whose columns have ``dtypes``."""
+    empty = pd.DataFrame({name: pd.Series([], dtype=dtype)
+                          for name, dtype in zip(DECISION_COLUMNS, dtypes, strict=True)})
+    return pa.Table.from_pandas(empty, preserve_index=False).schema
 
 
 def read_decisions(store_dir: str | os.PathLike, runs: list[str] | None = None,

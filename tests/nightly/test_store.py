@@ -2,6 +2,7 @@
 
 import os
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -12,6 +13,7 @@ from roofline.nightly.store import (
     DECISIONS_DIR,
     append_decisions,
     append_run,
+    decisions_table,
     read_decisions,
     read_history,
     read_run,
@@ -157,6 +159,33 @@ def test_decision_records_round_trip_and_stay_out_of_the_history(tmp_path):
     assert read_decisions(tmp_path)["label"].tolist() == ["unchanged"]
     assert (tmp_path / DECISIONS_DIR / "run=r1" / "part.parquet").exists()
     assert len(read_history(tmp_path)) == 3
+
+
+def _record_columns(n: int = 6) -> dict[str, np.ndarray]:
+    """The decision records of ``n`` kernels over nine hand-made nights, as the replay holds a
+    night's records: numpy columns, text as objects."""
+    history = pd.concat([kernels(n, scale=1 + 0.01 * (night % 3)).assign(
+        run_id=f"r{night}", run_date=f"2026-01-0{night + 1}", run_time="") for night in range(9)], ignore_index=True)
+    records = decide_all(history)
+    return {name: records[name].to_numpy(dtype=object) if records[name].dtype == "str" else records[name].to_numpy()
+            for name in records.columns}
+
+
+@pytest.mark.parametrize("change", ["none", "a missing text", "text all missing", "no rows", "numbers as objects"])
+def test_decisions_table_is_the_table_of_the_records_frame(change):
+    columns = _record_columns()
+    if change == "a missing text":
+        columns["note"][2] = None
+    elif change == "text all missing":
+        columns["previous_kernel"] = np.full(len(columns["note"]), None, dtype=object)
+    elif change == "no rows":
+        columns = {name: values[:0] for name, values in columns.items()}
+    elif change == "numbers as objects":
+        columns["segment_start"] = np.arange(len(columns["note"])).astype(object)
+    expected = pa.Table.from_pandas(pd.DataFrame(columns), preserve_index=False)
+    table = decisions_table(columns)
+    assert table.equals(expected, check_metadata=True)
+    assert table.num_rows == (0 if change == "no rows" else 9 * (6 + 1))  # the kernels and the app total
 
 
 def test_store_files_are_fsynced_parquet(tmp_path):
