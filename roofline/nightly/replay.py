@@ -72,6 +72,10 @@ _TEXT_COLUMNS = {"run_id", "run_date", *_TEXT, "label", "revised_label", "direct
                  "baseline_runs", "segment_start", "bound_side", "bound_flip", "note",
                  "previous_kernel", "previous_grid", "previous_block", "rule_version"}
 # The app total's row (app_total.total_rows): no work, no roof, no launch resources.
+# Text fields of a record no later step of the night changes: one value for the series judged at
+# once, given as an Arrow array when every other record has it too.
+_CONSTANT_TEXT = ("run_id", "run_date", "metric", "bound_flip", "previous_kernel", "previous_grid",
+                  "previous_block", "rule_version")
 _TOTAL_NAN = ("flop", "flop_total", "dram_bytes", "performance", "roof_pct", "ai_dram", "roof_flops",
               "roof_dram_bw", "ridge_ratio", "registers_per_thread", "shared_mem_bytes")
 
@@ -94,6 +98,19 @@ def _rel_change(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     ok = np.isfinite(a) & np.isfinite(b) & (b != 0)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(ok, a / np.where(ok, b, 1.0) - 1, np.nan)
+
+
+def _value(column: np.ndarray | pa.Array, j: int) -> object:
+    """Item ``j`` of a records column as a Python value."""
+    value = column[j]
+    return value.as_py() if isinstance(value, pa.Scalar) else value.item() if isinstance(value, np.generic) else value
+
+
+def _equals(column: np.ndarray | pa.Array, value: str) -> np.ndarray:
+    """Per item of a records column, whether it is ``value``."""
+    if isinstance(column, pa.Array):
+        return pc.equal(column, value).to_numpy(zero_copy_only=False)
+    return column == value
 
 
 def _distinct_rows(runs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -131,6 +148,7 @@ class _Columns:
         self.plain: dict[str, np.ndarray] = {}
         self.coded: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._texts: dict[str, np.ndarray] = {}
+        self._text_arrays: dict[str, pa.Array] = {}
         self._numbers: dict[str, np.ndarray] = {}
         self._coded_numbers: dict[str, np.ndarray] = {}
         for name in self.names:
@@ -176,11 +194,32 @@ class _Columns:
             return np.array([str(v or "") for v in self.plain[name][at].tolist()], dtype=object)
         if name not in self.coded:
             return np.full(len(at), "", dtype=object)
-        codes, objects = self.coded[name]
+        return self._text_table(name)[self.coded[name][0][at]]
+
+    def _text_table(self, name: str) -> np.ndarray:
+        """Per code of coded column ``name``, ``str(value or "")``."""
         table = self._texts.get(name)
         if table is None:
-            table = self._texts[name] = np.array([str(v or "") for v in objects], dtype=object)
-        return table[codes[at]]
+            table = self._texts[name] = np.array([str(v or "") for v in self.coded[name][1]], dtype=object)
+        return table
+
+    def text_column(self, name: str, rows: np.ndarray, others: list[str]) -> np.ndarray | pa.Array:
+        """:meth:`texts` of ``rows``, with ``others`` in order where a row is -1: a ``large_string``
+        Arrow array for a coded column (its rows' text taken from the column's distinct texts,
+        never made into Python strings), else an object array."""
+        of_table = rows >= 0
+        if name not in self.coded:
+            column = np.empty(len(rows), dtype=object)
+            column[of_table] = self.texts(name, rows[of_table])
+            column[~of_table] = others
+            return column
+        texts = self._text_arrays.get(name)
+        if texts is None:
+            texts = self._text_arrays[name] = pa.array(self._text_table(name), pa.large_string())
+        index = np.empty(len(rows), dtype=np.int64)
+        index[of_table] = self.coded[name][0][rows[of_table]]
+        index[~of_table] = len(texts) + np.arange(len(others))
+        return pa.concat_arrays([texts, pa.array(others, pa.large_string())]).take(pa.array(index))
 
     def distinct(self, name: str, n: int, text: Callable[[object], str], missing: str) -> tuple[np.ndarray, list]:
         """Per row a code into the distinct ``text(value)`` of the column (``missing`` for every
@@ -900,9 +939,15 @@ class Replay:
         names = self.run_names
         joined = np.array([",".join(names[r] for r in row if r >= 0) for row in pools[firsts].tolist()], dtype=object)
         baseline_runs = joined[which]
-        out: dict[str, np.ndarray] = {}
+        row_of = np.full(m, -1, dtype=np.int64)
+        row_of[is_row] = row_at
+        # the text of a record judged at once: its row's (see _records), an app total's its own
+        out: dict[str, np.ndarray] = {"_row": row_of[q]}
         for name in _TEXT:
-            out[name] = texts(name)[q]
+            out[name] = np.empty(m, dtype=object)
+            if totals_at:
+                out[name][~is_row] = [str(r.get(name) or "") for r in totals_at]
+            out[name] = out[name][q]
         for name in _NUMBERS:
             out[name] = num[name][q]
         info_q = info[q]
@@ -967,8 +1012,6 @@ class Replay:
         totals_q = ~is_row[q]
         if totals_q.any():  # the commit the night-level checks compare is an app total's
             self.commit[judged[picked[q[totals_q]]]] = texts("app_commit")[q[totals_q]]
-        row_of = np.full(m, -1, dtype=np.int64)
-        row_of[is_row] = row_at
         w.t_row[s_q] = row_of[q]
         w.streak[s_q] = streak
         w.streak_dir[s_q] = dir_q
@@ -992,7 +1035,8 @@ class Replay:
                  at: np.ndarray) -> dict[str, np.ndarray]:
         """The night's records in series order (``ordered``), as columns (``DECISION_COLUMNS``) of
         the types the rule's records take in a frame: from ``fast`` where ``at`` (the place in its
-        columns) is not -1, else the series' record in ``records``."""
+        columns) is not -1, else the series' record in ``records``. A text column of one value is
+        an Arrow array."""
         n = len(ordered)
         is_fast = at >= 0
         places = np.flatnonzero(~is_fast)
@@ -1003,7 +1047,20 @@ class Replay:
                  "note": "", "previous_kernel": "", "previous_grid": "", "previous_block": "",
                  "environment_shift": False, "rule_version": RULE_VERSION, "nights_in_violation": 0}
         data = {}
+        if fast:
+            rows = np.full(n, -1, dtype=np.int64)
+            rows[is_fast] = fast["_row"][at[is_fast]]
+            others = np.flatnonzero(rows < 0)
         for name in DECISION_COLUMNS:
+            if name in _CONSTANT_TEXT and fast and all(rec[name] == fixed[name] for rec in slow):
+                data[name] = pa.repeat(pa.scalar(fixed[name], pa.large_string()), n)
+                continue
+            if name in _TEXT and fast:
+                other = np.empty(n, dtype=object)
+                other[is_fast] = fast[name][at[is_fast]]
+                other[places] = [rec[name] for rec in slow]
+                data[name] = self.table.text_column(name, rows, other[others].tolist())
+                continue
             if name in _TEXT_COLUMNS:
                 col = np.empty(n, dtype=object)
             elif name in _INT_COLUMNS:
@@ -1026,22 +1083,21 @@ class Replay:
         """The note of each app total that regressed tonight in a scope not judged together
         (app_total.settle_moves without moves names the kernels that carry the rise)."""
         kids = ordered.tolist()
-        risen = np.flatnonzero((data["kernel"] == APP_TOTAL) & (data["label"] == "regression")
+        risen = np.flatnonzero(_equals(data["kernel"], APP_TOTAL) & (data["label"] == "regression")
                                & (data["direction"] == "up"))
         for j in risen.tolist():
             kid = kids[j]
             if slow[self.sid[kid]]:
                 continue  # judged together: Engine.judge_series named them
             places = [t for t, k in enumerate(kids) if self.sid[k] == self.sid[kid]]
-            scope_records = [{name: data[name][t].item() if isinstance(data[name][t], np.generic) else data[name][t]
-                              for name in DECISION_COLUMNS} for t in places]
+            scope_records = [{name: _value(data[name], t) for name in DECISION_COLUMNS} for t in places]
             settle_moves({}, [self.key_of[kids[t]] for t in places], scope_records, {}, run_id)
             data["note"][j] = scope_records[places.index(j)]["note"]
 
     def _night_level(self, data: dict[str, np.ndarray], commit: str) -> list[int]:
         """engine.night_level on the night's columns; the places of the demoted regressions."""
-        shifted, hits = night_level_hits(data["label"], data["direction"], data["kernel"] != APP_TOTAL, commit,
-                                         self.last_commit, self.p)
+        shifted, hits = night_level_hits(data["label"], data["direction"], ~_equals(data["kernel"], APP_TOTAL),
+                                         commit, self.last_commit, self.p)
         if shifted:
             data["environment_shift"][:] = True
         for j, why in hits:

@@ -401,25 +401,31 @@ def append_decisions(store_dir: str | os.PathLike, run_id: str, decisions: pd.Da
     return _atomic_put(Path(store_dir) / DECISIONS_DIR, run_id, decisions)
 
 
-def decisions_table(columns: Mapping[str, np.ndarray]) -> pa.Table:
+def decisions_table(columns: Mapping[str, np.ndarray | pa.Array]) -> pa.Table:
     """A night's decision records given as numpy columns (:data:`DECISION_COLUMNS`), as the table
     ``pa.Table.from_pandas(pd.DataFrame(columns), preserve_index=False)`` gives (the same types and
     pandas metadata, so the same file), built without the frame: text (object columns of ``str``
-    and missing values) as large strings. Columns pandas would type otherwise (no rows, only
-    missing values, other objects) go through the frame."""
+    and missing values) as large strings. A text column may also be given as a ``large_string``
+    Arrow array. Columns pandas would type otherwise (no rows, only missing values, other objects)
+    go through the frame."""
     arrays, dtypes = [], []
     for name in DECISION_COLUMNS:
         values = columns[name]
-        if values.dtype != object:
+        if isinstance(values, pa.Array):
+            text = values if pa.types.is_large_string(values.type) else None
+        elif values.dtype != object:
             arrays.append(pa.array(values, from_pandas=True))
             dtypes.append(values.dtype.str)
             continue
-        try:
-            text = pa.array(values, type=pa.large_string(), from_pandas=True)
-        except (pa.ArrowTypeError, pa.ArrowInvalid):
-            text = None
+        else:
+            try:
+                text = pa.array(values, type=pa.large_string(), from_pandas=True)
+            except (pa.ArrowTypeError, pa.ArrowInvalid):
+                text = None
         if text is None or text.null_count == len(text):
-            return pa.Table.from_pandas(pd.DataFrame(columns, columns=DECISION_COLUMNS), preserve_index=False)
+            frame = pd.DataFrame({n: v.to_numpy(zero_copy_only=False) if isinstance(v, pa.Array) else v
+                                  for n, v in columns.items()}, columns=DECISION_COLUMNS)
+            return pa.Table.from_pandas(frame, preserve_index=False)
         arrays.append(text)
         dtypes.append("str")
     return pa.Table.from_arrays(arrays, schema=_decisions_schema(tuple(dtypes)))

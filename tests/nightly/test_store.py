@@ -171,7 +171,8 @@ def _record_columns(n: int = 6) -> dict[str, np.ndarray]:
             for name in records.columns}
 
 
-@pytest.mark.parametrize("change", ["none", "a missing text", "text all missing", "no rows", "numbers as objects"])
+@pytest.mark.parametrize("change", ["none", "a missing text", "text all missing", "no rows", "numbers as objects",
+                                    "text as Arrow"])
 def test_decisions_table_is_the_table_of_the_records_frame(change):
     columns = _record_columns()
     if change == "a missing text":
@@ -183,6 +184,8 @@ def test_decisions_table_is_the_table_of_the_records_frame(change):
     elif change == "numbers as objects":
         columns["segment_start"] = np.arange(len(columns["note"])).astype(object)
     expected = pa.Table.from_pandas(pd.DataFrame(columns), preserve_index=False)
+    if change == "text as Arrow":
+        columns["run_id"] = pa.array(columns["run_id"], pa.large_string())
     table = decisions_table(columns)
     assert table.equals(expected, check_metadata=True)
     assert table.num_rows == (0 if change == "no rows" else 9 * (6 + 1))  # the kernels and the app total
