@@ -358,14 +358,25 @@ def _stored_rows(store: Path, files: dict) -> int:
 
 def _run_stamps(rows: pa.Table) -> tuple[dict[str, tuple[str, str, str]], dict[str, str], dict[str, int]]:
     """Of the nights with rows in ``rows`` (read already): their :func:`_keys`, the date of each
-    night's first row, and each night's row count."""
-    stamps = pa.table({name: rows[name].cast(pa.large_string()) for name in ("run_id", "run_date", "run_time")})
-    nights = stamps.group_by("run_id", use_threads=False).aggregate(
-        [("run_date", "min"), ("run_time", "min"), ("run_date", "first"), ("run_id", "count")])
-    names = ("run_id", "run_date_min", "run_time_min", "run_date_first", "run_id_count")
-    ids, least_date, least_time, first_date, count = (nights[name].to_pylist() for name in names)
-    keys = {r: (d, t, r) for r, d, t in zip(ids, least_date, least_time, strict=True)}
-    return keys, dict(zip(ids, first_date, strict=True)), dict(zip(ids, count, strict=True))
+    night's first row, and each night's row count. The rows are grouped by their stamps as stored
+    (most nights hold one), never made into Python strings."""
+    stamps = rows.select(["run_id", "run_date", "run_time"]).unify_dictionaries()
+    stamps = stamps.append_column("_row", pa.array(np.arange(rows.num_rows, dtype=np.int64)))
+    groups = stamps.group_by(["run_id", "run_date", "run_time"], use_threads=False).aggregate(
+        [("_row", "min"), ("_row", "count")])
+    least: dict[str, tuple[str, str]] = {}
+    first: dict[str, tuple[int, str]] = {}
+    sizes: dict[str, int] = {}
+    for run_id, date, time, row, count in zip(*(groups[name].to_pylist() for name in (
+            "run_id", "run_date", "run_time", "_row_min", "_row_count")), strict=True):
+        date, time = str(date or ""), str(time or "")
+        was = least.get(run_id, (date, time))
+        least[run_id] = (min(was[0], date), min(was[1], time))
+        if run_id not in first or row < first[run_id][0]:
+            first[run_id] = (row, date)
+        sizes[run_id] = sizes.get(run_id, 0) + count
+    keys = {r: (d, t, r) for r, (d, t) in least.items()}
+    return keys, {r: date for r, (_, date) in first.items()}, sizes
 
 
 def _replay(store: Path, params: DecisionParams, runs: list[list], files: dict, digest: str) -> list[str]:

@@ -23,7 +23,7 @@ from roofline.nightly.engine import Engine
 from roofline.nightly.params import DecisionParams
 from roofline.nightly.state import STATE_DIR, update
 from roofline.nightly.state_file import STATE_META_KEY
-from roofline.nightly.store import history_frame, run_files, write_partition
+from roofline.nightly.store import history_frame, read_runs_table, run_files, write_partition
 
 
 @pytest.fixture(autouse=True)
@@ -216,3 +216,23 @@ def test_a_store_of_more_rows_than_the_arrays_may_hold_is_replayed_night_by_nigh
         said = [r.getMessage() for r in caplog.records]
         assert any(m.startswith("replayed") for m in said) == by_arrays
         assert any(f"{len(history)} stored rows: judged night by night" in m for m in said) != by_arrays
+
+
+def test_nights_stamped_at_several_times_take_the_place_the_rule_gives_them(tmp_path, caplog):
+    """A night whose apps were appended hours apart, and one whose app carries the date before:
+    the replay reads each night's place (its least date and time) and first date from the rows
+    read, as the rule reads them night by night."""
+    history = fleet(20, 14)
+    days = sorted(history["run_id"].unique())
+    history.loc[(history["run_id"] == days[4]) & (history["app"] == "app1"), "run_time"] = f"{days[4]}T09:00:00+00:00"
+    history.loc[(history["run_id"] == days[9]) & (history["app"] == "app2"), "run_date"] = days[8]
+    replayed(tmp_path, history, DecisionParams(), caplog)
+    store = tmp_path / "store"
+    files = run_files(store)
+    rows = read_runs_table(store, list(files), ["run_id", "run_date", "run_time", "app"])
+    keys, first_dates, sizes = decide_state._run_stamps(rows)
+    assert keys == {run_id: key for run_id, key in decide_state._keys(store, files)}
+    assert keys[days[9]][0] == days[8]
+    by_night = history.groupby("run_id", sort=False)
+    assert first_dates == by_night["run_date"].first().to_dict()
+    assert sizes == by_night.size().to_dict()
