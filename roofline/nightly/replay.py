@@ -515,19 +515,45 @@ class Replay:
         self.slot_of[kid] = -1
         return state
 
-    def _absent_state(self, kid: int) -> SeriesState:
-        """What SeriesState.absent reads of series ``kid``: its last night, template, segment and
-        its last `window` nights' times (the whole state only for a series kept as an object)."""
-        if self.kind[kid] == 2:
-            return self.objects[kid]
-        w, s = self.w, int(self.slot_of[kid])
-        state = SeriesState(self.p)
-        state.last_i, state.last_run = int(self.last_i[kid]), w.last_run[s]
-        state.seg, state.seg_start = int(w.seg[s]), w.seg_start[s]
-        state.template = self._template(kid, s)
-        n = min(int(w.count[s]), self.p.window)
-        state.nights = [{"value": v} for v in w.value[s, w.last(np.array([s]), n)[0]].tolist()]
-        return state
+    def _absent(self, kids: np.ndarray) -> dict[str, np.ndarray]:
+        """SeriesState.absent of array series ``kids`` (each within a window of its last night):
+        their ``missing`` records as columns of :meth:`_fast`'s kind (the text of a template row
+        left to :meth:`_records`)."""
+        w, n = self.w, len(kids)
+        s = self.slot_of[kids]
+        rows = w.t_row[s]
+        kept = rows < 0
+        out: dict[str, np.ndarray] = {"_row": rows}
+        keys = [self.key_of[kid] for kid in kids[kept].tolist()]
+        for name in _TEXT:
+            out[name] = np.empty(n, dtype=object)
+            if name in KERNEL_KEY:
+                at = KERNEL_KEY.index(name)
+                out[name][kept] = [str(key[at] or "") for key in keys]
+            else:
+                out[name][kept] = [str(v or "") for v in w.t_text[s[kept], TEMPLATE_TEXT.index(name)].tolist()]
+        for name in _NUMBERS:
+            out[name] = np.full(n, np.nan)
+        for name in ("time_share", "roof_flops", "roof_dram_bw"):  # the template's; the rest is NaN
+            out[name][~kept] = self.table.numbers(name, rows[~kept])
+            out[name][kept] = w.t_num[s[kept], TEMPLATE_NUMBERS.index(name)]
+        count = np.minimum(w.count[s], self.p.window)
+        nights = np.arange(self.p.window)[None, :] >= (self.p.window - count)[:, None]
+        baseline = _median_rows(w.value[s[:, None], w.last(s, self.p.window)], nights)
+        text = {"segment_start": w.seg_start[s], "baseline_runs": "", "bound_side": "", "direction": "",
+                "label": "missing", "revised_label": "missing"}
+        for name, value in text.items():
+            out[name] = np.full(n, value, dtype=object) if isinstance(value, str) else value.copy()
+        out["note"] = np.array([f"absent; last seen {run}" for run in w.last_run[s].tolist()], dtype=object)
+        out["segment"] = w.seg[s].copy()
+        out["n_baseline"] = np.zeros(n, dtype=np.int64)
+        out["nights_in_violation"] = np.zeros(n, dtype=np.int64)
+        for name in ("value_s", "flop_ratio", "dram_bytes_ratio", "performance_baseline", "roof_pct_baseline",
+                     "ai_dram_baseline", "perf_ratio", "ratio", "impact", "noise_s", "limit_rel", "z",
+                     "lower_s", "upper_s"):
+            out[name] = np.full(n, np.nan)
+        out["baseline_s"] = baseline
+        return out
 
     def _peek(self, kid: int) -> SeriesState:
         return self.objects[kid] if self.kind[kid] == 2 else self._state(kid)
@@ -664,10 +690,15 @@ class Replay:
             self._settle(kid, state)
             self.slow += 1
         absent = alive & ~on & ~slow[self.sid] & (i - self.last_i <= self.window)
-        for kid in np.flatnonzero(absent).tolist():
-            rec = self._absent_state(kid).absent(i, run_id, run_date)
+        for kid in np.flatnonzero(absent & (self.kind == 2)).tolist():
+            rec = self.objects[kid].absent(i, run_id, run_date)
             if rec is not None:
                 records[kid] = rec
+        gone = np.flatnonzero(absent & (self.kind == 1))
+        if len(gone):  # the records of the array series absent tonight join those judged at once
+            missing = self._absent(gone)
+            fast = {name: np.concatenate([fast[name], missing[name]]) for name in missing} if fast else missing
+            fast_kids = np.concatenate([fast_kids, gone])
         for kid, night in waiting:
             revisions.append((night["run_id"], night["row"], night["label"], self.key_of[kid]))
         for kid, s, pos, run, row in zip(wait_kids.tolist(), wait_slots.tolist(), wait_pos.tolist(),
