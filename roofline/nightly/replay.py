@@ -1070,9 +1070,9 @@ class Replay:
         an Arrow array."""
         n = len(ordered)
         is_fast = at >= 0
-        places = np.flatnonzero(~is_fast)
+        places, fast_places = np.flatnonzero(~is_fast), np.flatnonzero(is_fast)
+        fast_at = at[fast_places]
         slow = [records[kid] for kid in ordered[places].tolist()]
-        dicts = bool(slow)
         fixed = {"run_id": run_id, "run_date": self._run_date, "label": "unchanged",
                  "revised_label": "unchanged", "direction": "", "metric": "time", "bound_flip": "",
                  "note": "", "previous_kernel": "", "previous_grid": "", "previous_block": "",
@@ -1080,17 +1080,19 @@ class Replay:
         data = {}
         if fast:
             rows = np.full(n, -1, dtype=np.int64)
-            rows[is_fast] = fast["_row"][at[is_fast]]
-            others = np.flatnonzero(rows < 0)
+            rows[fast_places] = fast["_row"][fast_at]
+            others = np.flatnonzero(rows < 0)  # the text not in a row of the history: slow ones, app totals
+            other_fast = at[others][is_fast[others]]
+            other_slow = ~is_fast[others]
         for name in DECISION_COLUMNS:
             if name in _CONSTANT_TEXT and fast and all(rec[name] == fixed[name] for rec in slow):
                 data[name] = pa.repeat(pa.scalar(fixed[name], pa.large_string()), n)
                 continue
             if name in _TEXT and fast:
-                other = np.empty(n, dtype=object)
-                other[is_fast] = fast[name][at[is_fast]]
-                other[places] = [rec[name] for rec in slow]
-                data[name] = self.table.text_column(name, rows, other[others].tolist())
+                other = np.empty(len(others), dtype=object)
+                other[~other_slow] = fast[name][other_fast]
+                other[other_slow] = [rec[name] for rec in slow]
+                data[name] = self.table.text_column(name, rows, other.tolist())
                 continue
             if name in _TEXT_COLUMNS:
                 col = np.empty(n, dtype=object)
@@ -1102,10 +1104,10 @@ class Replay:
                 col = np.full(n, np.nan)
             if fast:
                 if name in fast:
-                    col[is_fast] = fast[name][at[is_fast]]
+                    col[fast_places] = fast[name][fast_at]
                 elif name in fixed:
-                    col[is_fast] = fixed[name]
-            if dicts:
+                    col[fast_places] = fixed[name]
+            if slow:
                 col[places] = [rec[name] for rec in slow]
             data[name] = col
         return data
