@@ -176,6 +176,12 @@ class _Columns:
         row.update((name, objects[codes[j]]) for name, (codes, objects) in self.coded.items())
         return {name: row[name] for name in self.names}
 
+    def rows(self, at: np.ndarray) -> list[dict]:
+        """Rows ``at`` as :meth:`row` gives each."""
+        columns = [self.plain[name][at].tolist() if name in self.plain
+                   else self.coded[name][1][self.coded[name][0][at]].tolist() for name in self.names]
+        return [dict(zip(self.names, values, strict=True)) for values in zip(*columns, strict=True)]
+
     def numbers(self, name: str, at: np.ndarray) -> np.ndarray:
         """:func:`roofline.nightly.stats.number` of the rows ``at`` (NaN for a column not stored)."""
         if name in self._numbers:
@@ -771,12 +777,11 @@ class Replay:
         bad = np.bincount(sid, weights=~(duration > 0), minlength=len(wanted))
         starts = np.flatnonzero(first)
         ends = np.r_[starts[1:], len(sid)]
+        keep = wanted[sid[starts]]
+        starts, ends = starts[keep], ends[keep]
         out = {}
-        for a, b in zip(starts.tolist(), ends.tolist(), strict=True):
+        for a, b, row in zip(starts.tolist(), ends.tolist(), self.table.rows(rows[starts]), strict=True):
             where = int(sid[a])
-            if not wanted[where]:
-                continue
-            row = self.table.row(rows[a])
             row.update(kernel=APP_TOTAL, kernel_short=APP_TOTAL_SHORT, grid="", block="", launches=1,
                        duration_s=float(sums[where]) if bad[where] == 0 else math.nan, time_share=1.0,
                        bound="", bound_kind="", sm_clock_hz=median_finite(clock[a:b].tolist()))
@@ -1041,8 +1046,10 @@ class Replay:
         self.last_i[judged[picked[q]]] = i
         w.last_run[s_q] = run_id
         totals_q = ~is_row[q]
+        total_at = np.cumsum(~is_row)[q[totals_q]] - 1  # the app totals' places in totals_at
         if totals_q.any():  # the commit the night-level checks compare is an app total's
-            self.commit[judged[picked[q[totals_q]]]] = texts("app_commit")[q[totals_q]]
+            self.commit[judged[picked[q[totals_q]]]] = np.array(
+                [str(r.get("app_commit") or "") for r in totals_at], dtype=object)[total_at]
         w.t_row[s_q] = row_of[q]
         w.streak[s_q] = streak
         w.streak_dir[s_q] = dir_q
@@ -1050,9 +1057,9 @@ class Replay:
         if totals_q.any():
             s_t = s_q[totals_q]
             for t, name in enumerate(TEMPLATE_TEXT):
-                w.t_text[s_t, t] = texts(name)[q[totals_q]]
+                w.t_text[s_t, t] = np.array([str(r.get(name) or "") for r in totals_at], dtype=object)[total_at]
             for t, name in enumerate(TEMPLATE_NUMBERS):
-                w.t_num[s_t, t] = (num[name] if name in num else numbers(name))[q[totals_q]]
+                w.t_num[s_t, t] = np.array([number(r.get(name)) for r in totals_at], dtype=np.float64)[total_at]
         # a series whose nights hold many outliers goes on as a SeriesState (the rule may then keep
         # more nights than the arrays hold), taken out while they still hold all it keeps
         busy = s_q[dismissed]
