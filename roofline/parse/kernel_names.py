@@ -13,6 +13,7 @@ Two names of one kernel, for two uses:
 
 from __future__ import annotations
 
+import functools
 import re
 
 _ANGLE_BRACKET = re.compile(r"[<>]")
@@ -118,6 +119,7 @@ def _shown_arguments(group: str) -> str:
     return ", ".join(shown) + (", …" if len(shown) < len(arguments) else "")
 
 
+@functools.lru_cache(maxsize=4096)  # a big export's kernels share most of their template arguments
 def _argument_name(argument: str) -> str:
     """A template argument as shown: wrappers unwrapped, nested groups elided, leading namespaces
     dropped (``cutlass::gemm::kernel::B2bGemm<…>`` → ``B2bGemm<…>``), a lambda as
