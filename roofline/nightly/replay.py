@@ -71,11 +71,11 @@ _INT_COLUMNS = ("n_baseline", "nights_in_violation", "segment")
 _TEXT_COLUMNS = {"run_id", "run_date", *_TEXT, "label", "revised_label", "direction", "metric",
                  "baseline_runs", "segment_start", "bound_side", "bound_flip", "note",
                  "previous_kernel", "previous_grid", "previous_block", "rule_version"}
-# The app total's row (app_total.total_rows): no work, no roof, no launch resources.
 # Text fields of a record no later step of the night changes: one value for the series judged at
 # once, given as an Arrow array when every other record has it too.
 _CONSTANT_TEXT = ("run_id", "run_date", "metric", "bound_flip", "previous_kernel", "previous_grid",
                   "previous_block", "rule_version")
+# The app total's row (app_total.total_rows): no work, no roof, no launch resources.
 _TOTAL_NAN = ("flop", "flop_total", "dram_bytes", "performance", "roof_pct", "ai_dram", "roof_flops",
               "roof_dram_bw", "ridge_ratio", "registers_per_thread", "shared_mem_bytes")
 
@@ -796,8 +796,9 @@ class Replay:
         """Judge tonight's quiet array series among ``judged`` (series with a row tonight: the first
         ``len(rows)`` on those rows of :attr:`table`, then the app totals of ``totals``) as
         series_rule.SeriesState.step and _judge do when the series stays in its segment at its clock
-        and work with its bound side; commit their state, and put each one's place in the returned
-        columns into ``records``. The others are left to the rule."""
+        and work with its bound side; commit their state. Returns their records as columns (with
+        ``_row``, each one's row of :attr:`table`, -1 for an app total, whose text the columns hold)
+        and the series judged, in the columns' order. The others are left to the rule."""
         p, w, table = self.p, self.w, self.table
         picked = np.flatnonzero((self.kind[judged] == 1) & ~changed)
         if not len(picked):
