@@ -546,10 +546,10 @@ class Replay:
         count = np.minimum(w.count[s], self.p.window)
         nights = np.arange(self.p.window)[None, :] >= (self.p.window - count)[:, None]
         baseline = _median_rows(w.value[s[:, None], w.last(s, self.p.window)], nights)
-        text = {"segment_start": w.seg_start[s], "baseline_runs": "", "bound_side": "", "direction": "",
-                "label": "missing", "revised_label": "missing"}
-        for name, value in text.items():
-            out[name] = np.full(n, value, dtype=object) if isinstance(value, str) else value.copy()
+        for name, value in (("baseline_runs", ""), ("bound_side", ""), ("direction", ""), ("label", "missing"),
+                            ("revised_label", "missing")):
+            out[name] = np.full(n, value, dtype=object)
+        out["segment_start"] = w.seg_start[s].copy()
         out["note"] = np.array([f"absent; last seen {run}" for run in w.last_run[s].tolist()], dtype=object)
         out["segment"] = w.seg[s].copy()
         out["n_baseline"] = np.zeros(n, dtype=np.int64)
