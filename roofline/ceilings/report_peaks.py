@@ -435,6 +435,7 @@ def read_peaks(paths: Sequence[str], keep: str | None = None) -> PeakInputs:
     (:func:`roofline.tables.kept_join.joined`): a later call reads the footers of the files that changed
     only (a thousand footers of ~150 columns each cost ~1 ms apiece)."""
     import pyarrow as pa
+    import pyarrow.compute as pc
 
     from roofline.tables.reads import each_file
 
@@ -450,7 +451,11 @@ def read_peaks(paths: Sequence[str], keep: str | None = None) -> PeakInputs:
     stored = [table for table in tables if table.num_rows]
     if not stored:
         return peak_inputs([])
-    frame = pa.concat_tables(stored, promote_options="permissive").to_pandas()
+    table = pa.concat_tables(stored, promote_options="permissive")
     number = {str(path): i for i, path in enumerate(paths)}
-    files = np.unique(frame.pop("file").map(number).to_numpy(dtype="int64"), return_inverse=True)[1]
+    # each row's file by its place in ``paths`` (the last place of a path given twice), found in
+    # Arrow: as pandas text, 4,000 rows of 200 apps cost ~0.1 s to map
+    place = pc.index_in(table["file"], value_set=pa.array(list(number), pa.string())).to_numpy(zero_copy_only=False)
+    files = np.unique(np.fromiter(number.values(), dtype="int64", count=len(number))[place], return_inverse=True)[1]
+    frame = table.drop_columns(["file"]).to_pandas()
     return _inputs(conform(frame, "peaks"), files.astype("int64"))

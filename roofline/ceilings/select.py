@@ -58,22 +58,34 @@ def _narrow(counters: pd.DataFrame) -> pd.DataFrame:
     return counters[[c for c in peak_columns() if c in counters.columns]]
 
 
+def _defined(counters: pd.DataFrame, column: str) -> np.ndarray:
+    """Row numbers of ``counters`` where ``column`` is a what-if machine's explicit peak."""
+    recipe = counters.get(f"{column}_recipe")
+    if recipe is None:
+        return np.zeros(0, dtype=np.int64)
+    return np.flatnonzero((recipe == "what-if").to_numpy(dtype=bool, na_value=False))
+
+
 def what_if_ceilings(counters: pd.DataFrame) -> pd.DataFrame:
-    """Explicit peaks of what-if machines, one row per machine and ceiling."""
+    """Explicit peaks of what-if machines, one row per machine and ceiling: the first row's value
+    of each machine, machines in name order."""
     rows = []
     counters = _narrow(counters)
     for (kind, name), (column, _) in _PEAK_COLUMNS.items():
-        recipe = counters.get(f"{column}_recipe")
-        if recipe is None:
+        at = _defined(counters, column)
+        if not len(at):
             continue
-        given = counters.loc[recipe == "what-if", ["device", column]]
-        for device, group in given.groupby("device"):
+        devices = counters["device"].to_numpy(dtype=object)[at]
+        named = pd.notna(devices)
+        devices, values = devices[named], counters[column].to_numpy(dtype="float64", na_value=np.nan)[at][named]
+        machines, first = np.unique(devices, return_index=True)
+        for device, i in zip(machines, first, strict=True):
             rows.append(
                 {
                     "device": device,
                     "kind": kind,
                     "name": name,
-                    "value": float(group[column].iat[0]),
+                    "value": float(values[i]),
                     "source": "what-if",
                     "citation": "what-if machine definition",
                     "launches": 0,
@@ -89,19 +101,24 @@ def what_if_conflicts(counters: pd.DataFrame) -> list[str]:
     if "app" not in counters.columns:
         return messages
     for (kind, name), (column, _) in _PEAK_COLUMNS.items():
-        recipe = counters.get(f"{column}_recipe")
-        if recipe is None:
+        at = _defined(counters, column)
+        if not len(at):
             continue
-        given = counters.loc[recipe == "what-if", ["device", "app", column]].drop_duplicates(["device", "app"])
-        for device, group in given.groupby("device"):
-            if group[column].nunique() < 2:
+        defined: dict[str, dict[object, float]] = {}  # machine -> app -> its first definition
+        for device, app, value in zip(counters["device"].to_numpy(dtype=object)[at],
+                                      counters["app"].to_numpy(dtype=object)[at],
+                                      counters[column].to_numpy(dtype="float64", na_value=np.nan)[at], strict=True):
+            if pd.notna(device):
+                defined.setdefault(device, {}).setdefault(None if pd.isna(app) else app, value)
+        for device in sorted(defined):
+            apps = defined[device]
+            if len({value for value in apps.values() if not np.isnan(value)}) < 2:
                 continue
             unit, scale, prefix = _UNITS[kind]
-            defined = ", ".join(f"{app} {value / scale:.4g} {prefix}{unit}"
-                                for app, value in zip(group["app"], group[column]))
+            listed = ", ".join(f"{app} {value / scale:.4g} {prefix}{unit}" for app, value in apps.items())
             messages.append(
-                f"{device}: what-if machine defined with different {name} peaks ({defined}); every app on "
-                f"it is judged against {group['app'].iat[0]}'s; give each definition its own machine name"
+                f"{device}: what-if machine defined with different {name} peaks ({listed}); every app on "
+                f"it is judged against {next(iter(apps))}'s; give each definition its own machine name"
             )
     return messages
 
@@ -183,25 +200,27 @@ def hold_at_launch_clock(candidates: pd.DataFrame, clocks: pd.Series, measured: 
     held = frame["device"].map(clocks.dropna()).fillna(frame["device"].map(report_clock))
     held = held.to_numpy(dtype="float64", na_value=np.nan)
     given = frame["clock_hz"].to_numpy(dtype="float64", na_value=np.nan)
+    values = frame["value"].to_numpy(dtype="float64", na_value=np.nan, copy=True)
+    clocks_hz = given.copy()
     citations = frame["citation"].tolist()
+    sources, devices, names = (frame[c].tolist() for c in ("source", "device", "name"))
     for i in np.flatnonzero(compute & (frame["source"] != "what-if")):
-        clock, target, value = given[i], held[i], float(frame["value"].iat[i])
+        clock, target, value = given[i], held[i], float(values[i])
         if not (np.isfinite(target) and target > 0) or not (np.isfinite(clock) and clock > 0):
-            if frame["source"].iat[i] != "report" and frame["device"].iat[i] in measured:
+            if sources[i] != "report" and devices[i] in measured:
                 why = "no SM clock reading in its launches" if not np.isfinite(target) else "no clock given with it"
                 at = f"it stays at {clock / 1e6:.0f} MHz" if np.isfinite(clock) else "its clock is unknown"
                 citations[i] += f"; {NOT_HELD} ({why}): {at}"
-            elif frame["source"].iat[i] != "report":
+            elif sources[i] != "report":
                 citations[i] += f"; {AT_SOURCE_CLOCK}"
             continue
         if target == clock:
             continue
-        unit = "OP" if frame["name"].iat[i].startswith("tensor_int8") else "FLOP"
+        unit = "OP" if names[i].startswith("tensor_int8") else "FLOP"
         citations[i] += (f"; held at {target / 1e6:.0f} MHz, the launches' SM clock: {value / 1e12:.4g} T{unit}/s at "
                          f"{clock / 1e6:.0f} MHz = {value / clock:,.0f} {unit}/cycle x {target / 1e6:.0f} MHz")
-        frame.iloc[i, frame.columns.get_loc("value")] = value / clock * target
-        frame.iloc[i, frame.columns.get_loc("clock_hz")] = target
-    frame["citation"] = citations
+        values[i], clocks_hz[i] = value / clock * target, target
+    frame["value"], frame["clock_hz"], frame["citation"] = values, clocks_hz, citations
     return conform(frame, "ceilings")
 
 
