@@ -55,7 +55,7 @@ import pyarrow.parquet as pq
 
 from roofline.files.atomic import file_identity
 from roofline.nightly import app_total, engine, kernel_match, params, replay, series_rule, state_file, stats
-from roofline.nightly.engine import Engine, night_commit, night_level
+from roofline.nightly.engine import Engine, night_commit, night_level_hits
 from roofline.nightly.params import DecisionParams
 from roofline.nightly.replay import Replay
 from roofline.nightly.series_rule import RULE_VERSION
@@ -511,12 +511,14 @@ def rerun_changed_apps(store: Path, params: DecisionParams, run_id: str, files: 
     night = engine.judge_series(run_id, str(frame["run_date"].iat[0]),
                                 engine.rows(frame[frame["app"].isin(changed)]) if changed else [])
     commit = night_commit(frame["app_commit"].to_numpy(dtype=object) if "app_commit" in frame else [""])
-    probe = [{"label": label, "direction": d, "kernel": k, "environment_shift": False, "note": "",
-              "revised_label": ""}
-             for label, d, k in (*zip(kept["label"], kept["direction"], kept["kernel"], strict=True),
-                                 *((r["label"], r["direction"], r["kernel"]) for r in night.records))]
-    if night_level(probe, commit, engine.last_commit, params) or any(r["environment_shift"] for r in probe):
-        return None  # tonight's moves now reach the night-level rule: judge the whole night
+
+    def tonight(name: str) -> np.ndarray:  # the kept records' and the changed apps' column
+        return np.concatenate([kept[name].to_numpy(dtype=object), [r[name] for r in night.records]])
+
+    shifted, _ = night_level_hits(tonight("label"), tonight("direction"), tonight("kernel") != app_total.APP_TOTAL,
+                                  commit, engine.last_commit, params)
+    if shifted:  # tonight's moves now reach the night-level rule (its demotions come with a shift)
+        return None  # judge the whole night
 
     # tonight's records: the kept ones and the changed apps' ones, in series order (an app's series
     # are contiguous in it: the app leads the key), and each record's new place
