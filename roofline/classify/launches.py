@@ -27,6 +27,7 @@ Rules chosen, and why:
 from __future__ import annotations
 
 import logging
+import math
 
 import numpy as np
 import pandas as pd
@@ -313,7 +314,7 @@ def _invisible_tensor_work(merged: pd.DataFrame, work: np.ndarray) -> np.ndarray
 def _tensor_evidence(count: float, recipe: str, busy_pct: float) -> str:
     """What showed a row's tensor work, in words (its tensor instruction count, that count's recipe,
     its tensor pipe's busy share)."""
-    if np.isfinite(count):
+    if math.isfinite(count):
         if recipe.startswith("sass_per_opcode"):
             return f"{count:,.0f} MMA instructions (HMMA, IMMA, HGMMA, ... opcodes) in the SASS per-opcode counts"
         if recipe.startswith("pipe_tensor"):
@@ -350,64 +351,74 @@ def _notes(merged, ceiling_source, above, fraction, low, evidence) -> list[str]:
     no_compute = e["has_flop"] & ~np.isfinite(e["compute_time"])
     no_dram = e["has_flop"] & ~np.isfinite(e["level_bytes"][:, 0]) & np.isfinite(e["memory_time"]) if n else no_flop
     notes = [""] * n
-    if e["invisible_tensor"].any():  # the evidence's columns, read once for all the rows that need them
-        tensor_count = _col(merged, "tensor_instructions")
-        tensor_recipe = _text(merged, "tensor_instructions_recipe")
-        tensor_busy = _col(merged, "tensor_pipe_active_pct")
     flagged = above | far_below | no_ceiling | no_flop | no_memory | no_compute | no_dram
     flagged |= e["register_moves"] | e["invisible_tensor"] | e["replay_failed"] | e["tensor_shared"]
-    for i in np.flatnonzero(flagged):
+    rows = np.flatnonzero(flagged)
+    if not len(rows):
+        return notes
+    # each flag of the flagged rows as a Python list: a big export flags tens of thousands of rows,
+    # and reading numpy items one at a time cost more than writing their text
+    (replay_failed, invisible, no_flop_, no_memory_, no_dram_, no_compute_, above_, far_below_, tensor_shared,
+     no_ceiling_, register_moves, moves, fraction_, source) = (values[rows].tolist() for values in (
+        e["replay_failed"], e["invisible_tensor"], no_flop, no_memory, no_dram, no_compute, above, far_below,
+        e["tensor_shared"], no_ceiling, e["register_moves"], e["moves"], fraction, np.asarray(ceiling_source)))
+    if any(invisible):  # the evidence's columns, read once for all the rows that need them
+        tensor_count = _col(merged, "tensor_instructions")[rows].tolist()
+        tensor_recipe = [str(recipe) for recipe in _text(merged, "tensor_instructions_recipe")[rows]]
+        tensor_busy = _col(merged, "tensor_pipe_active_pct")[rows].tolist()
+        zero_counters = np.isfinite(e["work"][rows][:, _TENSOR]).any(axis=1).tolist()
+    for k, i in enumerate(rows.tolist()):
         parts = []
-        if e["replay_failed"][i]:
+        if replay_failed[k]:
             notes[i] = ("ncu recorded no values (most of the input's counters empty, duration included): the "
                         f"replay failed, so there is no verdict and no time; {REPLAY_FIX}")
             continue
-        if e["invisible_tensor"][i]:
-            counters = "are all zero" if np.isfinite(e["work"][i, _TENSOR]).any() else "are absent"
-            shown = _tensor_evidence(tensor_count[i], str(tensor_recipe[i]), tensor_busy[i])
+        if invisible[k]:
+            counters = "are all zero" if zero_counters[k] else "are absent"
+            shown = _tensor_evidence(tensor_count[k], tensor_recipe[k], tensor_busy[k])
             parts.append(
                 f"tensor work not counted: {shown}, but the input's tensor op counters "
                 f"{counters}; no verdict. Collect them with {_TENSOR_FLAGS}"
             )
-        elif no_flop[i]:
+        elif no_flop_[k]:
             parts.append("no FLOP counters in the input: no verdict; collect them with "
                          f"{quantities.NCU_ROOFLINE_FLAGS}")
-        if no_memory[i] and not e["invisible_tensor"][i]:
+        if no_memory_[k] and not invisible[k]:
             levels = [lv for j, lv in enumerate(MEMORY_LEVELS) if unused_level[i, j] or j == 0]
             parts.append(
                 "no memory level with both bytes and a roof (" + ", ".join(levels) + "): no verdict; collect "
                 f"the bytes with {quantities.metric_hint('dram_bytes')}"
             )
-        elif no_dram[i]:
+        elif no_dram_[k]:
             parts.append(
                 "no DRAM bytes: judged on the other levels only; collect them with "
                 + quantities.metric_hint("dram_bytes")
             )
-        if no_compute[i] and not e["invisible_tensor"][i]:
+        if no_compute_[k] and not invisible[k]:
             parts.append("no compute ceiling for the work it did: no verdict")
-        if above[i]:
+        if above_[k]:
             parts.append(
-                f"above the roof ({100 * fraction[i]:.0f} %): check the ceiling source "
-                f"({ceiling_source[i] or 'none'}), the clock it assumes, sparsity, units"
+                f"above the roof ({100 * fraction_[k]:.0f} %): check the ceiling source "
+                f"({source[k] or 'none'}), the clock it assumes, sparsity, units"
             )
-        elif far_below[i]:
+        elif far_below_[k]:
             parts.append(
-                f"latency/parallelism? at {100 * fraction[i]:.1f} % of the binding roof: capacity is unused; "
+                f"latency/parallelism? at {100 * fraction_[k]:.1f} % of the binding roof: capacity is unused; "
                 "check occupancy, launch size, stalls and the other levels (the roofline does not say why)"
             )
-        if e["tensor_shared"][i]:
+        if tensor_shared[k]:
             used = [COMPUTE_CLASSES[j] for j in _TENSOR if np.isfinite(e["class_time"][i, j])]
             parts.append(f"tensor work on {', '.join(used)}: they share the tensor cores, so the compute bound is "
                          "the sum of their bounds, each at its own roof")
-        if no_ceiling[i] and not no_compute[i]:
+        if no_ceiling_[k] and not no_compute_[k]:
             classes = [COMPUTE_CLASSES[j] for j in np.flatnonzero(missing_ceiling[i])]
             parts.append(f"no ceiling for {', '.join(classes)}: that work is not judged")
-        if e["register_moves"][i] and np.isfinite(e["moves"][i]):
+        if register_moves[k] and math.isfinite(moves[k]):
             parts.append(
-                f"{e['moves'][i]:.3g} FLOP of the FP16 count are the compiler's HFMA2.MMA register moves "
+                f"{moves[k]:.3g} FLOP of the FP16 count are the compiler's HFMA2.MMA register moves "
                 "(per-opcode SASS counts), not FP16 work: left out"
             )
-        elif e["register_moves"][i]:
+        elif register_moves[k]:
             share = e["work"][i, _FP16] / e["work"][i, _FP32]
             parts.append(
                 f"FP16 work is {100 * share:.1f} % of the FP32 work: likely the compiler's HFMA2.MMA register "
