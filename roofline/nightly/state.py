@@ -64,10 +64,10 @@ from roofline.nightly.store import (
     DECISION_COLUMNS,
     DECISIONS_DIR,
     PART,
+    StoredNights,
     append_decisions,
     decisions_table,
     read_run,
-    read_runs_table,
     run_files,
     write_partition,
 )
@@ -340,20 +340,16 @@ def _update(store: Path, params: DecisionParams, changed: set[str], replay: bool
                     reason = str(stale)
     log.info("judging every stored night again: %s", reason)
     every: list[list] = []
-    rows = _stored_rows(store, files) if len(files) >= ARRAY_REPLAY_MIN_NIGHTS else 0
-    if rows > ARRAY_REPLAY_MAX_ROWS:
+    stored = StoredNights(store, list(files)) if len(files) >= ARRAY_REPLAY_MIN_NIGHTS else None
+    if stored is not None and stored.rows > ARRAY_REPLAY_MAX_ROWS:
         log.info("%d stored rows: judged night by night, which holds one night at a time (the replay's "
-                 "arrays would hold all of them, about %.0f GB)", rows, rows * ARRAY_REPLAY_BYTES_PER_ROW / 1e9)
-    if len(files) < ARRAY_REPLAY_MIN_NIGHTS or rows > ARRAY_REPLAY_MAX_ROWS:
+                 "arrays would hold all of them, about %.0f GB)", stored.rows,
+                 stored.rows * ARRAY_REPLAY_BYTES_PER_ROW / 1e9)
+    if stored is None or stored.rows > ARRAY_REPLAY_MAX_ROWS:
         judged = _advance(store, Engine(params), every, _keys(store, files), files, digest)
     else:
-        judged = _replay(store, params, every, files, digest)
+        judged = _replay(store, params, every, files, digest, stored)
     return Update([r[0] for r in every if r[4]], judged, True, reason)
-
-
-def _stored_rows(store: Path, files: dict) -> int:
-    """The rows of the stored nights ``files``, from their files' footers."""
-    return sum(pq.read_metadata(store / f"run={run_id}" / PART).num_rows for run_id in files)
 
 
 def _run_stamps(rows: pa.Table) -> tuple[dict[str, tuple[str, str, str]], dict[str, str], dict[str, int]]:
@@ -379,13 +375,14 @@ def _run_stamps(rows: pa.Table) -> tuple[dict[str, tuple[str, str, str]], dict[s
     return keys, {r: date for r, (_, date) in first.items()}, sizes
 
 
-def _replay(store: Path, params: DecisionParams, runs: list[list], files: dict, digest: str) -> list[str]:
-    """:func:`_advance` from no state over every night, judged by :class:`roofline.nightly.replay.Replay`
-    (the quiet series of a night at once); the records are written by a second thread as the
-    nights are judged. Every night is read in one pass, its place in the run order (:func:`_keys`)
-    taken from the rows read."""
+def _replay(store: Path, params: DecisionParams, runs: list[list], files: dict, digest: str,
+            stored: StoredNights) -> list[str]:
+    """:func:`_advance` from no state over every night (``stored``: those of ``files``, opened),
+    judged by :class:`roofline.nightly.replay.Replay` (the quiet series of a night at once); the
+    records are written by a second thread as the nights are judged. Every night is read in one
+    pass, its place in the run order (:func:`_keys`) taken from the rows read."""
     judging = Replay(params)
-    rows = read_runs_table(store, list(files), [*judging.columns, "run_time"]) if files else None
+    rows = stored.table([*judging.columns, "run_time"]) if files else None
     when, dates, sizes = _run_stamps(rows) if rows is not None else ({}, {}, {})
     todo = sorted(((r, when.get(r)) for r in files), key=lambda item: (item[1] is not None, item[1] or ()))
     nonempty = [run_id for run_id, key in todo if key is not None]

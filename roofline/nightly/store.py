@@ -312,30 +312,47 @@ def read_runs(store_dir: str | os.PathLike, run_ids: list[str], columns: list[st
     return history_frame(pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0], columns)
 
 
+# Every stored column's declared type: the night's context and the kernels table's.
+_DECLARED = {c.name: c.dtype for c in CONTEXT} | {c.name: c.dtype for c in TABLES["kernels"]}
+
+
+class StoredNights:
+    """Stored nights opened for reading: each night's file footer read once, for its row count and
+    for the read (a replay's 730 footers take most of a second to read). The nights' text columns
+    are read dictionary-encoded."""
+
+    def __init__(self, store_dir: str | os.PathLike, run_ids: list[str]) -> None:
+        self.store, self.run_ids = Path(store_dir), list(run_ids)
+        paths = [str(self.store / f"run={_check_run_id(run_id)}" / PART) for run_id in self.run_ids]
+        text = [name for name, dtype in _DECLARED.items() if dtype == "str"]
+        read = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(dictionary_columns=text))
+        self._dataset = ds.dataset(paths, format=read) if paths else None
+        fragments = list(self._dataset.get_fragments()) if paths else []
+        physical = [fragment.physical_schema for fragment in fragments]  # as read: text as dictionaries
+        self._one_schema = all(schema.equals(physical[0]) for schema in physical)
+        # as stored: the first night's schema (what an older version wrote is read through read_runs)
+        self._stored = fragments[0].metadata.schema.to_arrow_schema() if fragments else None
+        self.rows = sum(fragment.metadata.num_rows for fragment in fragments)
+
+    def table(self, columns: list[str]) -> pa.Table:
+        """:func:`read_runs` of the nights as an Arrow table, its text columns dictionary-encoded:
+        the same columns and values (text never missing, numbers of the declared type, a column no
+        night stores filled as :func:`history_frame` fills it). Nights stored by today's version in
+        one schema are read as they are, the text never made into Python strings (what a replay of
+        a long history costs most in reading it); any other store goes through :func:`read_runs`."""
+        wanted = [name for name in dict.fromkeys(columns) if name in _DECLARED]
+        schema = self._stored
+        if self._one_schema and schema is not None and _reads_as_stored(schema, wanted, _DECLARED):
+            table = self._dataset.to_table(columns=[n for n in wanted if n in schema.names])
+            return pa.table({name: _as_declared(table, name, _DECLARED[name]) for name in wanted})
+        frame = read_runs(self.store, self.run_ids, columns)
+        return pa.Table.from_pandas(frame, preserve_index=False).select(
+            [name for name in frame.columns if name in _DECLARED])
+
+
 def read_runs_table(store_dir: str | os.PathLike, run_ids: list[str], columns: list[str]) -> pa.Table:
-    """:func:`read_runs` as an Arrow table, its text columns dictionary-encoded: the same columns
-    and values (text never missing, numbers of the declared type, a column no night stores filled as
-    :func:`history_frame` fills it). Nights stored by today's version in one schema are read as they
-    are, the text never made into Python strings (what a replay of a long history costs most in
-    reading it); any other store goes through :func:`read_runs`."""
-    store = Path(store_dir)
-    paths = [str(store / f"run={_check_run_id(run_id)}" / PART) for run_id in run_ids]
-    declared = {c.name: c.dtype for c in CONTEXT} | {c.name: c.dtype for c in TABLES["kernels"]}
-    wanted = [name for name in dict.fromkeys(columns) if name in declared]
-    if paths:
-        schema = ds.dataset(paths, format="parquet").schema
-        if _reads_as_stored(schema, wanted, declared):
-            text = [n for n in wanted if n in schema.names and declared[n] == "str"]
-            read = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(dictionary_columns=text))
-            dataset = ds.dataset(paths, format=read)
-            fragments = dataset.get_fragments()
-            first = next(fragments).physical_schema  # as read: its text columns as dictionaries
-            if all(fragment.physical_schema.equals(first) for fragment in fragments):
-                table = dataset.to_table(columns=[n for n in wanted if n in schema.names])
-                return pa.table({name: _as_declared(table, name, declared[name]) for name in wanted})
-    frame = read_runs(store, run_ids, columns)
-    return pa.Table.from_pandas(frame, preserve_index=False).select(
-        [name for name in frame.columns if name in declared])
+    """:meth:`StoredNights.table` of the nights ``run_ids``."""
+    return StoredNights(store_dir, run_ids).table(columns)
 
 
 def _reads_as_stored(schema: pa.Schema, wanted: list[str], declared: dict[str, str]) -> bool:

@@ -11,6 +11,7 @@ import pytest
 from roofline.nightly.engine import decide_all
 from roofline.nightly.store import (
     DECISIONS_DIR,
+    StoredNights,
     append_decisions,
     append_run,
     decisions_table,
@@ -321,3 +322,18 @@ def test_read_runs_table_holds_what_read_runs_gives(tmp_path, older, monkeypatch
         want = expected[name].tolist()
         assert got == pytest.approx(want, nan_ok=True) if table[name].type == pa.float64() else got == want, name
     assert "" in table["grid"].to_pylist() and -1 in table["launches"].to_pylist()
+
+
+def test_stored_nights_count_their_rows_from_the_footers(tmp_path):
+    """StoredNights counts the rows of the nights it opened (what decides whether a replay holds
+    them all at once) and reads those nights, and only those."""
+    sizes = {}
+    for n, day in enumerate(("2026-01-01", "2026-01-02", "2026-01-03")):
+        rows = kernels(scale=1.0 + n).iloc[: 1 + n]
+        append_run(tmp_path, day, rows, {"app_commit": f"c{n}"})
+        sizes[day] = len(rows)
+    nights = StoredNights(tmp_path, ["2026-01-03", "2026-01-01"])
+    assert sizes == {"2026-01-01": 1, "2026-01-02": 2, "2026-01-03": 3}
+    assert nights.rows == 4
+    assert nights.table(["run_id", "kernel"])["run_id"].to_pylist() == ["2026-01-03"] * 3 + ["2026-01-01"]
+    assert StoredNights(tmp_path, []).rows == 0
