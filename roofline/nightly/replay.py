@@ -461,65 +461,88 @@ class Replay:
             self.run_names.append(run_id)
         return index
 
-    def _state(self, kid: int) -> SeriesState:
-        """The :class:`SeriesState` of array series ``kid``."""
-        w, s = self.w, int(self.slot_of[kid])
-        state = SeriesState(self.p)
-        state.ident = self.ident_of[w.ident[s]]
-        state.seg, state.seg_start, state.carried = int(w.seg[s]), w.seg_start[s], float(w.carried[s])
-        state.last_i, state.last_run = int(self.last_i[kid]), w.last_run[s]
-        state.streak, state.streak_dir = int(w.streak[s]), int(w.streak_dir[s])
-        state.template = self._template(kid, s)
+    def _states(self, kids: np.ndarray) -> list[SeriesState]:
+        """The :class:`SeriesState` of each array series of ``kids``, read from the arrays together."""
+        w, p = self.w, self.p
+        slots = self.slot_of[kids]
         # the nights the rule still holds are the last of them, at most `recent` and its outliers
-        count = int(w.count[s])
-        outliers = int((w.label[s] == _CODE["outlier"]).sum())
-        at = w.last(np.array([s]), min(count, self.p.noise_window + self.p.window + 2 + outliers))[0]
-        columns = [getattr(w, name)[s, at].tolist() for name in _FIELDS]
-        runs = [self.run_names[r] for r in w.run[s, at].tolist()]
-        labels = [_LABELS[c] for c in w.label[s, at].tolist()]
-        state.nights = [{"run_id": r, "value": v, "flop": f, "bytes": b, "perf": pf, "roof": rf,
-                         "ai": ai, "clock": c, "label": lab, "dir": d, "persistent": ps}
-                        for r, v, f, b, pf, rf, ai, c, lab, d, ps in zip(
-                            runs, *columns, labels, w.dir[s, at].tolist(),
-                            w.persistent[s, at].tolist(), strict=True)]
-        state.trim()
-        if w.pend[s]:
-            state.pending = state.nights[-1]
-            state.pending["row"] = int(w.pend_row[s])
-            if w.pend_pinned[s]:
-                state.pending["pinned"] = True
-        state.bound = Bound(self.p.ridge_band, self.p.flip_nights)
-        state.bound.side, state.bound.candidate = _SIDES[w.side[s]], _SIDES[w.candidate[s]]
-        state.bound.count = int(w.flips[s])
-        return state
+        outliers = (w.label[slots] == _CODE["outlier"]).sum(axis=1)
+        held = np.minimum(w.count[slots], p.noise_window + p.window + 2 + outliers)
+        width = int(held.max(initial=0))
+        at = (w.head[slots, None] - held[:, None] + np.arange(width)[None, :]) % CAPACITY
+        cells = slots[:, None], at
+        fields = [getattr(w, name)[cells].tolist() for name in _FIELDS]
+        runs = [[self.run_names[r] for r in row] for row in w.run[cells].tolist()]
+        labels = [[_LABELS[c] for c in row] for row in w.label[cells].tolist()]
+        dirs, persistent = w.dir[cells].tolist(), w.persistent[cells].tolist()
+        templates = self._templates(kids, slots)
+        scalars = zip(w.ident[slots].tolist(), w.seg[slots].tolist(), w.seg_start[slots].tolist(),
+                      w.carried[slots].tolist(), self.last_i[kids].tolist(), w.last_run[slots].tolist(),
+                      w.streak[slots].tolist(), w.streak_dir[slots].tolist(), held.tolist(),
+                      w.pend[slots].tolist(), w.pend_row[slots].tolist(), w.pend_pinned[slots].tolist(),
+                      w.side[slots].tolist(), w.candidate[slots].tolist(), w.flips[slots].tolist(), strict=True)
+        states = []
+        for j, (ident, seg, seg_start, carried, last_i, last_run, streak, streak_dir, n, pend, pend_row,
+                pinned, side, candidate, flips) in enumerate(scalars):
+            state = SeriesState(p)
+            state.ident = self.ident_of[ident]
+            state.seg, state.seg_start, state.carried = seg, seg_start, carried
+            state.last_i, state.last_run = last_i, last_run
+            state.streak, state.streak_dir = streak, streak_dir
+            state.template = templates[j]
+            state.nights = [{"run_id": r, "value": v, "flop": f, "bytes": b, "perf": pf, "roof": rf,
+                             "ai": ai, "clock": c, "label": lab, "dir": d, "persistent": ps}
+                            for r, v, f, b, pf, rf, ai, c, lab, d, ps in zip(
+                                runs[j][:n], *(column[j][:n] for column in fields), labels[j][:n],
+                                dirs[j][:n], persistent[j][:n], strict=True)]
+            state.trim()
+            if pend:
+                state.pending = state.nights[-1]
+                state.pending["row"] = pend_row
+                if pinned:
+                    state.pending["pinned"] = True
+            state.bound = Bound(p.ridge_band, p.flip_nights)
+            state.bound.side, state.bound.candidate, state.bound.count = _SIDES[side], _SIDES[candidate], flips
+            states.append(state)
+        return states
 
-    def _template(self, kid: int, s: int) -> dict:
-        """The template of array series ``kid`` (slot ``s``) as a loaded state holds it: its key and
-        the template fields of its last row (a row of the table, or kept in the arrays)."""
-        w, row = self.w, int(self.w.t_row[s])
-        if row >= 0:
-            at = np.array([row])
-            text = [self.table.texts(name, at)[0] for name in TEMPLATE_TEXT]
-            numbers = [float(self.table.numbers(name, at)[0]) for name in TEMPLATE_NUMBERS]
-        else:
-            text, numbers = w.t_text[s].tolist(), w.t_num[s].tolist()
-        return {**dict(zip(KERNEL_KEY, self.key_of[kid], strict=False)),
-                **dict(zip(TEMPLATE_TEXT, text, strict=True)), **dict(zip(TEMPLATE_NUMBERS, numbers, strict=True))}
+    def _templates(self, kids: np.ndarray, slots: np.ndarray) -> list[dict]:
+        """The template of each array series of ``kids`` (in ``slots``) as a loaded state holds it:
+        its key and the template fields of its last row (a row of the table, or kept in the arrays)."""
+        w = self.w
+        rows = w.t_row[slots]
+        of_table = rows >= 0
+        text = w.t_text[slots].copy()
+        numbers = w.t_num[slots].copy()
+        if of_table.any():
+            at = rows[of_table]
+            for t, name in enumerate(TEMPLATE_TEXT):
+                text[of_table, t] = self.table.texts(name, at)
+            for t, name in enumerate(TEMPLATE_NUMBERS):
+                numbers[of_table, t] = self.table.numbers(name, at)
+        return [{**dict(zip(KERNEL_KEY, self.key_of[kid], strict=False)),
+                 **dict(zip(TEMPLATE_TEXT, texts, strict=True)), **dict(zip(TEMPLATE_NUMBERS, values, strict=True))}
+                for kid, texts, values in zip(kids.tolist(), text.tolist(), numbers.tolist(), strict=True)]
 
-    def _take(self, kid: int) -> SeriesState | None:
-        """Series ``kid`` out of the arrays (or the objects) as a SeriesState; None when it has none."""
-        kind = self.kind[kid]
-        if kind == 0:
-            return None
-        self.kind[kid] = 0
-        if kind == 2:
-            return self.objects.pop(kid)
-        state = self._state(kid)
-        if state.pending is not None:
-            self._taken_pending[kid] = state.pending
-        self.free.append(int(self.slot_of[kid]))
-        self.slot_of[kid] = -1
-        return state
+    def _take(self, kids: np.ndarray) -> list[SeriesState | None]:
+        """Series ``kids`` out of the arrays (or the objects), each as a SeriesState; None for one
+        that has none."""
+        kinds = self.kind[kids]
+        in_arrays = kids[kinds == 1]
+        from_arrays = iter(self._states(in_arrays))
+        self.free.extend(self.slot_of[in_arrays].tolist())
+        self.slot_of[in_arrays] = -1
+        self.kind[kids] = 0
+        taken: list[SeriesState | None] = []
+        for kid, kind in zip(kids.tolist(), kinds.tolist(), strict=True):
+            if kind == 1:
+                state = next(from_arrays)
+                if state.pending is not None:
+                    self._taken_pending[kid] = state.pending
+            else:
+                state = self.objects.pop(kid) if kind == 2 else None
+            taken.append(state)
+        return taken
 
     def _absent(self, kids: np.ndarray) -> dict[str, np.ndarray]:
         """SeriesState.absent of array series ``kids`` (each within a window of its last night):
@@ -561,12 +584,12 @@ class Replay:
         out["baseline_s"] = baseline
         return out
 
-    def _peek(self, kid: int) -> SeriesState:
-        return self.objects[kid] if self.kind[kid] == 2 else self._state(kid)
-
     def engine(self) -> Engine:
         """The state as :class:`Engine` holds it after the nights judged so far."""
-        series = {self.key_of[kid]: self._peek(kid) for kid in np.flatnonzero(self.kind).tolist()}
+        in_arrays = np.flatnonzero(self.kind == 1)
+        states = self._states(in_arrays)
+        series = {self.key_of[kid]: state for kid, state in zip(in_arrays.tolist(), states, strict=True)}
+        series.update((self.key_of[kid], self.objects[kid]) for kid in np.flatnonzero(self.kind == 2).tolist())
         engine = Engine(self.p, dict(sorted(series.items())), self.runs, self.last_commit)
         engine._per_kernel = self.template._per_kernel
         return engine
@@ -684,9 +707,9 @@ class Replay:
         fast, fast_kids = self._fast(i, run_id, judged, rows, totals, changed)
         at_once = np.zeros(len(self.key_of), dtype=bool)
         at_once[fast_kids] = True
-        for j in np.flatnonzero(~at_once[judged]).tolist():
+        by_rule = np.flatnonzero(~at_once[judged])
+        for j, state in zip(by_rule.tolist(), self._take(judged[by_rule]), strict=True):
             kid = int(judged[j])
-            state = self._take(kid)
             if state is None:
                 state = SeriesState(self.template.params_for(self.key_of[kid][2]))
             row = table.row(rows[j]) if j < len(kids) else totals[int(self.sid[kid])]
@@ -736,8 +759,9 @@ class Replay:
                 s = self.slot_of[kid]
                 if w.pend[s] and w.run[s, (w.head[s] - 1) % CAPACITY] == tonight_at:
                     w.pend_pinned[s] = True
-        for kid in self._too_many.tolist():  # after tonight's revisions and pins: see _fast
-            self.objects[kid] = self._take(kid)
+        many = self._too_many  # after tonight's revisions and pins: see _fast
+        for kid, state in zip(many.tolist(), self._take(many), strict=True):
+            self.objects[kid] = state
             self.kind[kid] = 2
         self.runs, self.last_commit = self.runs + 1, commit
         return NightResult(run_id, data, revisions)
@@ -747,7 +771,8 @@ class Replay:
         """The scopes whose kernels may be followed through a change of key, or whose time may move
         between kernels, judged by :meth:`Engine.judge_series` with their series alone."""
         mine = slow[self.sid]
-        series = {self.key_of[kid]: self._take(kid) for kid in np.flatnonzero(mine & (self.kind > 0)).tolist()}
+        kids = np.flatnonzero(mine & (self.kind > 0))
+        series = {self.key_of[kid]: state for kid, state in zip(kids.tolist(), self._take(kids), strict=True)}
         rows = [self.table.row(j) for j in every[mine[row_kids]].tolist()]
         engine = Engine(self.p, series, i, self.last_commit)
         engine._per_kernel = self.template._per_kernel
