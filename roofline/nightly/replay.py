@@ -113,6 +113,18 @@ def _equals(column: np.ndarray | pa.Array, value: str) -> np.ndarray:
     return column == value
 
 
+def _first_appearance(indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`pandas.factorize` of dictionary indices: per item a code numbered in the order the
+    values first appear, and the value of each code. A night's file lists each text column's values
+    in that order, and the nights' dictionaries unify in the nights' order, so the indices are
+    usually such codes already: checked in one pass (each index at most one above all before it)."""
+    if len(indices) and indices[0] == 0:
+        top = np.maximum.accumulate(indices)
+        if (indices[1:] <= top[:-1] + 1).all():
+            return indices, np.arange(int(top[-1]) + 1)
+    return pd.factorize(indices)
+
+
 def _distinct_rows(runs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For rows of increasing run numbers (the used ones first, -1 after), each row's number among
     the distinct rows and the first row of each. Most rows hold the same few runs: a row is packed
@@ -166,9 +178,9 @@ class _Columns:
                 dictionary = column.chunk(0).dictionary
             else:
                 indices, dictionary = np.zeros(0, dtype=np.int32), pa.array([], pa.large_string())
-            codes, used = pd.factorize(indices)  # first appearance, as the rule meets them
+            codes, used = _first_appearance(indices)  # as the rule meets them
             objects = np.append(dictionary.take(pa.array(used, pa.int64())).to_numpy(zero_copy_only=False), None)
-            self.coded[name] = (codes.astype(np.int32), objects)
+            self.coded[name] = (codes.astype(np.int32, copy=False), objects)
 
     def row(self, j: int) -> dict:
         """Row ``j`` as Engine.rows gives it."""
@@ -411,48 +423,72 @@ class Replay:
         outliers = sum(n["label"] == "outlier" for n in state.nights)
         return outliers <= _MAX_OUTLIERS and len(state.nights) > outliers
 
-    def _settle(self, kid: int, state: SeriesState) -> None:
-        """Keep series ``kid``'s state: in the arrays when it is quiet enough, else as an object."""
-        self.last_i[kid], self.window[kid] = state.last_i, state.p.window
-        self.commit[kid] = str(state.template.get("app_commit") or "")
-        if not self._eligible(state):
-            self.kind[kid] = 2
-            self.objects[kid] = state
+    def _settle(self, kids: list[int], states: list[SeriesState]) -> None:
+        """Keep each series' state (``kids[j]``'s is ``states[j]``): in the arrays when it is quiet
+        enough, else as an object."""
+        if not kids:
+            return
+        every = np.array(kids, dtype=np.int64)
+        self.last_i[every] = [state.last_i for state in states]
+        self.window[every] = [state.p.window for state in states]
+        self.commit[every] = [str(state.template.get("app_commit") or "") for state in states]
+        quiet_kids, quiet = [], []
+        for kid, state in zip(kids, states, strict=True):
+            if self._eligible(state):
+                quiet_kids.append(kid)
+                quiet.append(state)
+            else:
+                self.kind[kid] = 2
+                self.objects[kid] = state
+        if not quiet:
             return
         w = self.w
-        s = self.free.pop() if self.free else w.slot()
-        self.kind[kid], self.slot_of[kid] = 1, s
-        nights = state.nights
-        k = len(nights)
-        lo = CAPACITY - k
-        w.count[s], w.head[s] = k, 0
+        slots = np.array([self.free.pop() if self.free else w.slot() for _ in quiet], dtype=np.int64)
+        at = np.array(quiet_kids, dtype=np.int64)
+        self.kind[at], self.slot_of[at] = 1, slots
+        # each series' nights right-aligned in its row, the places before them emptied
+        counts = np.array([len(state.nights) for state in quiet], dtype=np.int64)
+        nights = [night for state in quiet for night in state.nights]
+        rows = np.repeat(slots, counts)
+        cols = np.arange(len(nights)) + np.repeat(CAPACITY - np.cumsum(counts), counts)
+        w.count[slots], w.head[slots] = counts, 0
         for name in _FIELDS:
             column = getattr(w, name)
-            column[s, :lo] = np.nan
-            column[s, lo:] = [n[name] for n in nights]
-        w.logv[s, :lo] = np.nan
-        w.logv[s, lo:] = [math.log(v) if v > 0 and math.isfinite(v) else math.nan for v in w.value[s, lo:].tolist()]
-        w.run[s, :lo], w.label[s, :lo], w.dir[s, :lo], w.persistent[s, :lo] = -1, 0, 0, False
-        w.run[s, lo:] = [self._run_index(n["run_id"]) for n in nights]
-        w.label[s, lo:] = [_CODE[n["label"]] for n in nights]
-        w.dir[s, lo:] = [n["dir"] for n in nights]
-        w.persistent[s, lo:] = [n["persistent"] for n in nights]
-        ident = self.idents.get(state.ident)
-        if ident is None:
-            ident = self.idents[state.ident] = len(self.ident_of)
-            self.ident_of.append(state.ident)
-        w.ident[s] = ident
-        w.seg[s], w.seg_start[s], w.carried[s] = state.seg, state.seg_start, state.carried
-        w.last_run[s] = state.last_run
-        w.streak[s], w.streak_dir[s] = state.streak, state.streak_dir
-        w.side[s], w.candidate[s], w.flips[s] = (_SIDE[state.bound.side], _SIDE[state.bound.candidate],
-                                                 state.bound.count)
-        pending = state.pending or {}
-        w.pend[s], w.pend_row[s], w.pend_pinned[s] = bool(pending), pending.get("row", -1), bool(pending.get("pinned"))
-        t = state.template
-        w.t_row[s] = -1
-        w.t_text[s] = [str(t.get(name) or "") for name in TEMPLATE_TEXT]
-        w.t_num[s] = [number(t.get(name)) for name in TEMPLATE_NUMBERS]
+            column[slots] = np.nan
+            column[rows, cols] = [night[name] for night in nights]
+        w.logv[slots] = np.nan
+        w.logv[rows, cols] = [math.log(v) if v > 0 and math.isfinite(v) else math.nan
+                              for v in w.value[rows, cols].tolist()]
+        w.run[slots], w.label[slots], w.dir[slots], w.persistent[slots] = -1, 0, 0, False
+        w.run[rows, cols] = [self._run_index(night["run_id"]) for night in nights]
+        w.label[rows, cols] = [_CODE[night["label"]] for night in nights]
+        w.dir[rows, cols] = [night["dir"] for night in nights]
+        w.persistent[rows, cols] = [night["persistent"] for night in nights]
+        idents = []
+        for state in quiet:
+            ident = self.idents.get(state.ident)
+            if ident is None:
+                ident = self.idents[state.ident] = len(self.ident_of)
+                self.ident_of.append(state.ident)
+            idents.append(ident)
+        w.ident[slots] = idents
+        w.seg[slots] = [state.seg for state in quiet]
+        w.seg_start[slots] = [state.seg_start for state in quiet]
+        w.carried[slots] = [state.carried for state in quiet]
+        w.last_run[slots] = [state.last_run for state in quiet]
+        w.streak[slots] = [state.streak for state in quiet]
+        w.streak_dir[slots] = [state.streak_dir for state in quiet]
+        w.side[slots] = [_SIDE[state.bound.side] for state in quiet]
+        w.candidate[slots] = [_SIDE[state.bound.candidate] for state in quiet]
+        w.flips[slots] = [state.bound.count for state in quiet]
+        pending = [state.pending or {} for state in quiet]
+        w.pend[slots] = [bool(night) for night in pending]
+        w.pend_row[slots] = [night.get("row", -1) for night in pending]
+        w.pend_pinned[slots] = [bool(night.get("pinned")) for night in pending]
+        w.t_row[slots] = -1
+        templates = [state.template for state in quiet]
+        w.t_text[slots] = [[str(t.get(name) or "") for name in TEMPLATE_TEXT] for t in templates]
+        w.t_num[slots] = [[number(t.get(name)) for name in TEMPLATE_NUMBERS] for t in templates]
 
     def _run_index(self, run_id: str) -> int:
         index = self._run_at.get(run_id)
@@ -708,6 +744,7 @@ class Replay:
         at_once = np.zeros(len(self.key_of), dtype=bool)
         at_once[fast_kids] = True
         by_rule = np.flatnonzero(~at_once[judged])
+        stepped = []
         for j, state in zip(by_rule.tolist(), self._take(judged[by_rule]), strict=True):
             kid = int(judged[j])
             if state is None:
@@ -716,8 +753,9 @@ class Replay:
             records[kid] = state.step(i, run_id, run_date, row, code_changed=bool(changed[j]))
             if state.pending is not None and state.pending["run_id"] == run_id:
                 pending_new.append(kid)
-            self._settle(kid, state)
-            self.slow += 1
+            stepped.append(state)
+        self._settle(judged[by_rule].tolist(), stepped)
+        self.slow += len(by_rule)
         absent = alive & ~on & ~slow[self.sid] & (i - self.last_i <= self.window)
         for kid in np.flatnonzero(absent & (self.kind == 2)).tolist():
             rec = self.objects[kid].absent(i, run_id, run_date)
@@ -780,11 +818,11 @@ class Replay:
         revisions.extend(night.revisions)
         for key, rec in zip(night.keys, night.records, strict=True):
             records[self.kid_of[key]] = rec
-        for key, state in engine.series.items():
-            kid = self.kid_of[key]
+        settled = [self.kid_of[key] for key in engine.series]
+        for kid, state in zip(settled, engine.series.values(), strict=True):
             if state.pending is not None and state.pending["run_id"] == run_id:
                 pending_new.append(kid)
-            self._settle(kid, state)
+        self._settle(settled, list(engine.series.values()))
         self.slow += len(night.records)
 
     def _totals(self, kids: np.ndarray, rows: np.ndarray, sid: np.ndarray, first: np.ndarray,
@@ -1060,7 +1098,7 @@ class Replay:
         for name, vals in (("value", value), ("flop", flop), ("bytes", nbytes), ("perf", perf),
                            ("roof", roof), ("ai", ai), ("clock", clock)):
             getattr(w, name)[s_q, head] = vals[q]
-        w.logv[s_q, head] = [math.log(v) for v in value[q].tolist()]
+        w.logv[s_q, head] = list(map(math.log, value[q].tolist()))
         w.run[s_q, head] = self._run_at[run_id]
         w.dir[s_q, head] = dir_q
         w.persistent[s_q, head] = persistent_q

@@ -158,6 +158,25 @@ def test_pools_packed_into_one_number_are_told_apart_as_rows_are():
         assert (runs[firsts[which]] == runs).all()
 
 
+def test_text_codes_taken_as_stored_are_those_pandas_factorize_gives():
+    """A text column's codes in the order values first appear: the stored dictionary indices where
+    they are in that order already, else pandas.factorize; the same codes and values either way."""
+    from roofline.nightly.replay import _first_appearance
+
+    rng = np.random.default_rng(1)
+    cases = [np.array(c, dtype=np.int32) for c in ([], [0], [0, 0, 1, 0, 2, 1], [1, 0, 2], [0, 2, 1], [0, 1, 1, 3])]
+    for _ in range(300):
+        values = rng.integers(0, int(rng.integers(1, 6)), int(rng.integers(1, 40)))
+        cases += [values.astype(np.int32), pd.factorize(values)[0].astype(np.int32)]
+    taken_as_stored = 0
+    for indices in cases:
+        codes, used = _first_appearance(indices)
+        want_codes, want_used = pd.factorize(indices)
+        assert codes.tolist() == want_codes.tolist() and used.tolist() == want_used.tolist(), indices
+        taken_as_stored += codes is indices
+    assert 0 < taken_as_stored < len(cases)
+
+
 def test_a_series_spiking_every_third_night_is_replayed_as_the_rule_judges_it(tmp_path, caplog):
     """Hand-made: a lone +40 % spike every third night, 90 nights: more outliers among its nights
     than the arrays keep a series for (it goes on as the rule's own state), the others quiet."""
