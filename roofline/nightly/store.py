@@ -27,6 +27,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -328,7 +329,10 @@ class StoredNights:
         read = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(dictionary_columns=text))
         self._dataset = ds.dataset(paths, format=read) if paths else None
         fragments = list(self._dataset.get_fragments()) if paths else []
-        physical = [fragment.physical_schema for fragment in fragments]  # as read: text as dictionaries
+        # as read: text as dictionaries. Each footer is read and parsed mostly outside the GIL, so
+        # several at once keep the cores busy where one at a time waits on each file.
+        with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+            physical = list(pool.map(lambda fragment: fragment.physical_schema, fragments))
         self._one_schema = all(schema.equals(physical[0]) for schema in physical)
         # as stored: the first night's schema (what an older version wrote is read through read_runs)
         self._stored = fragments[0].metadata.schema.to_arrow_schema() if fragments else None
