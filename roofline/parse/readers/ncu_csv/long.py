@@ -80,7 +80,10 @@ def read_long(source, encoding: str, header: list[str], where: Where) -> pd.Data
         text_codes(table, c) for c in ("Section Name", "Body Item Label", "Metric Name")
     )
     nb, nn = len(body_u), len(name_u)
-    combo_codes, combos = _distinct((sec * nb + body) * nn + name, len(sec_u) * nb * nn)
+    size = len(sec_u) * nb * nn
+    if size > np.iinfo(np.int32).max:  # the codes are 32-bit: widen before they multiply
+        sec = sec.astype(np.int64)
+    combo_codes, combos = _distinct((sec * nb + body) * nn + name, size)
     triples = [(sec_u[k // (nb * nn)], body_u[(k // nn) % nb], name_u[k % nn]) for k in combos]
     mapped = [_long_metric(s, b, m) for s, b, m in triples]
     named = [t for t in triples if t[2].strip()]
@@ -92,7 +95,7 @@ def read_long(source, encoding: str, header: list[str], where: Where) -> pd.Data
         source_format = "ncu-csv-details"
     metric_names = sorted({m for m in mapped if m and (is_kept_metric(m) or m in DIMS)})
     position = {m: i for i, m in enumerate(metric_names)}
-    metric_of_combo = np.array([position.get(m, -1) for m in mapped], dtype=np.int64)
+    metric_of_combo = np.array([position.get(m, -1) for m in mapped], dtype=np.int32)
     raw_of_combo = np.array(["__" in t[2] for t in triples], dtype=bool)
     metric_id = metric_of_combo[combo_codes]
 
@@ -116,11 +119,12 @@ def read_long(source, encoding: str, header: list[str], where: Where) -> pd.Data
             display_names = display_codes, np.concatenate([texts, np.array([""], dtype=object)])
         mid = metric_id[sel]
         unit, unit_u = text_codes(table, "Metric Unit")
+        # 32-bit codes: a few hundred metrics, a few dozen units
         pair_codes, pairs = _distinct(mid * len(unit_u) + unit[sel], len(metric_names) * len(unit_u))
         is_raw = raw_of_combo[combo_codes[sel]]
         # (rows of sel, their places in the metrics x launches matrix, whether no place repeats):
         # display-label rows first, raw metric rows overwrite them
-        position = np.arange(n_launch) if (np.diff(launches) > 0).all() else rank  # launch code -> column
+        position = _counting(n_launch) if (np.diff(launches) > 0).all() else rank  # launch code -> column
         passes = []
         for prefer in (False, True):
             if is_raw.all() or not is_raw.any():
@@ -129,11 +133,18 @@ def read_long(source, encoding: str, header: list[str], where: Where) -> pd.Data
                 pick = slice(None)
             else:
                 pick = np.flatnonzero(is_raw == prefer)
-            place = mid[pick] * n_launch + position[codes[sel[pick]]]
+            place = np.multiply(mid[pick], n_launch, dtype=np.int64)  # 64 bits: metrics x launches
+            place += position[codes[sel[pick]]]
             passes.append((pick, place, len(place) == 0 or np.bincount(place).max() == 1))
         first = first_rows(codes, n_launch)
         rows = first[order]
-        identity = {c: text_codes(table, c) for c in IDENT_SOURCE if c in table.column_names and c != "ID"}
+        # a launch's identity is its first row's; the kernel name is read on every row, to refuse
+        # an ID that names two kernels
+        named = [c for c in IDENT_SOURCE if c in table.column_names and c != "ID"]
+        kernel = text_codes(table, "Kernel Name") if "Kernel Name" in named else None
+        first_of_launch = table.select([c for c in named if c != "Kernel Name"]).take(rows)
+        identity = {c: text_codes(first_of_launch, c) if c != "Kernel Name" else (kernel[0][rows], kernel[1])
+                    for c in named}
         values, bad = cast.result()
     attribute = np.array([m.startswith("device__attribute_") for m in metric_names], dtype=bool)
     if len(sel) and (bad & ~attribute[mid]).any():
@@ -176,12 +187,9 @@ def read_long(source, encoding: str, header: list[str], where: Where) -> pd.Data
         metric_names, matrix = [metric_names[i] for i in keep], matrix[keep]
         unknown_unit_warning(str(where.path), unknown, stacklevel=3)
 
-    ident = {}
-    for column, (column_codes, uniques) in identity.items():
-        ident[column] = column_codes[rows], uniques
-        if column == "Kernel Name":
-            _check_kernels(codes, first, column_codes, uniques, launches, index, where)
-    return assemble(ident, launches[order], metric_names, matrix, display_names, source_format, where)
+    if kernel is not None:
+        _check_kernels(codes, first, *kernel, launches, index, where)
+    return assemble(identity, launches[order], metric_names, matrix, display_names, source_format, where)
 
 
 def _deduplicate(key, values, rows, metric_names, launches, where: Where) -> tuple[np.ndarray, np.ndarray]:
@@ -228,7 +236,7 @@ def _long_launches(table: pa.Table, where: Where) -> tuple[pa.Table, np.ndarray,
     integer_ids = "ID" in table.column_names and pa.types.is_integer(table["ID"].type)
     if integer_ids:  # every row a launch's (no log lines), IDs plain integers
         ids = table["ID"].to_numpy()
-        index = np.arange(len(ids))
+        index = _counting(len(ids))
     else:
         id_codes, id_texts = text_codes(table, "ID")
         index = np.flatnonzero(~is_log(id_texts)[id_codes])  # row numbers of the metric rows
@@ -249,7 +257,18 @@ def _launch_runs(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         # a launch in several runs: a general factorize
         codes, uniques = pd.factorize(ids)
         return codes, np.asarray(uniques, dtype=np.int64)
-    return np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(ids)))), launches.astype(np.int64)
+    return np.repeat(_counting(len(starts)), np.diff(np.append(starts, len(ids)))), launches.astype(np.int64)
+
+
+def _index_type(n: int) -> type[np.integer]:
+    """The integer type of numbers below ``n``: 32 bits where they fit. A row number or code per
+    row of a big export is millions of items, and each array's pages cost their first touch."""
+    return np.int32 if n <= np.iinfo(np.int32).max else np.int64
+
+
+def _counting(n: int) -> np.ndarray:
+    """0 .. n-1 as :func:`_index_type` of ``n``."""
+    return np.arange(n, dtype=_index_type(n))
 
 
 def _distinct(keys: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -262,6 +281,6 @@ def _distinct(keys: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
         codes, distinct = pd.factorize(keys, sort=True)
         return codes, distinct
     distinct = np.flatnonzero(np.bincount(keys, minlength=size))
-    code_of = np.zeros(size, dtype=np.int64)
+    code_of = np.zeros(size, dtype=_index_type(len(distinct)))
     code_of[distinct] = np.arange(len(distinct))
     return code_of[keys], distinct

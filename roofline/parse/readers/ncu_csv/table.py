@@ -93,11 +93,13 @@ def text_codes(table: pa.Table, column: str) -> tuple[np.ndarray, np.ndarray]:
 
 def arrow_codes(table: pa.Table, column: str) -> tuple[np.ndarray, pa.Array]:
     """:func:`text_codes` with the distinct texts as an Arrow array: no Python string per text (a
-    wide export's metric columns hold about as many distinct texts as launches)."""
+    wide export's metric columns hold about as many distinct texts as launches). The codes are the
+    dictionary's own 32-bit indices, read-only and not copied: a big export's columns are millions
+    of rows, and each fresh copy costs its pages' first touch."""
     if not table.schema.get_all_field_indices(column):  # not ``column_names``: a list of ~600 names a call
-        return np.zeros(table.num_rows, dtype=np.int64), pa.array([""], pa.string())
+        return np.zeros(table.num_rows, dtype=np.int32), pa.array([""], pa.string())
     array = table[column].combine_chunks()
-    return array.indices.to_numpy().astype(np.int64), array.dictionary
+    return array.indices.to_numpy(), array.dictionary
 
 
 def is_log(texts: np.ndarray) -> np.ndarray:
