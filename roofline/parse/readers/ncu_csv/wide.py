@@ -52,6 +52,7 @@ def read_wide(source, encoding: str, header: list[str], where: Where) -> pd.Data
         if metric == DISPLAY_NAME:
             continue
         value_codes, texts = arrow_codes(table, metric)
+        value_codes = value_codes.astype(np.intp)  # indexes below: widened once, not on every use
         used = np.zeros(len(texts), dtype=bool)
         used[value_codes[index]] = True  # the units row's text is no value
         values, bad = np.full(len(texts), np.nan), np.zeros(len(texts), dtype=bool)
