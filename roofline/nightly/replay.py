@@ -55,13 +55,14 @@ from roofline.tables.schemas import KERNEL_KEY
 
 # The per-night numbers a series keeps (series_rule._night), and the log of the time for the noise.
 _FIELDS = ("value", "flop", "bytes", "perf", "roof", "ai", "clock")
+_POOLED = 6  # the first _FIELDS whose median over the baseline pool the rule takes
 _LABELS = ("unchanged", "new", "environment_change", "regression", "improvement", "suspicious",
            "outlier", "workload_changed", "moved", "insufficient_data", "missing", "error",
            "unstable_env")
 _CODE = {label: j for j, label in enumerate(_LABELS)}
 _SIDES = ("", "memory", "compute")
 _SIDE = {side: j for j, side in enumerate(_SIDES)}
-CAPACITY = 64  # nights kept per series in the arrays (the rule looks at <= 30 + its outliers)
+CAPACITY = 64  # nights kept per series in the arrays (the rule looks at <= 30 + its outliers); a power of 2
 _MAX_OUTLIERS = 20  # more outliers among its nights: a series stays a SeriesState
 # The record's text and number fields copied from the row (series_rule._record).
 _TEXT = (*KERNEL_KEY, "kernel_short", "clock_control", "cache_control", "convention", "bound")
@@ -81,16 +82,21 @@ _TOTAL_NAN = ("flop", "flop_total", "dram_bytes", "performance", "roof_pct", "ai
 
 
 def _median_rows(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """Per row, the median of the finite values where ``mask`` (NaN where none), computed as
-    :func:`statistics.median` does: the middle one, or the mean of the two middle ones."""
-    data = np.where(mask & np.isfinite(values), values, np.nan)
-    data.sort(axis=1)
-    k = np.isfinite(data).sum(axis=1)
+    """Per row (along the last axis), the median of the finite values where ``mask`` (NaN where
+    none), computed as :func:`statistics.median` does: the middle one, or the mean of the two
+    middle ones. ``values`` may stack several columns' rows over one ``mask``."""
+    valid = mask & np.isfinite(values)
+    data = np.where(valid, values, np.nan)
+    data.sort(axis=-1)
+    width = data.shape[-1]
+    shape = data.shape[:-1]
+    data = data.reshape(-1, width)
+    k = np.count_nonzero(valid, axis=-1).reshape(-1)
     rows = np.arange(len(data))
-    hi = data[rows, np.minimum(k // 2, data.shape[1] - 1)]
+    hi = data[rows, np.minimum(k // 2, width - 1)]
     lo = data[rows, np.maximum((k - 1) // 2, 0)]
     out = np.where(k % 2 == 1, hi, (lo + hi) / 2)
-    return np.where(k > 0, out, np.nan)
+    return np.where(k > 0, out, np.nan).reshape(shape)
 
 
 def _rel_change(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -286,8 +292,13 @@ class _Windows:
 
         get = self.__dict__.get
         self.cap = cap
-        for name in (*_FIELDS, "logv"):
-            setattr(self, name, more(get(name), (cap, c), np.nan, np.float64))
+        # the number fields in one array, so that one gather reads several of them
+        numbers = np.full((len(_FIELDS) + 1, cap, c), np.nan)
+        if get("numbers") is not None:
+            numbers[:, : self.numbers.shape[1]] = self.numbers
+        self.numbers = numbers
+        for f, name in enumerate((*_FIELDS, "logv")):
+            setattr(self, name, numbers[f])
         self.run = more(get("run"), (cap, c), -1, np.int32)
         self.label = more(get("label"), (cap, c), 0, np.int8)
         self.dir = more(get("dir"), (cap, c), 0, np.int8)
@@ -321,7 +332,7 @@ class _Windows:
 
     def last(self, slots: np.ndarray, n: int) -> np.ndarray:
         """The ring places of the last ``n`` nights of each slot, oldest first."""
-        return (self.head[slots, None] - n + np.arange(n)[None, :]) % CAPACITY
+        return (self.head[slots, None] - n + np.arange(n)[None, :]) & (CAPACITY - 1)
 
 
 @dataclass
@@ -919,30 +930,42 @@ class Replay:
         kept[:, -1] &= ~pend  # the lone night awaiting its verdict is no baseline night tonight
         drop_last = (kept.sum(axis=1) > p.min_nights) & kept[:, -1]
         kept[:, -1] &= ~drop_last
-        n_kept = kept.sum(axis=1)
+        n_kept = np.count_nonzero(kept, axis=1)
         # the kept nights in order, then the last `window` of them (the pool) and the last
-        # `noise_window` (the noise), as places in the arrays
-        order = np.argsort(~kept, axis=1, kind="stable")
+        # `noise_window` (the noise), as places in the arrays. Most series keep nights without a
+        # gap, which end at their last kept one; the others' kept nights are found by a sort.
+        end = recent - 1 - np.argmax(kept[:, ::-1], axis=1)
+        gaps = np.flatnonzero(np.count_nonzero(kept[:, 1:] & ~kept[:, :-1], axis=1) + kept[:, 0] > 1)
+        order = np.argsort(~kept[gaps], axis=1, kind="stable")
         every = np.arange(m)[:, None]
 
         def last_kept(n: int) -> tuple[np.ndarray, np.ndarray]:
             size = np.minimum(n_kept, n)
             j = np.arange(n)[None, :]
-            at = np.clip(n_kept[:, None] - size[:, None] + j, 0, recent - 1)
-            return flat[every, order[every, at]], j < size[:, None]
+            at = np.clip(end[:, None] - size[:, None] + 1 + j, 0, recent - 1)
+            if len(gaps):
+                at[gaps] = np.take_along_axis(order, np.clip(n_kept[gaps, None] - size[gaps, None] + j, 0, recent - 1),
+                                              axis=1)
+            return flat[every, at], j < size[:, None]
 
         pool_at, pool = last_kept(p.window)
         noise_at, noise = last_kept(p.noise_window)
-        nb = pool.sum(axis=1)
+        nb = np.minimum(n_kept, p.window)
         last_at = flat[:, -1]
         ok = (w.ident[slot] == ident) & (value > 0) & np.isfinite(value) & (count > 0) & (nb >= 1)
         # under min_nights baseline nights: a plain relative rule, information only (no noise, no verdict)
         info = nb < p.min_nights
-        values = w.value.reshape(-1)[pool_at]
+        # the pool's medians of value, work, performance, % of roof and intensity together
+        field = w.numbers.shape[1] * CAPACITY  # from one number field to the next in w.numbers
+        every_number = w.numbers.reshape(-1)
+        pooled = every_number[(np.arange(_POOLED) * field)[:, None, None] + pool_at]
+        base, flop_base, bytes_base, perf_base, roof_base, ai_base = _median_rows(pooled, pool)
+        values = pooled[0]
         # no baseline night scaled to tonight's work (series_rule._scaled): the pool is in the noise
         w_ok = np.isfinite(work) & (work > 0)
-        works = np.where(memory[:, None], w.bytes.reshape(-1)[noise_at], w.flop.reshape(-1)[noise_at])
-        last_work = np.where(memory, w.bytes.reshape(-1)[last_at], w.flop.reshape(-1)[last_at])
+        work_field = np.where(memory, _FIELDS.index("bytes") * field, _FIELDS.index("flop") * field)
+        works = every_number[work_field[:, None] + noise_at]
+        last_work = every_number[work_field + last_at]
         safe = np.where(w_ok, work, 1.0)
         with np.errstate(divide="ignore", invalid="ignore"):
             scaled = noise & np.isfinite(works) & (works > 0) & (np.abs(works / safe[:, None] - 1) > p.work_tol)
@@ -959,10 +982,9 @@ class Replay:
         for moved in (flop_moved, bytes_moved):
             ok &= ~(np.isfinite(moved) & (np.abs(moved) > p.work_tol))
         # the work per launch against the baseline (series_rule._work_moved)
-        for tonight, stored in ((flop, w.flop), (nbytes, w.bytes)):
-            change = _rel_change(tonight, _median_rows(stored.reshape(-1)[pool_at], pool))
+        for tonight, baseline in ((flop, flop_base), (nbytes, bytes_base)):
+            change = _rel_change(tonight, baseline)
             ok &= ~(np.isfinite(change) & (np.abs(change) > p.work_tol))
-        base = _median_rows(values, pool)
         ratio = value / np.where(ok, base, 1.0)
         # the noise: series_rule's rel_sigma "diff" over the last noise_window kept nights, in order
         logs = w.logv.reshape(-1)[noise_at]
@@ -1005,9 +1027,6 @@ class Replay:
         code = np.where(info, _CODE["insufficient_data"],
                         np.where(verdict, np.where(direction > 0, _CODE["regression"], _CODE["improvement"]),
                                  np.where(single != 0, _CODE["suspicious"], _CODE["unchanged"])))
-        perf_base = _median_rows(w.perf.reshape(-1)[pool_at], pool)
-        roof_base = _median_rows(w.roof.reshape(-1)[pool_at], pool)
-        ai_base = _median_rows(w.ai.reshape(-1)[pool_at], pool)
         roof_moved = _rel_change(roof, roof_base)
         roof_note = (code == _CODE["unchanged"]) & np.isfinite(roof_moved) & (np.abs(roof_moved) > p.rel_min)
         said = np.where(ratio - 1 > p.info_rel, 1, np.where(1 - ratio > p.info_rel, -1, 0)) * info
