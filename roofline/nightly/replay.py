@@ -29,7 +29,7 @@ benchmarks/bench_decide.py every night of 5,000 series x 730 nights).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -50,7 +50,7 @@ from roofline.nightly.series_rule import (
     major_minor,
 )
 from roofline.nightly.stats import median_finite, number
-from roofline.nightly.store import DECISION_COLUMNS
+from roofline.nightly.store import DECISION_COLUMNS, StoredNights
 from roofline.tables.schemas import KERNEL_KEY
 
 # The per-night numbers a series keeps (series_rule._night), and the log of the time for the noise.
@@ -155,38 +155,103 @@ def _distinct_rows(runs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return which, firsts
 
 
-class _Columns:
-    """The history's columns as the rule reads them, converted once for every night: a number
-    column as numbers (``.item()`` gives the value a row dict holds), a text column as codes into
-    its distinct values in the order they first appear (the missing one last, which no row holds:
-    :func:`roofline.nightly.store.read_runs_table` fills missing text)."""
+class _TextCodes:
+    """One text column read in parts: per row, a code into the column's values in the order the
+    parts' dictionaries name them (as :meth:`pyarrow.ChunkedArray.unify_dictionaries` numbers
+    them), written into one array as each part comes."""
 
-    def __init__(self, table: pa.Table, names: list[str]) -> None:
-        self.names = [n for n in names if n in table.column_names]
+    def __init__(self, n: int) -> None:
+        self.codes = np.empty(n, dtype=np.int32)
+        self.values: pa.Array | None = None
+        self._dictionary: pa.Array | None = None  # the last chunk's, and its values' codes
+        self._codes_of: np.ndarray | None = None  # None: the codes are its indices
+
+    def put(self, column: pa.Array | pa.ChunkedArray, at: int) -> None:
+        """Column ``column`` of a part whose first row is row ``at``."""
+        if not pa.types.is_dictionary(column.type):
+            column = pc.dictionary_encode(column)
+        for chunk in column.chunks if isinstance(column, pa.ChunkedArray) else [column]:
+            dictionary = chunk.dictionary
+            if self.values is None:
+                self.values = dictionary.slice(0, 0)
+            elif dictionary.type != self.values.type:
+                dictionary = dictionary.cast(self.values.type)
+            if self._dictionary is None or not dictionary.equals(self._dictionary):
+                codes = pc.index_in(dictionary, value_set=self.values).fill_null(-1).to_numpy().astype(np.int32)
+                new = codes < 0
+                codes[new] = len(self.values) + np.arange(int(new.sum()), dtype=np.int32)
+                if new.any():
+                    self.values = pa.concat_arrays([self.values, dictionary.filter(pa.array(new))])
+                identity = bool((codes == np.arange(len(codes))).all())
+                self._dictionary, self._codes_of = dictionary, None if identity else codes
+            indices = chunk.indices.to_numpy()
+            if self._codes_of is None:
+                self.codes[at:at + len(chunk)] = indices
+            else:
+                np.take(self._codes_of, indices, out=self.codes[at:at + len(chunk)], mode="clip")
+            at += len(chunk)
+
+
+class _Columns:
+    """The history's columns as the rule reads them, converted once for every night as its parts
+    are read (never all held as Arrow data too): a number column as numbers (``.item()`` gives the
+    value a row dict holds), a text column as codes into its distinct values in the order they
+    first appear (the missing one last, which no row holds: :func:`roofline.nightly.store.read_runs_table`
+    fills missing text). ``rows`` is the number of rows the parts hold; the columns ``also`` are
+    read besides, for :meth:`arrow`, and are not in a row."""
+
+    def __init__(self, parts: Iterable[pa.Table], rows: int, names: list[str], also: tuple[str, ...] = ()) -> None:
         self.plain: dict[str, np.ndarray] = {}
         self.coded: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._texts: dict[str, np.ndarray] = {}
         self._text_arrays: dict[str, pa.Array] = {}
         self._numbers: dict[str, np.ndarray] = {}
         self._coded_numbers: dict[str, np.ndarray] = {}
-        for name in self.names:
-            column = table[name]
-            if not (pa.types.is_dictionary(column.type) or pa.types.is_string(column.type)
-                    or pa.types.is_large_string(column.type)):
-                self.plain[name] = column.to_numpy()
-                self._numbers[name] = self.plain[name].astype(np.float64, copy=False)
-                continue
-            if not pa.types.is_dictionary(column.type):
-                column = pc.dictionary_encode(column)
-            column = column.unify_dictionaries()
-            if column.num_chunks:
-                indices = np.concatenate([chunk.indices.to_numpy() for chunk in column.chunks])
-                dictionary = column.chunk(0).dictionary
-            else:
-                indices, dictionary = np.zeros(0, dtype=np.int32), pa.array([], pa.large_string())
-            codes, used = _first_appearance(indices)  # as the rule meets them
-            objects = np.append(dictionary.take(pa.array(used, pa.int64())).to_numpy(zero_copy_only=False), None)
+        read: list[str] | None = None
+        numbers: dict[str, np.ndarray] = {}
+        texts: dict[str, _TextCodes] = {}
+        at = 0
+        for part in parts:
+            if read is None:
+                read = [name for name in dict.fromkeys([*names, *also]) if name in part.column_names]
+            if at + part.num_rows > rows:  # more rows than the parts were said to hold
+                rows = at + part.num_rows
+                numbers = {name: np.resize(values, rows) for name, values in numbers.items()}
+                for text in texts.values():
+                    text.codes = np.resize(text.codes, rows)
+            columns = dict(zip(part.column_names, part.columns, strict=True))
+            for name in read:
+                column = columns[name]
+                if pa.types.is_dictionary(column.type) or pa.types.is_string(column.type) \
+                        or pa.types.is_large_string(column.type):
+                    if name not in texts:
+                        texts[name] = _TextCodes(rows)
+                    texts[name].put(column, at)
+                    continue
+                values = numbers.get(name)
+                if values is None:
+                    values = numbers[name] = np.empty(rows, dtype=column.type.to_pandas_dtype())
+                start = at
+                for chunk in column.chunks:
+                    values[start:start + len(chunk)] = chunk.to_numpy(zero_copy_only=False)
+                    start += len(chunk)
+            at += part.num_rows
+        self.names = [name for name in names if name in (read or ())]
+        for name, values in numbers.items():
+            self.plain[name] = values[:at]
+            self._numbers[name] = self.plain[name].astype(np.float64, copy=False)
+        for name, text in texts.items():
+            codes, used = _first_appearance(text.codes[:at])  # as the rule meets them
+            values = text.values if text.values is not None else pa.array([], pa.large_string())
+            objects = np.append(values.take(pa.array(used, pa.int64())).to_numpy(zero_copy_only=False), None)
             self.coded[name] = (codes.astype(np.int32, copy=False), objects)
+        self.n = at
+
+    def arrow(self, names: list[str]) -> pa.Table:
+        """Text columns ``names`` as dictionary-encoded Arrow columns (their codes not copied)."""
+        return pa.table({name: pa.DictionaryArray.from_arrays(
+            pa.array(self.coded[name][0]), pa.array(self.coded[name][1][:-1].tolist(), pa.large_string()))
+            for name in names})
 
     def row(self, j: int) -> dict:
         """Row ``j`` as Engine.rows gives it."""
@@ -642,12 +707,16 @@ class Replay:
         return engine
 
     # ------------------------------------------------------------------------------- a night
-    def nights(self, rows: pa.Table, order: list[str], dates: dict[str, str]) -> Iterator[NightResult]:
-        """Judge the nights of ``rows`` (every night's, each night's rows together:
-        :func:`roofline.nightly.store.read_runs_table`) in ``order``; yields each night's result."""
-        self.table = table = _Columns(rows, self.columns)
-        n = rows.num_rows
-        del rows  # the table holds what the rule reads
+    def read(self, stored: StoredNights, also: list[str]) -> pa.Table:
+        """Read every night of ``stored`` (each night's rows together), the columns the rule reads
+        converted once for every night, and ``also`` (text columns) given back as Arrow columns."""
+        self.table = _Columns(stored.parts([*self.columns, *also]), stored.rows, self.columns, tuple(also))
+        return self.table.arrow(also)
+
+    def nights(self, order: list[str], dates: dict[str, str]) -> Iterator[NightResult]:
+        """Judge the nights :meth:`read` read in ``order``; yields each night's result."""
+        table = self.table
+        n = table.n
         kids = self._register(table, n)
         self.row_ident = self._row_idents(table, n)
         runs, night_names = table.coded["run_id"]

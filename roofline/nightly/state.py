@@ -382,12 +382,11 @@ def _replay(store: Path, params: DecisionParams, runs: list[list], files: dict, 
     records are written by a second thread as the nights are judged. Every night is read in one
     pass, its place in the run order (:func:`_keys`) taken from the rows read."""
     judging = Replay(params)
-    rows = stored.table([*judging.columns, "run_time"]) if files else None
-    when, dates, sizes = _run_stamps(rows) if rows is not None else ({}, {}, {})
+    stamps = judging.read(stored, ["run_id", "run_date", "run_time"]) if files else None
+    when, dates, sizes = _run_stamps(stamps) if stamps is not None else ({}, {}, {})
     todo = sorted(((r, when.get(r)) for r in files), key=lambda item: (item[1] is not None, item[1] or ()))
     nonempty = [run_id for run_id, key in todo if key is not None]
-    nights = judging.nights(rows, nonempty, dates) if nonempty else iter(())
-    del rows  # the replay keeps the columns it reads
+    nights = judging.nights(nonempty, dates) if nonempty else iter(())
     held: dict[str, dict[str, np.ndarray]] = {}
     late: dict[str, list[tuple[int, str, tuple]]] = {}
     states: list[tuple[int, pa.Table]] = []

@@ -26,7 +26,7 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
@@ -344,13 +344,26 @@ class StoredNights:
         night stores filled as :func:`history_frame` fills it). Nights stored by today's version in
         one schema are read as they are, the text never made into Python strings (what a replay of
         a long history costs most in reading it); any other store goes through :func:`read_runs`."""
+        return pa.concat_tables(list(self.parts(columns)), promote_options="permissive")
+
+    def parts(self, columns: list[str]) -> Iterator[pa.Table]:
+        """:meth:`table` in parts, in the nights' order (a night at a time where they are read as
+        stored), so that a reader converting every night never holds them all as Arrow data too:
+        on a long history that would double the memory a replay first touches."""
         wanted = [name for name in dict.fromkeys(columns) if name in _DECLARED]
         schema = self._stored
         if self._one_schema and schema is not None and _reads_as_stored(schema, wanted, _DECLARED):
-            table = self._dataset.to_table(columns=[n for n in wanted if n in schema.names])
-            return pa.table({name: _as_declared(table, name, _DECLARED[name]) for name in wanted})
-        frame = read_runs(self.store, self.run_ids, columns)
-        return pa.Table.from_pandas(frame, preserve_index=False).select(
+            stored = [n for n in wanted if n in schema.names]
+            # one thread: the nights' buffers are then freed and reused as they come
+            # (no row at all: one empty part, with the columns)
+            parts = (self._dataset.to_batches(columns=stored, use_threads=False) if self.rows
+                     else [self._dataset.to_table(columns=stored, use_threads=False)])
+            for part in parts:
+                read = dict(zip(part.schema.names, part.columns, strict=True))
+                yield pa.table({name: _as_declared(read.get(name), part.num_rows, _DECLARED[name]) for name in wanted})
+            return
+        frame = read_runs(self.store, self.run_ids, list(dict.fromkeys(columns)))
+        yield pa.Table.from_pandas(frame, preserve_index=False).select(
             [name for name in frame.columns if name in _DECLARED])
 
 
@@ -378,16 +391,14 @@ def _reads_as_stored(schema: pa.Schema, wanted: list[str], declared: dict[str, s
     return True
 
 
-def _as_declared(table: pa.Table, name: str, dtype: str) -> pa.ChunkedArray:
-    """Column ``name`` of ``table`` with :func:`history_frame`'s values: missing text as "" (text
-    stays dictionary-encoded), missing numbers as the declared type's absent value."""
-    n = table.num_rows
-    if name not in table.column_names:
+def _as_declared(column: pa.Array | pa.ChunkedArray | None, n: int, dtype: str) -> pa.Array | pa.ChunkedArray:
+    """A stored column of ``n`` rows (None: not stored) with :func:`history_frame`'s values:
+    missing text as "" (text stays dictionary-encoded), missing numbers as the declared type's
+    absent value."""
+    if column is None:
         if dtype == "str":
-            return pa.chunked_array([pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, dtype=np.int32)),
-                                                                    pa.array([""], pa.large_string()))])
-        return pa.chunked_array([pa.array(absent_array(dtype, n))])
-    column = table[name]
+            return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, dtype=np.int32)), pa.array([""], pa.large_string()))
+        return pa.array(absent_array(dtype, n))
     if not column.null_count:
         return column
     if dtype == "str":

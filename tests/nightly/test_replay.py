@@ -177,6 +177,35 @@ def test_text_codes_taken_as_stored_are_those_pandas_factorize_gives():
     assert 0 < taken_as_stored < len(cases)
 
 
+def test_history_read_in_parts_is_coded_as_pandas_codes_its_rows():
+    """Hand-made parts, read one after another into one set of columns: text whose dictionaries
+    differ from part to part (new values, another order, ``large_string`` values, plain text) is
+    coded in the order its values first appear, as pandas.factorize codes every row at once, and a
+    number column is the parts' values in order."""
+    import pyarrow as pa
+
+    from roofline.nightly.replay import _Columns
+
+    kernel = [["a", "b", "a"], ["c", "a", "c"], ["c", "a", "c"], ["b", "d"], ["d"]]
+    parts = [pa.table({"kernel": pa.array(kernel[0]).dictionary_encode(), "launches": [1, 2, 3]}),
+             pa.table({"kernel": pa.DictionaryArray.from_arrays(pa.array([0, 1, 0], pa.int32()),
+                                                                pa.array(["c", "a"], pa.large_string())),
+                       "launches": [4, 5, 6]}),
+             pa.table({"kernel": pa.array(kernel[2]).dictionary_encode(), "launches": [7, 8, 9]}),
+             pa.table({"kernel": pa.array(kernel[3]), "launches": [10, 11]}),
+             pa.table({"kernel": pa.chunked_array([pa.array(["d"]).dictionary_encode()]), "launches": [12]})]
+    rows = [value for part in kernel for value in part]
+    want_codes, want_values = pd.factorize(np.array(rows, dtype=object))
+    for said in (len(rows), 5):  # the row count the reader was told, or fewer than the parts hold
+        columns = _Columns(iter(parts), said, ["kernel", "launches", "absent"])
+        codes, objects = columns.coded["kernel"]
+        assert columns.n == len(rows) and columns.names == ["kernel", "launches"]
+        assert codes.tolist() == want_codes.tolist()
+        assert objects.tolist() == [*want_values.tolist(), None]
+        assert columns.plain["launches"].tolist() == list(range(1, 13))
+        assert columns.arrow(["kernel"])["kernel"].to_pylist() == rows
+
+
 def test_a_series_spiking_every_third_night_is_replayed_as_the_rule_judges_it(tmp_path, caplog):
     """Hand-made: a lone +40 % spike every third night, 90 nights: more outliers among its nights
     than the arrays keep a series for (it goes on as the rule's own state), the others quiet."""
