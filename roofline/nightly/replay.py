@@ -131,6 +131,23 @@ def _first_appearance(indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return pd.factorize(indices)
 
 
+def _combinations(columns: list[tuple[np.ndarray, int]], n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of ``n``, a number for its combination of codes (each column: its codes, and how
+    many values they take), numbered in the order the combinations first appear, and the first row
+    of each. The codes are combined into one integer in place, numbered again only where the next
+    column would not fit: each pass over millions of rows is fresh memory first touched."""
+    group, size = np.zeros(n, dtype=np.int64), 1
+    for code, values in columns:
+        if size * values >= 1 << 62:
+            group = pd.factorize(group)[0]
+            size = int(group.max(initial=-1)) + 1
+        group *= values
+        group += code
+        size *= values
+    group = pd.factorize(group)[0]
+    return group, np.unique(group, return_index=True)[1]
+
+
 def _distinct_rows(runs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For rows of increasing run numbers (the used ones first, -1 after), each row's number among
     the distinct rows and the first row of each. Most rows hold the same few runs: a row is packed
@@ -322,6 +339,8 @@ class _Columns:
         else:
             return np.zeros(n, dtype=np.int64), [missing]
         merged, distinct = pd.factorize(np.array(texts, dtype=object))
+        if (merged == np.arange(len(merged))).all():  # each value's text its own: the codes as they are
+            return codes, list(distinct)
         return merged[codes], list(distinct)
 
     def distinct_objects(self, name: str, at: np.ndarray) -> np.ndarray:
@@ -478,10 +497,7 @@ class Replay:
             code, unique = table.distinct(name, n, str, "")
             codes.append(code)
             uniques.append(unique)
-        group = codes[0]
-        for code in codes[1:]:  # one number per distinct combination, kept small as it grows
-            group = pd.factorize(group * (int(code.max()) + 1) + code)[0]
-        first = np.unique(group, return_index=True)[1]
+        group, first = _combinations([(code, len(unique)) for code, unique in zip(codes, uniques, strict=True)], n)
         keys = [tuple(uniques[c][codes[c][r]] for c in range(len(codes))) for r in first.tolist()]
         self._index(keys)
         ids = np.array([self.kid_of[key] for key in keys], dtype=np.int64)
@@ -728,17 +744,15 @@ class Replay:
 
     def _row_idents(self, table: _Columns, n: int) -> np.ndarray:
         """Each row's segment (series_rule.segment_ident) as a number of ``self.idents``."""
-        group, parts = np.zeros(n, dtype=np.int64), []
+        parts = []
         for name in self.p.segment_fields:
             def text(v: object, version: bool = name == "ncu_version") -> str:
                 said = str(v or "").strip()
                 return major_minor(said) if version else said
 
-            code, unique = table.distinct(name, n, text, "")
-            parts.append((code, unique))
-            group = pd.factorize(group * (len(unique) + 1) + code)[0]
-        ids = np.empty(int(group.max()) + 1 if n else 0, dtype=np.int64)
-        first = np.unique(group, return_index=True)[1]
+            parts.append(table.distinct(name, n, text, ""))
+        group, first = _combinations([(code, len(unique)) for code, unique in parts], n)
+        ids = np.empty(len(first), dtype=np.int64)
         for g, r in enumerate(first.tolist()):
             ident = tuple(unique[code[r]] for code, unique in parts)
             ids[g] = self.idents.setdefault(ident, len(self.ident_of))

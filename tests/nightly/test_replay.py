@@ -177,6 +177,27 @@ def test_text_codes_taken_as_stored_are_those_pandas_factorize_gives():
     assert 0 < taken_as_stored < len(cases)
 
 
+def test_combinations_of_codes_are_numbered_as_they_first_appear_even_past_64_bits():
+    """Rows' combinations of codes get one number each, in the order they first appear (as
+    pandas.factorize numbers the tuples), also where the columns' value counts multiplied pass 2**62
+    and the combination is numbered again on the way."""
+    from roofline.nightly.replay import _combinations
+
+    rng = np.random.default_rng(2)
+    for values in ([3, 1, 4], [1 << 40, 1 << 30, 5], [7]):
+        codes = [rng.integers(0, min(v, 3), 200) for v in values]
+        group, first = _combinations(list(zip(codes, values, strict=True)), 200)
+        want, _ = pd.factorize(pd.Series(list(zip(*codes, strict=True))))
+        assert group.tolist() == want.tolist()
+        assert first.tolist() == [int(np.flatnonzero(want == g)[0]) for g in range(want.max() + 1)]
+    # codes that, multiplied out without numbering again, would wrap onto another combination
+    wraps = [np.array([0, 1 << 32, 0, 1 << 32]), np.zeros(4, dtype=np.int64)]
+    group, first = _combinations([(wraps[0], 1 << 33), (wraps[1], 1 << 32)], 4)
+    assert group.tolist() == [0, 1, 0, 1] and first.tolist() == [0, 1]
+    group, first = _combinations([], 4)
+    assert group.tolist() == [0, 0, 0, 0] and first.tolist() == [0]
+
+
 def test_history_read_in_parts_is_coded_as_pandas_codes_its_rows():
     """Hand-made parts, read one after another into one set of columns: text whose dictionaries
     differ from part to part (new values, another order, ``large_string`` values, plain text) is
