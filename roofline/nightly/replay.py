@@ -408,6 +408,12 @@ class _Windows:
         self.t_text = more(get("t_text"), (cap, len(TEMPLATE_TEXT)), "", object)
         self.t_num = more(get("t_num"), (cap, len(TEMPLATE_NUMBERS)), np.nan, np.float64)
 
+    def reserve(self, n: int) -> None:
+        """Room for ``n`` series at once: the rings are fresh memory, first touched when made, so
+        they are made once at their size rather than grown by doubling."""
+        if n > self.cap:
+            self._grow(1 << (n - 1).bit_length())
+
     def slot(self) -> int:
         if self.size == self.cap:
             self._grow(self.cap * 2)
@@ -734,6 +740,7 @@ class Replay:
         table = self.table
         n = table.n
         kids = self._register(table, n)
+        self.w.reserve(len(self.key_of))
         self.row_ident = self._row_idents(table, n)
         runs, night_names = table.coded["run_id"]
         bounds = np.flatnonzero(np.r_[True, runs[1:] != runs[:-1], True])
