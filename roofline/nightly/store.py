@@ -397,7 +397,8 @@ def _as_declared(column: pa.Array | pa.ChunkedArray | None, n: int, dtype: str) 
     absent value."""
     if column is None:
         if dtype == "str":
-            return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, dtype=np.int32)), pa.array([""], pa.large_string()))
+            return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, dtype=np.int32)),
+                                                  pa.array([""], pa.large_string()))
         return pa.array(absent_array(dtype, n))
     if not column.null_count:
         return column
