@@ -55,7 +55,8 @@ from roofline.tables.schemas import KERNEL_KEY
 
 # The per-night numbers a series keeps (series_rule._night), and the log of the time for the noise.
 _FIELDS = ("value", "flop", "bytes", "perf", "roof", "ai", "clock")
-_POOLED = 6  # the first _FIELDS whose median over the baseline pool the rule takes
+# The fields whose median over the baseline pool the rule takes (series_rule._judge).
+_POOLED = ("value", "flop", "bytes", "perf", "roof", "ai")
 _LABELS = ("unchanged", "new", "environment_change", "regression", "improvement", "suspicious",
            "outlier", "workload_changed", "moved", "insufficient_data", "missing", "error",
            "unstable_env")
@@ -1048,9 +1049,12 @@ class Replay:
         # the pool's medians of value, work, performance, % of roof and intensity together
         field = w.numbers.shape[1] * CAPACITY  # from one number field to the next in w.numbers
         every_number = w.numbers.reshape(-1)
-        pooled = every_number[(np.arange(_POOLED) * field)[:, None, None] + pool_at]
-        base, flop_base, bytes_base, perf_base, roof_base, ai_base = _median_rows(pooled, pool)
-        values = pooled[0]
+        offsets = np.array([_FIELDS.index(name) for name in _POOLED]) * field
+        pooled = every_number[offsets[:, None, None] + pool_at]
+        medians = dict(zip(_POOLED, _median_rows(pooled, pool), strict=True))
+        base, flop_base, bytes_base = medians["value"], medians["flop"], medians["bytes"]
+        perf_base, roof_base, ai_base = medians["perf"], medians["roof"], medians["ai"]
+        values = pooled[_POOLED.index("value")]
         # no baseline night scaled to tonight's work (series_rule._scaled): the pool is in the noise
         w_ok = np.isfinite(work) & (work > 0)
         work_field = np.where(memory, _FIELDS.index("bytes") * field, _FIELDS.index("flop") * field)
