@@ -7,7 +7,8 @@ thousands of series over two years. Most of those steps follow one path: a serie
 timed at its usual clock and work per launch, with its bound side unflipped. :class:`Replay` keeps
 such series in arrays (:class:`_Windows`: the nights each can still look at, its segment, streak,
 bound side, the lone night awaiting a verdict) and judges all of a night's series on that path in
-a few array operations, with the arithmetic of :func:`roofline.nightly.series_rule._judge` and
+a few array operations and one compiled pass over each series' own nights
+(:mod:`roofline.nightly.replay_windows`), with the arithmetic of :func:`roofline.nightly.series_rule._judge` and
 :meth:`~roofline.nightly.series_rule.SeriesState.step` (the same medians, the logs of the noise
 taken with :func:`math.log`, sums of squares added in the same order), so the numbers are the same
 to the bit: information-only and borrowed-noise nights of a young segment, ``unchanged``,
@@ -55,8 +56,8 @@ from roofline.tables.schemas import KERNEL_KEY
 
 # The per-night numbers a series keeps (series_rule._night), and the log of the time for the noise.
 _FIELDS = ("value", "flop", "bytes", "perf", "roof", "ai", "clock")
-# The fields whose median over the baseline pool the rule takes (series_rule._judge).
-_POOLED = ("value", "flop", "bytes", "perf", "roof", "ai")
+# The fields whose median over the baseline pool the rule takes (series_rule._judge): the first ones.
+_POOLED = _FIELDS[:6]
 _LABELS = ("unchanged", "new", "environment_change", "regression", "improvement", "suspicious",
            "outlier", "workload_changed", "moved", "insufficient_data", "missing", "error",
            "unstable_env")
@@ -1010,65 +1011,25 @@ class Replay:
         memory = (texts("bound_kind") == "memory") | ~(flop > 0)
         work = np.where(memory, nbytes, flop)
 
-        # the series' last `recent` nights (series_rule._judge's `recent`), as places in the arrays
-        recent = p.noise_window + p.window + 2
-        ring = w.last(slot, recent)
-        flat = slot[:, None] * CAPACITY + ring
-        count = w.count[slot]
-        present = np.arange(recent)[None, :] >= (recent - count)[:, None]
-        kept = present & (w.label.reshape(-1)[flat] != _CODE["outlier"])
-        pend = w.pend[slot]
-        kept[:, -1] &= ~pend  # the lone night awaiting its verdict is no baseline night tonight
-        drop_last = (kept.sum(axis=1) > p.min_nights) & kept[:, -1]
-        kept[:, -1] &= ~drop_last
-        n_kept = np.count_nonzero(kept, axis=1)
-        # the kept nights in order, then the last `window` of them (the pool) and the last
-        # `noise_window` (the noise), as places in the arrays. Most series keep nights without a
-        # gap, which end at their last kept one; the others' kept nights are found by a sort.
-        end = recent - 1 - np.argmax(kept[:, ::-1], axis=1)
-        gaps = np.flatnonzero(np.count_nonzero(kept[:, 1:] & ~kept[:, :-1], axis=1) + kept[:, 0] > 1)
-        order = np.argsort(~kept[gaps], axis=1, kind="stable")
-        every = np.arange(m)[:, None]
+        # per series, over the nights it keeps (series_rule._judge): the pool's medians, the noise,
+        # the usual clock, whether a recent night was at another work (compiled: one pass a series)
+        from roofline.nightly import replay_windows  # numba: loaded by a replay only
 
-        def last_kept(n: int) -> tuple[np.ndarray, np.ndarray]:
-            size = np.minimum(n_kept, n)
-            j = np.arange(n)[None, :]
-            at = np.clip(end[:, None] - size[:, None] + 1 + j, 0, recent - 1)
-            if len(gaps):
-                at[gaps] = np.take_along_axis(order, np.clip(n_kept[gaps, None] - size[gaps, None] + j, 0, recent - 1),
-                                              axis=1)
-            return flat[every, at], j < size[:, None]
-
-        pool_at, pool = last_kept(p.window)
-        noise_at, noise = last_kept(p.noise_window)
-        nb = np.minimum(n_kept, p.window)
-        last_at = flat[:, -1]
+        count, pend = w.count[slot], w.pend[slot]
+        found = replay_windows.judge_windows(
+            w.numbers, w.label, w.run, w.count, w.head, w.pend, slot, memory, work, replay_windows.Layout(
+                len(_POOLED), _FIELDS.index("flop"), _FIELDS.index("bytes"), _FIELDS.index("clock"), len(_FIELDS),
+                p.window, p.noise_window, p.min_nights, p.work_tol, _CODE["outlier"]))
+        nb, rel = found.pool_size, found.rel
+        base, flop_base, bytes_base, perf_base, roof_base, ai_base = found.medians
+        last_at = slot * CAPACITY + ((w.head[slot] - 1) & (CAPACITY - 1))
         ok = (w.ident[slot] == ident) & (value > 0) & np.isfinite(value) & (count > 0) & (nb >= 1)
         # under min_nights baseline nights: a plain relative rule, information only (no noise, no verdict)
         info = nb < p.min_nights
-        # the pool's medians of value, work, performance, % of roof and intensity together
-        field = w.numbers.shape[1] * CAPACITY  # from one number field to the next in w.numbers
-        every_number = w.numbers.reshape(-1)
-        offsets = np.array([_FIELDS.index(name) for name in _POOLED]) * field
-        pooled = every_number[offsets[:, None, None] + pool_at]
-        medians = dict(zip(_POOLED, _median_rows(pooled, pool), strict=True))
-        base, flop_base, bytes_base = medians["value"], medians["flop"], medians["bytes"]
-        perf_base, roof_base, ai_base = medians["perf"], medians["roof"], medians["ai"]
-        values = pooled[_POOLED.index("value")]
         # no baseline night scaled to tonight's work (series_rule._scaled): the pool is in the noise
-        w_ok = np.isfinite(work) & (work > 0)
-        work_field = np.where(memory, _FIELDS.index("bytes") * field, _FIELDS.index("flop") * field)
-        works = every_number[work_field[:, None] + noise_at]
-        last_work = every_number[work_field + last_at]
-        safe = np.where(w_ok, work, 1.0)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            scaled = noise & np.isfinite(works) & (works > 0) & (np.abs(works / safe[:, None] - 1) > p.work_tol)
-            scaled_last = np.isfinite(last_work) & (last_work > 0) & (np.abs(last_work / safe - 1) > p.work_tol)
-        ok &= ~(w_ok & (scaled.any(axis=1) | scaled_last))
-        ok &= np.isfinite(np.where(pool, values, 1.0)).all(axis=1)
+        ok &= ~found.rescaled & found.pool_finite
         # the clock against the series' usual clock (its last `window` nights, outliers too)
-        clock_change = _rel_change(clock, _median_rows(w.clock.reshape(-1)[flat[:, -p.window:]],
-                                                       present[:, -p.window:]))
+        clock_change = _rel_change(clock, found.clock)
         ok &= ~(np.isfinite(clock_change) & (np.abs(clock_change) > p.clock_tol))
         # the work per launch against last night (a change is judged per unit of work: the rule)
         flop_moved = _rel_change(flop, w.flop.reshape(-1)[last_at])
@@ -1080,21 +1041,6 @@ class Replay:
             change = _rel_change(tonight, baseline)
             ok &= ~(np.isfinite(change) & (np.abs(change) > p.work_tol))
         ratio = value / np.where(ok, base, 1.0)
-        # the noise: series_rule's rel_sigma "diff" over the last noise_window kept nights, in order
-        logs = w.logv.reshape(-1)[noise_at]
-        k = noise.sum(axis=1)
-        steps = np.arange(p.noise_window - 1)[None, :] < (k - 1)[:, None]
-        d = logs[:, 1:] - logs[:, :-1]
-        centre = _median_rows(d, steps)
-        dev = np.abs(d - centre[:, None])
-        mad = 1.4826 * _median_rows(dev, steps)
-        keep = steps & (dev <= 3 * mad[:, None])
-        square = np.zeros(m)
-        for col in range(p.noise_window - 1):  # summed in order, as Python's sum
-            square = square + np.where(keep[:, col], dev[:, col] * dev[:, col], 0.0)
-        kept_n = keep.sum(axis=1)
-        scale = np.where(kept_n >= 2, np.sqrt(square / np.maximum(kept_n, 1)), mad)
-        rel = np.where(k >= 3, scale / math.sqrt(2), np.nan)
         # few nights: the noise the previous segment lends, or a raised floor
         carried = w.carried[slot]
         lent = np.where(np.isfinite(carried), carried, p.short_sigma_floor)
@@ -1144,10 +1090,9 @@ class Replay:
             return {}, np.zeros(0, dtype=np.int64)
         s_q = slot[q]
         # the records (series_rule._record, then _judge's updates on this path)
-        # the pool's run ids joined with ",", column by column
         nb_q = nb[q]
         # the pool's run ids joined with ",": once per distinct pool (most series share tonight's)
-        pools = np.where(pool[q], w.run.reshape(-1)[pool_at[q]], -1)
+        pools = found.pool_runs[q]
         which, firsts = _distinct_rows(pools)
         names = self.run_names
         joined = np.array([",".join(names[r] for r in row if r >= 0) for row in pools[firsts].tolist()], dtype=object)
@@ -1211,7 +1156,7 @@ class Replay:
         for name, vals in (("value", value), ("flop", flop), ("bytes", nbytes), ("perf", perf),
                            ("roof", roof), ("ai", ai), ("clock", clock)):
             getattr(w, name)[s_q, head] = vals[q]
-        w.logv[s_q, head] = list(map(math.log, value[q].tolist()))
+        w.logv[s_q, head] = replay_windows.logs(value[q])
         w.run[s_q, head] = self._run_at[run_id]
         w.dir[s_q, head] = dir_q
         w.persistent[s_q, head] = persistent_q

@@ -37,6 +37,7 @@ import contextlib
 import dataclasses
 import gc
 import hashlib
+import importlib.util
 import json
 import logging
 import os
@@ -125,6 +126,8 @@ def _code_hash() -> str:
     for module in (engine, series_rule, app_total, params, kernel_match, stats, state_file, replay,
                    sys.modules[__name__]):
         digest.update(Path(module.__file__).read_bytes())
+    # the replay's compiled pass, found without importing it (numba loads in a replay only)
+    digest.update(Path(importlib.util.find_spec("roofline.nightly.replay_windows").origin).read_bytes())
     return digest.hexdigest()
 
 

@@ -1,0 +1,211 @@
+"""The per-series part of the replay's array judging, compiled: for each quiet series of a night,
+the nights it keeps (series_rule.SeriesState.kept_nights), the medians of its baseline pool, the
+noise of its last nights and its usual clock. Each series looks at a few dozen nights of its own,
+so this is one pass over them per series rather than many array operations over all the series
+of a night. The arithmetic is series_rule's to the bit: the medians as :func:`statistics.median`
+takes them (the middle value, or the mean of the two middle ones), the sum of squares added in
+order, no reordering or fused operations (numba's default, without ``fastmath``).
+
+Imported by :meth:`roofline.nightly.replay.Replay._fast` on its first night only, so that the
+nightly decision never loads numba; compiled once per installation (numba's on-disk cache).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where the night fields lie in the rings' ``numbers`` (field, slot, place), and the rule's
+    windows (DecisionParams)."""
+
+    pooled: int  # the pool medians are of the first `pooled` fields
+    flop_field: int
+    bytes_field: int
+    clock_field: int
+    log_field: int
+    window: int
+    noise_window: int
+    min_nights: int
+    work_tol: float
+    outlier: int  # the label code of an outlier night
+
+
+@dataclass
+class Windows:
+    """Per series judged (in the order given): what :func:`judge_windows` finds over its nights."""
+
+    medians: np.ndarray  # (pooled, m): the pool medians of the pooled fields
+    pool_size: np.ndarray  # nights in the pool
+    pool_runs: np.ndarray  # (m, window): the pool nights' run numbers, -1 past the pool's size
+    pool_finite: np.ndarray  # every pool night's time finite
+    rescaled: np.ndarray  # a noise night, or the last night held, at another work than tonight's
+    clock: np.ndarray  # the usual clock: the median over the last `window` nights held, outliers too
+    rel: np.ndarray  # the relative noise ("diff" of the logs over the last noise_window kept nights)
+
+
+@numba.njit(cache=True)
+def _median(data: np.ndarray, k: int) -> float:
+    """statistics.median of ``data[:k]`` (NaN when empty), sorting it in place."""
+    for a in range(1, k):
+        x = data[a]
+        b = a - 1
+        while b >= 0 and data[b] > x:
+            data[b + 1] = data[b]
+            b -= 1
+        data[b + 1] = x
+    if k == 0:
+        return np.nan
+    if k % 2 == 1:
+        return data[k // 2]
+    return (data[(k - 1) // 2] + data[k // 2]) / 2
+
+
+@numba.njit(cache=True)
+def _deviation_median(ordered: np.ndarray, k: int, centre: float) -> float:
+    """statistics.median of the finite ``abs(x - centre)`` over the sorted ``ordered[:k]``, without
+    sorting them again: those below the centre give theirs in reverse, the others in order, and the
+    two runs merge. ``abs(x - centre)`` is ``centre - x`` to the bit below it (IEEE subtraction is
+    symmetric), so the values are the ones a sort of the deviations would give."""
+    split = 0
+    while split < k and ordered[split] < centre:
+        split += 1
+    n = 0
+    for j in range(k):
+        if np.isfinite(abs(ordered[j] - centre)):
+            n += 1
+    if n == 0:
+        return np.nan
+    lo_rank, hi_rank = (n - 1) // 2, n // 2
+    lo = hi = np.nan
+    left, right, rank = split - 1, split, 0
+    while rank <= hi_rank:
+        below = centre - ordered[left] if left >= 0 else np.inf
+        above = ordered[right] - centre if right < k else np.inf
+        if below <= above:
+            value = below
+            left -= 1
+        else:
+            value = above
+            right += 1
+        if not np.isfinite(value):
+            continue
+        if rank == lo_rank:
+            lo = value
+        if rank == hi_rank:
+            hi = value
+        rank += 1
+    return hi if n % 2 == 1 else (lo + hi) / 2
+
+
+@numba.njit(cache=True)
+def _judge_each(numbers, label, run, count, head, pend, slot, memory, work, order,
+                 pooled, flop_field, bytes_field, clock_field, log_field, window, noise_window, min_nights,
+                 work_tol, outlier, medians, pool_size, pool_runs, pool_finite, rescaled, clock, rel):
+    capacity = label.shape[1]
+    recent = noise_window + window + 2
+    kept = np.empty(recent, np.int64)
+    buf = np.empty(recent)
+    diff = np.empty(recent)
+    root2 = math.sqrt(2.0)
+    for i in order:
+        s = slot[i]
+        h = head[s]
+        first = recent - count[s]
+        # the kept nights in order: held, not outliers, not the lone night awaiting its verdict;
+        # the last one left out while more than min_nights are kept (SeriesState.kept_nights)
+        n = 0
+        last_kept = False
+        for j in range(max(first, 0), recent):
+            r = (h - recent + j) & (capacity - 1)
+            if label[s, r] == outlier or (j == recent - 1 and pend[s]):
+                continue
+            last_kept = j == recent - 1
+            kept[n] = r
+            n += 1
+        if last_kept and n > min_nights:
+            n -= 1
+        size = min(n, window)
+        pool_size[i] = size
+        at = n - size
+        for f in range(pooled):
+            k = 0
+            for j in range(size):
+                x = numbers[f, s, kept[at + j]]
+                if np.isfinite(x):
+                    buf[k] = x
+                    k += 1
+                elif f == 0:
+                    pool_finite[i] = False
+            medians[f, i] = _median(buf, k)
+        for j in range(size):
+            pool_runs[i, j] = run[s, kept[at + j]]
+        noise = min(n, noise_window)
+        at = n - noise
+        tonight = work[i]
+        if np.isfinite(tonight) and tonight > 0:
+            field = bytes_field if memory[i] else flop_field
+            for j in range(noise + 1):  # the noise nights, then the last night held
+                r = kept[at + j] if j < noise else (h - 1) & (capacity - 1)
+                x = numbers[field, s, r]
+                if np.isfinite(x) and x > 0 and abs(x / tonight - 1) > work_tol:
+                    rescaled[i] = True
+        k = 0
+        for j in range(max(first, recent - window), recent):
+            x = numbers[clock_field, s, (h - recent + j) & (capacity - 1)]
+            if np.isfinite(x):
+                buf[k] = x
+                k += 1
+        clock[i] = _median(buf, k)
+        # the noise (series_rule's rel_sigma "diff"): the steps between the logs of the kept nights,
+        # their median and MAD, the steps within 3 MADs of the median summed in order
+        steps = max(noise - 1, 0)
+        k = 0
+        for t in range(steps):
+            diff[t] = numbers[log_field, s, kept[at + t + 1]] - numbers[log_field, s, kept[at + t]]
+            if np.isfinite(diff[t]):
+                buf[k] = diff[t]
+                k += 1
+        centre = _median(buf, k)
+        mad = 1.4826 * _deviation_median(buf, k, centre)
+        square = 0.0
+        kept_steps = 0
+        for t in range(steps):
+            dev = abs(diff[t] - centre)
+            if dev <= 3 * mad:
+                square = square + dev * dev
+                kept_steps += 1
+        scale = math.sqrt(square / max(kept_steps, 1)) if kept_steps >= 2 else mad
+        rel[i] = scale / root2 if noise >= 3 else np.nan
+
+
+def judge_windows(numbers: np.ndarray, label: np.ndarray, run: np.ndarray, count: np.ndarray, head: np.ndarray,
+                  pend: np.ndarray, slot: np.ndarray, memory: np.ndarray, work: np.ndarray,
+                  layout: Layout) -> Windows:
+    """Per series ``slot[i]`` of the rings (``numbers`` by (field, slot, place), ``label`` and
+    ``run`` by (slot, place); its last night at ``head - 1``, ``count`` nights held, ``pend``: the
+    last one awaits its verdict), with tonight's ``work`` (bytes where ``memory``, else FLOP): the
+    pool and noise of series_rule._judge. The series are taken in the rings' order, so that the
+    rings are read front to back."""
+    m = len(slot)
+    out = Windows(np.empty((layout.pooled, m)), np.empty(m, np.int64), np.full((m, layout.window), -1, np.int32),
+                  np.ones(m, np.bool_), np.zeros(m, np.bool_), np.empty(m), np.empty(m))
+    _judge_each(numbers, label, run, count, head, pend, slot, memory, work, np.argsort(slot, kind="stable"),
+                 layout.pooled, layout.flop_field, layout.bytes_field, layout.clock_field, layout.log_field,
+                 layout.window, layout.noise_window, layout.min_nights, layout.work_tol, layout.outlier,
+                 out.medians, out.pool_size, out.pool_runs, out.pool_finite, out.rescaled, out.clock, out.rel)
+    return out
+
+
+@numba.njit(cache=True)
+def logs(values: np.ndarray) -> np.ndarray:
+    """:func:`math.log` of each value (the C library's log, as Python's: the same to the bit)."""
+    out = np.empty(len(values))
+    for i in range(len(values)):
+        out[i] = math.log(values[i])
+    return out
