@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _common import BENCH_TMP, fresh_dir, record  # noqa: E402
 
+from roofline.jobs.client import without_huge_pages  # noqa: E402
 from roofline.nightly import state, track  # noqa: E402
 from roofline.nightly import summary as track_summary  # noqa: E402
 from roofline.nightly.engine import Engine  # noqa: E402
@@ -230,6 +231,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-baseline", action="store_true",
                         help="skip the night-by-night replay (about 8 minutes at 5,000 x 730)")
     args = parser.parse_args(argv)
+    # as the track_history job runs (roofline.jobs.client.without_huge_pages), and the stage's own
+    # command: a replay's columns are fresh memory, which huge pages make slow to first touch here
+    without_huge_pages()
     series = args.series or (500 if args.quick else 5000)
     params = DecisionParams()
     results = [measure(series, n, params, not args.no_baseline) for n in args.nights]

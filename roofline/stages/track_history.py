@@ -109,4 +109,9 @@ def _observed_in(counters_paths: Sequence[str], keep_joined: str | os.PathLike |
 
 
 if __name__ == "__main__":
+    from roofline.jobs.client import without_huge_pages
+
+    # by hand (a replay: docs/tracking.md) as the workflow's job runs: a replay's columns are fresh
+    # memory, and a huge page costs its whole 2 MB at first touch (roofline.jobs.client)
+    without_huge_pages()
     sys.exit(main())

@@ -227,6 +227,32 @@ def test_history_read_in_parts_is_coded_as_pandas_codes_its_rows():
         assert columns.arrow(["kernel"])["kernel"].to_pylist() == rows
 
 
+def test_text_codes_grow_wider_as_a_column_reads_more_values():
+    """The codes of a text column start one byte wide and are made wider as parts bring more
+    values (past 127, then past 32,767), the rows read before copied over: the codes are still
+    those pandas.factorize gives every row at once, and each column's are as narrow as its values
+    allow."""
+    import pyarrow as pa
+
+    from roofline.nightly.replay import _Columns
+
+    rng = np.random.default_rng(3)
+    names = np.array([f"kernel_{j}" for j in range(40_000)], dtype=object)
+    kernel = [names[rng.integers(0, size, size)] for size in (50, 100, 1_000, 30_000)]
+    kernel += [names[rng.permutation(len(names))], names[rng.integers(0, len(names), 5_000)]]  # every value
+    parts = [pa.table({"kernel": pa.array(rows.tolist()).dictionary_encode(),
+                       "app": pa.array(["x", "y"] * (len(rows) // 2)).dictionary_encode()}) for rows in kernel]
+    rows = np.concatenate(kernel)
+    want_codes, want_values = pd.factorize(rows)
+    for said in (len(rows), 10):
+        columns = _Columns(iter(parts), said, ["kernel", "app"])
+        codes, objects = columns.coded["kernel"]
+        assert codes.tolist() == want_codes.tolist()
+        assert objects.tolist() == [*want_values.tolist(), None]
+        assert codes.dtype == np.int32 and columns.coded["app"][0].dtype == np.int8
+        assert columns.arrow(["kernel"])["kernel"].to_pylist() == rows.tolist()
+
+
 def test_a_series_spiking_every_third_night_is_replayed_as_the_rule_judges_it(tmp_path, caplog):
     """Hand-made: a lone +40 % spike every third night, 90 nights: more outliers among its nights
     than the arrays keep a series for (it goes on as the rule's own state), the others quiet."""
