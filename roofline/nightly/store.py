@@ -27,6 +27,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -355,12 +356,21 @@ class StoredNights:
         if self._one_schema and schema is not None and _reads_as_stored(schema, wanted, _DECLARED):
             stored = [n for n in wanted if n in schema.names]
             text = [n for n in stored if _DECLARED[n] == "str"]
-            for path in self._paths:
-                # one thread: the nights' buffers are then freed and reused as they come
-                with pq.ParquetFile(path, read_dictionary=text) as night:
-                    part = night.read(columns=stored, use_threads=False)
+
+            def night(path: Path) -> pa.Table:
+                with pq.ParquetFile(path, read_dictionary=text) as file:
+                    part = file.read(columns=stored, use_threads=False)
                 read = dict(zip(part.column_names, part.columns, strict=True))
-                yield pa.table({name: _as_declared(read.get(name), part.num_rows, _DECLARED[name]) for name in wanted})
+                return pa.table({name: _as_declared(read.get(name), part.num_rows, _DECLARED[name]) for name in wanted})
+
+            # The next night is read on a thread of its own while the caller takes this one: one
+            # night ahead, so that the nights' buffers are freed and reused as they come.
+            with ThreadPoolExecutor(max_workers=1) as reader:
+                ahead = reader.submit(night, self._paths[0]) if self._paths else None
+                for k in range(len(self._paths)):
+                    part = ahead.result()
+                    ahead = reader.submit(night, self._paths[k + 1]) if k + 1 < len(self._paths) else None
+                    yield part
             return
         frame = read_runs(self.store, self.run_ids, list(dict.fromkeys(columns)))
         yield pa.Table.from_pandas(frame, preserve_index=False).select(
