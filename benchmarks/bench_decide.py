@@ -266,7 +266,9 @@ def main(argv: list[str] | None = None) -> int:
         f"(roofline/nightly/replay.py); *night by night*: the same replay with every series stepped "
         f"one night at a time by the rule (`state._advance` with an `Engine`), in the same run, and "
         f"whether every night's records read back equal the full replay's; *replay / nightly* "
-        f"in the same run. `track()` adds the trends page's decisions (the last 90 nights' records "
+        f"in the same run. The process runs without transparent huge pages, as the track_history "
+        f"job and stage do (roofline.jobs.client.without_huge_pages). `track()` adds the trends "
+        f"page's decisions (the last 90 nights' records "
         f"read back); *page* = `render_trends` without the Vega bundle. Tonight's labels: "
         + ", ".join(f"{k} {v}" for k, v in results[-1]["counts"].items() if v) + ".",
     ]

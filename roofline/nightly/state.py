@@ -83,10 +83,10 @@ HOLD = 8  # nights whose records a replay keeps in memory for revisions before w
 # roofline.nightly.replay pay off once series have nights to judge at once, while a store's first
 # night (every series new: the workflow's first run) costs them about three times the time.
 ARRAY_REPLAY_MIN_NIGHTS = 8
-# The arrays hold every night's rows at once, about this many bytes a row at the peak (1.8 GB at
+# The arrays hold every night's rows at once, about this many bytes a row at the peak (1.15 GB at
 # 5,000 series x 730 nights), where stepping night by night holds one night.
-ARRAY_REPLAY_BYTES_PER_ROW = 490
-# Beyond this many stored rows (~4.9 GB in the arrays) a replay goes night by night: slower, but it
+ARRAY_REPLAY_BYTES_PER_ROW = 320
+# Beyond this many stored rows (~3.2 GB in the arrays) a replay goes night by night: slower, but it
 # fits where the nightly job runs.
 ARRAY_REPLAY_MAX_ROWS = 10_000_000
 
