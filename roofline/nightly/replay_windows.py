@@ -7,16 +7,33 @@ takes them (the middle value, or the mean of the two middle ones), the sum of sq
 order, no reordering or fused operations (numba's default, without ``fastmath``).
 
 Imported by :meth:`roofline.nightly.replay.Replay._fast` on its first night only, so that the
-nightly decision never loads numba; compiled once per installation (numba's on-disk cache).
+nightly decision never loads numba; compiled once per installation (numba's on-disk cache), or
+in each process where no folder can hold that cache.
 """
 
 from __future__ import annotations
 
+import logging
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numba
 import numpy as np
+
+log = logging.getLogger(__name__)
+
+
+def _compiled(function: Callable) -> Callable:
+    """``function`` compiled, kept in numba's on-disk cache where there is a folder for it (this
+    package's ``__pycache__``, else the user's cache, or ``NUMBA_CACHE_DIR``); where there is none,
+    compiled again in each process that replays (a few seconds) rather than no replay at all."""
+    try:
+        return numba.njit(cache=True)(function)
+    except RuntimeError as error:  # numba: "cannot cache function ...: no locator available"
+        log.info("the replay's compiled pass is compiled in each process: %s (set NUMBA_CACHE_DIR to a "
+                 "writable folder to keep it)", error)
+        return numba.njit(function)
 
 
 @dataclass(frozen=True)
@@ -49,7 +66,7 @@ class Windows:
     rel: np.ndarray  # the relative noise ("diff" of the logs over the last noise_window kept nights)
 
 
-@numba.njit(cache=True)
+@_compiled
 def _median(data: np.ndarray, k: int) -> float:
     """statistics.median of ``data[:k]`` (NaN when empty), sorting it in place."""
     for a in range(1, k):
@@ -66,7 +83,7 @@ def _median(data: np.ndarray, k: int) -> float:
     return (data[(k - 1) // 2] + data[k // 2]) / 2
 
 
-@numba.njit(cache=True)
+@_compiled
 def _deviation_median(ordered: np.ndarray, k: int, centre: float) -> float:
     """statistics.median of the finite ``abs(x - centre)`` over the sorted ``ordered[:k]``, without
     sorting them again: those below the centre give theirs in reverse, the others in order, and the
@@ -103,7 +120,7 @@ def _deviation_median(ordered: np.ndarray, k: int, centre: float) -> float:
     return hi if n % 2 == 1 else (lo + hi) / 2
 
 
-@numba.njit(cache=True)
+@_compiled
 def _judge_each(numbers, label, run, count, head, pend, slot, memory, work, order,
                  pooled, flop_field, bytes_field, clock_field, log_field, window, noise_window, min_nights,
                  work_tol, outlier, medians, pool_size, pool_runs, pool_finite, rescaled, clock, rel):
@@ -202,7 +219,7 @@ def judge_windows(numbers: np.ndarray, label: np.ndarray, run: np.ndarray, count
     return out
 
 
-@numba.njit(cache=True)
+@_compiled
 def logs(values: np.ndarray) -> np.ndarray:
     """:func:`math.log` of each value (the C library's log, as Python's: the same to the bit)."""
     out = np.empty(len(values))

@@ -126,3 +126,31 @@ def test_logs_are_pythons() -> None:
     values = np.concatenate([rng.lognormal(-5, 4, 100_000), [5e-324, 1e-300, 0.5, 1.0, 2.0, 1e308]])
     want = np.array([math.log(v) for v in values.tolist()])
     assert same_bits(replay_windows.logs(values), want)
+
+
+def test_compiled_in_each_process_where_no_folder_can_hold_numbas_cache(monkeypatch, caplog):
+    """Where neither the package's folder nor the user's cache is writable, numba cannot cache and
+    raises as the module is imported: the pass is then compiled in each process, with the same
+    results, and the log says why."""
+    import importlib.util
+    import logging
+    import sys
+
+    import numba
+
+    plain = numba.njit
+
+    def njit(*args, **kwargs):
+        if kwargs.get("cache"):
+            raise RuntimeError("cannot cache function 'f': no locator available for file 'f.py'")
+        return plain(*args, **kwargs)
+
+    monkeypatch.setattr(numba, "njit", njit)
+    spec = importlib.util.spec_from_file_location("replay_windows_uncached", replay_windows.__file__)
+    uncached = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, uncached)
+    with caplog.at_level(logging.INFO):
+        spec.loader.exec_module(uncached)
+    assert "compiled in each process" in caplog.text and "NUMBA_CACHE_DIR" in caplog.text
+    values = np.array([0.5, 1.0, 2.0, 1e-300])
+    assert same_bits(uncached.logs(values), replay_windows.logs(values))
