@@ -320,7 +320,7 @@ _DECLARED = {c.name: c.dtype for c in CONTEXT} | {c.name: c.dtype for c in TABLE
 class StoredNights:
     """Stored nights opened for reading: each night's file footer read once up front, for its row
     count and schema, and again when the night is read. The footers are not kept: parsed, a
-    replay's 730 take about 390 MB, which a read one night at a time never needs at once. The
+    replay's 730 take about 394 MiB, which a read one night at a time never needs at once. The
     nights' text columns are read dictionary-encoded."""
 
     def __init__(self, store_dir: str | os.PathLike, run_ids: list[str]) -> None:
@@ -328,7 +328,7 @@ class StoredNights:
         self._paths = [self.store / f"run={_check_run_id(run_id)}" / PART for run_id in self.run_ids]
 
         # On this thread, keeping none of them: parsed on threads of their own, the footers' memory
-        # stays with those threads' heaps once freed (about 340 MB for 730 nights).
+        # stays with those threads' heaps once freed (about 340 MiB for 730 nights).
         self.rows, self._one_schema, first = 0, True, None
         self._stored: pa.Schema | None = None  # the first night's (an older version's is read through read_runs)
         for path in self._paths:
