@@ -50,7 +50,7 @@ from roofline.nightly.series_rule import (
     join_note,
     major_minor,
 )
-from roofline.nightly.stats import median_finite, number
+from roofline.nightly.stats import number
 from roofline.nightly.store import DECISION_COLUMNS, StoredNights
 from roofline.tables.schemas import KERNEL_KEY
 
@@ -101,6 +101,20 @@ def _median_rows(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return np.where(k > 0, out, np.nan).reshape(shape)
 
 
+def _group_medians(values: np.ndarray, group: np.ndarray, groups: int) -> np.ndarray:
+    """Per group number in ``range(groups)``, :func:`roofline.nightly.stats.median_finite` of the
+    ``values`` of that group (taken in order, as a stable sort does)."""
+    finite = np.isfinite(values)
+    values, group = values[finite], group[finite]
+    ordered = values[np.lexsort((values, group))]
+    k = np.bincount(group, minlength=groups)
+    start = np.cumsum(k) - k
+    last = max(len(ordered) - 1, 0)
+    hi = ordered[np.minimum(start + k // 2, last)] if len(ordered) else np.full(groups, np.nan)
+    lo = ordered[np.minimum(start + np.maximum((k - 1) // 2, 0), last)] if len(ordered) else hi
+    return np.where(k == 0, np.nan, np.where(k % 2 == 1, hi, (lo + hi) / 2))
+
+
 def _rel_change(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """:func:`roofline.nightly.stats.rel_change` elementwise."""
     ok = np.isfinite(a) & np.isfinite(b) & (b != 0)
@@ -148,30 +162,6 @@ def _combinations(columns: list[tuple[np.ndarray, int]], n: int) -> tuple[np.nda
         size *= values
     group = pd.factorize(group)[0]
     return group, np.unique(group, return_index=True)[1]
-
-
-def _distinct_rows(runs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For rows of increasing run numbers (the used ones first, -1 after), each row's number among
-    the distinct rows and the first row of each. Most rows hold the same few runs: a row is packed
-    into one integer (its last run, the gaps between its runs, how many) where that fits, else the
-    rows are numbered by a sort."""
-    used = runs >= 0
-    count = used.sum(axis=1)
-    last = runs.max(axis=1, initial=-1)
-    gaps = np.where(used[:, 1:], np.diff(runs, axis=1), 0)
-    fits = (runs.shape[1] <= 7 and bool((used[:, 1:] <= used[:, :-1]).all())
-            and last.max(initial=0) < 1 << 10 and gaps.max(initial=0) < 1 << 8)
-    if fits:
-        packed = np.maximum(last, 0).astype(np.int64)
-        for j in range(gaps.shape[1]):
-            packed = (packed << 8) | gaps[:, j]
-        which, distinct = pd.factorize((packed << 3) | count)
-    else:
-        distinct, which = np.unique(runs, axis=0, return_inverse=True)
-        which = which.reshape(-1)
-    firsts = np.zeros(len(distinct), dtype=np.int64)
-    firsts[which[::-1]] = np.arange(len(which))[::-1]
-    return which, firsts
 
 
 # The integer types a text column's codes take, the narrowest that holds them first: most columns
@@ -955,16 +945,15 @@ class Replay:
         clock = self.table.numbers("sm_clock_hz", rows)
         sums = np.bincount(sid, weights=duration, minlength=len(wanted))
         bad = np.bincount(sid, weights=~(duration > 0), minlength=len(wanted))
+        clocks = _group_medians(clock, sid, len(wanted))
         starts = np.flatnonzero(first)
-        ends = np.r_[starts[1:], len(sid)]
-        keep = wanted[sid[starts]]
-        starts, ends = starts[keep], ends[keep]
+        starts = starts[wanted[sid[starts]]]
         out = {}
-        for a, b, row in zip(starts.tolist(), ends.tolist(), self.table.rows(rows[starts]), strict=True):
+        for a, row in zip(starts.tolist(), self.table.rows(rows[starts]), strict=True):
             where = int(sid[a])
             row.update(kernel=APP_TOTAL, kernel_short=APP_TOTAL_SHORT, grid="", block="", launches=1,
                        duration_s=float(sums[where]) if bad[where] == 0 else math.nan, time_share=1.0,
-                       bound="", bound_kind="", sm_clock_hz=median_finite(clock[a:b].tolist()))
+                       bound="", bound_kind="", sm_clock_hz=float(clocks[where]))
             row.update(dict.fromkeys(_TOTAL_NAN, math.nan))
             out[where] = row
             self.total_first[where] = int(rows[a])
@@ -1107,7 +1096,7 @@ class Replay:
         nb_q = nb[q]
         # the pool's run ids joined with ",": once per distinct pool (most series share tonight's)
         pools = found.pool_runs[q]
-        which, firsts = _distinct_rows(pools)
+        which, firsts = replay_windows.distinct_rows(pools)
         names = self.run_names
         joined = np.array([",".join(names[r] for r in row if r >= 0) for row in pools[firsts].tolist()], dtype=object)
         baseline_runs = joined[which]
@@ -1167,10 +1156,8 @@ class Replay:
                    direction=np.array(["", "up", "down"], dtype=object)[shown])
         # the state after tonight: one more night, unchanged, at the head of each ring
         head = w.head[s_q]
-        for name, vals in (("value", value), ("flop", flop), ("bytes", nbytes), ("perf", perf),
-                           ("roof", roof), ("ai", ai), ("clock", clock)):
-            getattr(w, name)[s_q, head] = vals[q]
-        w.logv[s_q, head] = replay_windows.logs(value[q])
+        tonight = dict(value=value, flop=flop, bytes=nbytes, perf=perf, roof=roof, ai=ai, clock=clock)
+        w.numbers[:, s_q, head] = np.stack([*(tonight[name][q] for name in _FIELDS), replay_windows.logs(value[q])])
         w.run[s_q, head] = self._run_at[run_id]
         w.dir[s_q, head] = dir_q
         w.persistent[s_q, head] = persistent_q

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numba
 import numpy as np
+import pandas as pd
 
 log = logging.getLogger(__name__)
 
@@ -217,6 +218,51 @@ def judge_windows(numbers: np.ndarray, label: np.ndarray, run: np.ndarray, count
                  layout.window, layout.noise_window, layout.min_nights, layout.work_tol, layout.outlier,
                  out.medians, out.pool_size, out.pool_runs, out.pool_finite, out.rescaled, out.clock, out.rel)
     return out
+
+
+@_compiled
+def _pack_rows(runs, packed):
+    """Each row of ``runs`` (run numbers increasing, the used ones first, -1 after) packed into one
+    integer: its last run, the gaps between its runs, how many. False where a row does not fit
+    (more than 7 places, a run from 1024 on, a gap of 256 or more, a used place after an unused one)."""
+    m, width = runs.shape
+    if width > 7:
+        return False
+    for i in range(m):
+        n = 0
+        key = 0
+        for j in range(width):
+            if runs[i, j] >= 0:
+                if n < j:
+                    return False
+                n += 1
+        last = runs[i, n - 1] if n > 0 else 0
+        if last >= 1 << 10:
+            return False
+        key = np.int64(last)
+        for j in range(1, width):
+            gap = runs[i, j] - runs[i, j - 1] if j < n else 0
+            if gap >= 1 << 8:
+                return False
+            key = (key << 8) | gap
+        packed[i] = (key << 3) | n
+    return True
+
+
+def distinct_rows(runs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For rows of increasing run numbers (the used ones first, -1 after: the pools of
+    :attr:`Windows.pool_runs`), each row's number among the distinct rows and the first row of
+    each. Most rows hold the same few runs: a row is packed into one integer where that fits, else
+    the rows are numbered by a sort."""
+    packed = np.empty(len(runs), dtype=np.int64)
+    if _pack_rows(runs, packed):
+        which, distinct = pd.factorize(packed)
+    else:
+        distinct, which = np.unique(runs, axis=0, return_inverse=True)
+        which = which.reshape(-1)
+    firsts = np.zeros(len(distinct), dtype=np.int64)
+    firsts[which[::-1]] = np.arange(len(which))[::-1]
+    return which, firsts
 
 
 @_compiled

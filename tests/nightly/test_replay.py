@@ -142,7 +142,7 @@ def test_a_replay_after_nightly_runs_rewrites_what_they_decided(tmp_path, caplog
 def test_pools_packed_into_one_number_are_told_apart_as_rows_are():
     """The baseline nights of a quiet series are joined once per distinct pool: rows packed into
     one integer must be equal exactly when the rows are (random pools, with and without gaps)."""
-    from roofline.nightly.replay import _distinct_rows
+    from roofline.nightly.replay_windows import distinct_rows
 
     rng = np.random.default_rng(0)
     for _ in range(300):
@@ -153,9 +153,32 @@ def test_pools_packed_into_one_number_are_told_apart_as_rows_are():
             runs = list(np.cumsum(np.r_[start, rng.integers(1, 300, max(n - 1, 0))])[:n])
             rows.append(runs + [-1] * (width - n))
         runs = np.array(rows, dtype=np.int64).reshape(len(rows), width)
-        which, firsts = _distinct_rows(runs)
+        which, firsts = distinct_rows(runs)
         assert len(firsts) == len({tuple(r) for r in runs.tolist()})
         assert (runs[firsts[which]] == runs).all()
+    # rows told apart by their count alone, and by a gap alone
+    for rows in ([[0, -1], [-1, -1]], [[3, 4, 5], [3, 5, -1], [4, 5, -1]], [[0, 255, 510], [0, 254, 510]]):
+        which, firsts = distinct_rows(np.array(rows, dtype=np.int32))
+        assert len(firsts) == len(set(which.tolist())) == len(rows)
+
+
+def test_medians_per_group_are_the_rules_median_of_each_groups_finite_values():
+    """The app total's usual clock: per group, stats.median_finite of its values in order (odd and
+    even counts, NaN and infinities left out, groups with none, values of mixed signs and ties),
+    to the bit."""
+    from roofline.nightly.replay import _group_medians
+    from roofline.nightly.stats import median_finite
+
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        n, groups = int(rng.integers(0, 40)), int(rng.integers(1, 8))
+        group = rng.integers(0, groups, n)
+        values = rng.choice([rng.normal(1.4e9, 3e8), 0.0, -0.0, 1.0, np.nan, np.inf, -np.inf], n) \
+            if rng.random() < 0.3 else rng.normal(1.4e9, 3e8, n)
+        got = _group_medians(values, group, groups)
+        want = np.array([median_finite(values[group == g].tolist()) for g in range(groups)])
+        assert np.array_equal(got, want, equal_nan=True), (values, group)
+        assert (np.signbit(got) == np.signbit(want)).all(), (values, group)
 
 
 def test_text_codes_taken_as_stored_are_those_pandas_factorize_gives():
