@@ -1018,75 +1018,29 @@ class Replay:
         # the usual clock, whether a recent night was at another work (compiled: one pass a series)
         from roofline.nightly import replay_windows  # numba: loaded by a replay only
 
-        count, pend = w.count[slot], w.pend[slot]
-        found = replay_windows.judge_windows(
-            w.numbers, w.label, w.run, w.count, w.head, w.pend, slot, memory, work, replay_windows.Layout(
-                len(_POOLED), _FIELDS.index("flop"), _FIELDS.index("bytes"), _FIELDS.index("clock"), len(_FIELDS),
-                p.window, p.noise_window, p.min_nights, p.work_tol, _CODE["outlier"]))
-        nb, rel = found.pool_size, found.rel
-        base, flop_base, bytes_base, perf_base, roof_base, ai_base = found.medians
+        pend = w.pend[slot]
+        layout = replay_windows.Layout(
+            len(_POOLED), _FIELDS.index("value"), _FIELDS.index("flop"), _FIELDS.index("bytes"), _FIELDS.index("clock"),
+            len(_FIELDS), p.window, p.noise_window, p.min_nights, p.work_tol, _CODE["outlier"])
+        found = replay_windows.judge_windows(w.numbers, w.label, w.run, w.count, w.head, w.pend, slot, memory, work,
+                                             layout)
+        nb = found.pool_size
+        base, _, _, perf_base, roof_base, ai_base = found.medians
         last_at = slot * CAPACITY + ((w.head[slot] - 1) & (CAPACITY - 1))
-        ok = (w.ident[slot] == ident) & (value > 0) & np.isfinite(value) & (count > 0) & (nb >= 1)
         # under min_nights baseline nights: a plain relative rule, information only (no noise, no verdict)
         info = nb < p.min_nights
-        # no baseline night scaled to tonight's work (series_rule._scaled): the pool is in the noise
-        ok &= ~found.rescaled & found.pool_finite
-        # the clock against the series' usual clock (its last `window` nights, outliers too)
-        clock_change = _rel_change(clock, found.clock)
-        ok &= ~(np.isfinite(clock_change) & (np.abs(clock_change) > p.clock_tol))
-        # the work per launch against last night (a change is judged per unit of work: the rule)
-        flop_moved = _rel_change(flop, w.flop.reshape(-1)[last_at])
-        bytes_moved = _rel_change(nbytes, w.bytes.reshape(-1)[last_at])
-        for moved in (flop_moved, bytes_moved):
-            ok &= ~(np.isfinite(moved) & (np.abs(moved) > p.work_tol))
-        # the work per launch against the baseline (series_rule._work_moved)
-        for tonight, baseline in ((flop, flop_base), (nbytes, bytes_base)):
-            change = _rel_change(tonight, baseline)
-            ok &= ~(np.isfinite(change) & (np.abs(change) > p.work_tol))
-        ratio = value / np.where(ok, base, 1.0)
-        # few nights: the noise the previous segment lends, or a raised floor
-        carried = w.carried[slot]
-        lent = np.where(np.isfinite(carried), carried, p.short_sigma_floor)
-        borrow = (nb < p.window) | ~np.isfinite(rel)
-        rel = np.where(borrow, np.where(np.isfinite(rel), np.maximum(rel, lent), lent), rel)
-        rel = np.maximum(np.where(np.isfinite(rel), rel, 1.0), p.sigma_floor)
-        limit = np.maximum(p.rel_min, p.z_min * rel)
-        z = (ratio - 1) / rel
-        # tonight beyond the limits, two nights at one new level, a big jump (series_rule._judge)
-        single = np.where(ratio - 1 > limit, 1, np.where(1 - ratio > limit, -1, 0))
-        prev = w.value.reshape(-1)[last_at] / np.where(ok, base, 1.0)
-        two = np.maximum(p.rel_min, p.z_min * rel / math.sqrt(2))
-        mean = (ratio + prev) / 2 - 1
-        level = np.abs(ratio - prev) <= np.maximum(p.z_min * rel * math.sqrt(2), np.abs(mean) / 2)
-        persistent = np.zeros(m, dtype=np.int64)
-        for sign in (1, -1):
-            both = np.minimum(sign * (ratio - 1), sign * (prev - 1)) > p.rel_min
-            persistent = np.where(both & level & (sign * mean > two), sign, persistent)
-        big = np.where((ratio >= p.big_ratio) & (z >= p.big_z), 1,
-                       np.where((ratio <= 1 / p.big_ratio) & (z <= -p.big_z), -1, 0))
-        persistent = np.where(info, 0, persistent)  # information only: no persistence, no direction
-        direction = np.where(info, 0, np.where(persistent != 0, persistent, np.where(big != 0, big, single)))
-        verdict = ~info & ((persistent != 0) | (big != 0))
-        code = np.where(info, _CODE["insufficient_data"],
-                        np.where(verdict, np.where(direction > 0, _CODE["regression"], _CODE["improvement"]),
-                                 np.where(single != 0, _CODE["suspicious"], _CODE["unchanged"])))
-        roof_moved = _rel_change(roof, roof_base)
-        roof_note = (code == _CODE["unchanged"]) & np.isfinite(roof_moved) & (np.abs(roof_moved) > p.rel_min)
-        said = np.where(ratio - 1 > p.info_rel, 1, np.where(1 - ratio > p.info_rel, -1, 0)) * info
-        # the bound side (series_rule.Bound.step) without a flip
-        ridge = num["ridge_ratio"]
-        valid = np.isfinite(ridge) & (ridge > 0)
-        side, cand, flips = w.side[slot].copy(), w.candidate[slot].copy(), w.flips[slot].copy()
-        first = valid & (side == 0)
-        raw = np.where(ridge >= 1 + p.ridge_band, _SIDE["compute"],
-                       np.where(ridge <= 1 - p.ridge_band, _SIDE["memory"], 0))
-        later = valid & ~first
-        same = later & ((raw == 0) | (raw == side))
-        other = later & ~same
-        new_flips = np.where(other, np.where(raw == cand, flips + 1, 1), np.where(same, 0, flips))
-        ok &= ~(other & (new_flips >= p.flip_nights))
-        side = np.where(first, np.where(ridge >= 1, _SIDE["compute"], _SIDE["memory"]), side)
-        cand = np.where(other, raw, np.where(same, 0, cand))
+        # tonight against the pool, its noise and the series' last night; the bound side
+        v = replay_windows.judge_tonight(
+            found, value, flop, nbytes, clock, roof, num["ridge_ratio"], w.ident[slot] == ident, slot, w.numbers,
+            w.count, w.head, w.carried, w.side, w.candidate, w.flips, layout, replay_windows.Rule(
+                p.window, p.min_nights, p.clock_tol, p.work_tol, p.short_sigma_floor, p.sigma_floor, p.rel_min, p.z_min,
+                p.big_ratio, p.big_z, p.info_rel, p.ridge_band, p.flip_nights, _CODE["insufficient_data"],
+                _CODE["regression"], _CODE["improvement"], _CODE["suspicious"], _CODE["unchanged"], _SIDE["compute"],
+                _SIDE["memory"]))
+        ok, ratio, rel, limit, z, code = v.ok, v.ratio, v.rel, v.limit, v.z, v.code
+        direction, persistent, big, said, roof_moved, roof_note = (
+            v.direction, v.persistent, v.big, v.said, v.roof_moved, v.roof_note)
+        flop_moved, bytes_moved, side, cand, new_flips = v.flop_moved, v.bytes_moved, v.side, v.candidate, v.flips
 
         q = np.flatnonzero(ok)
         if not len(q):

@@ -43,6 +43,7 @@ class Layout:
     windows (DecisionParams)."""
 
     pooled: int  # the pool medians are of the first `pooled` fields
+    value_field: int
     flop_field: int
     bytes_field: int
     clock_field: int
@@ -217,6 +218,169 @@ def judge_windows(numbers: np.ndarray, label: np.ndarray, run: np.ndarray, count
                  layout.pooled, layout.flop_field, layout.bytes_field, layout.clock_field, layout.log_field,
                  layout.window, layout.noise_window, layout.min_nights, layout.work_tol, layout.outlier,
                  out.medians, out.pool_size, out.pool_runs, out.pool_finite, out.rescaled, out.clock, out.rel)
+    return out
+
+
+@dataclass(frozen=True)
+class Rule:
+    """series_rule._judge's thresholds (DecisionParams), the label codes it gives and the bound
+    sides' codes."""
+
+    window: int
+    min_nights: int
+    clock_tol: float
+    work_tol: float
+    short_sigma_floor: float
+    sigma_floor: float
+    rel_min: float
+    z_min: float
+    big_ratio: float
+    big_z: float
+    info_rel: float
+    ridge_band: float
+    flip_nights: int
+    insufficient: int
+    regression: int
+    improvement: int
+    suspicious: int
+    unchanged: int
+    compute: int
+    memory: int
+
+
+@dataclass
+class Verdicts:
+    """Per series judged (in the order given): tonight against its windows (series_rule._judge
+    and Bound.step on the quiet path); ``ok``: the quiet path holds (else the rule judges it)."""
+
+    ok: np.ndarray
+    ratio: np.ndarray
+    rel: np.ndarray  # the noise used, floors and lent noise applied
+    limit: np.ndarray
+    z: np.ndarray
+    code: np.ndarray  # the label's code
+    direction: np.ndarray  # 1 up, -1 down, 0 none
+    persistent: np.ndarray  # the direction of two nights at one new level, else 0
+    big: np.ndarray  # the direction of a big jump, else 0
+    said: np.ndarray  # information only: the direction of a change beyond info_rel, else 0
+    roof_moved: np.ndarray  # % of roof against its baseline, relative
+    roof_note: np.ndarray  # unchanged time with the % of roof moved
+    flop_moved: np.ndarray  # the work per launch against the last night held, relative
+    bytes_moved: np.ndarray
+    side: np.ndarray  # the bound side, candidate and flip count after tonight
+    candidate: np.ndarray
+    flips: np.ndarray
+
+
+@_compiled
+def _rel_change(a, b):
+    """stats.rel_change."""
+    return a / b - 1 if np.isfinite(a) and np.isfinite(b) and b != 0 else np.nan
+
+
+@_compiled
+def _judge_tonight(value, flop, nbytes, clock, roof, ridge, same_ident, slot, numbers, count, head, carried, side_of,
+                   candidate_of, flips_of, value_field, flop_field, bytes_field, pool_size, noise, base, flop_base,
+                   bytes_base, roof_base, usual_clock, rescaled, pool_finite,
+                   window, min_nights, clock_tol, work_tol, short_sigma_floor, sigma_floor, rel_min, z_min, big_ratio,
+                   big_z, info_rel, ridge_band, flip_nights, insufficient, regression, improvement, suspicious,
+                   unchanged, compute, memory,
+                   ok, ratio, rel, limit, z, code, direction, persistent, big, said, roof_moved, roof_note, flop_moved,
+                   bytes_moved, side, candidate, flips):
+    capacity = numbers.shape[2]
+    root2 = math.sqrt(2.0)
+    shrink = 1 / big_ratio
+    for i in range(len(slot)):
+        s = slot[i]
+        last = (head[s] - 1) & (capacity - 1)
+        nb = pool_size[i]
+        good = same_ident[i] and value[i] > 0 and np.isfinite(value[i]) and count[s] > 0 and nb >= 1
+        info = nb < min_nights
+        good = good and not rescaled[i] and pool_finite[i]
+        # the clock against the usual clock; the work per launch against the last night held and
+        # against the baseline
+        moved = _rel_change(clock[i], usual_clock[i])
+        good = good and not (np.isfinite(moved) and abs(moved) > clock_tol)
+        flop_moved[i] = _rel_change(flop[i], numbers[flop_field, s, last])
+        bytes_moved[i] = _rel_change(nbytes[i], numbers[bytes_field, s, last])
+        for moved in (flop_moved[i], bytes_moved[i], _rel_change(flop[i], flop_base[i]),
+                      _rel_change(nbytes[i], bytes_base[i])):
+            good = good and not (np.isfinite(moved) and abs(moved) > work_tol)
+        against = base[i] if good else 1.0
+        r = value[i] / against
+        # few nights: the noise the previous segment lends, or a raised floor
+        lent = carried[s] if np.isfinite(carried[s]) else short_sigma_floor
+        sigma = noise[i]
+        if nb < window or not np.isfinite(sigma):
+            sigma = max(sigma, lent) if np.isfinite(sigma) else lent
+        sigma = max(sigma if np.isfinite(sigma) else 1.0, sigma_floor)
+        lim = max(rel_min, z_min * sigma)
+        zi = (r - 1) / sigma
+        single = 1 if r - 1 > lim else (-1 if 1 - r > lim else 0)
+        prev = numbers[value_field, s, last] / against
+        two = max(rel_min, z_min * sigma / root2)
+        mean = (r + prev) / 2 - 1
+        level = abs(r - prev) <= max(z_min * sigma * root2, abs(mean) / 2)
+        lasting = 0
+        for sign in (1, -1):
+            if sign * (r - 1) > rel_min and sign * (prev - 1) > rel_min and level and sign * mean > two:
+                lasting = sign
+        jump = 1 if r >= big_ratio and zi >= big_z else (-1 if r <= shrink and zi <= -big_z else 0)
+        if info:
+            lasting = 0
+            way = 0
+        else:
+            way = lasting if lasting != 0 else (jump if jump != 0 else single)
+        if info:
+            label = insufficient
+        elif lasting != 0 or jump != 0:
+            label = regression if way > 0 else improvement
+        else:
+            label = suspicious if single != 0 else unchanged
+        roof_moved[i] = _rel_change(roof[i], roof_base[i])
+        roof_note[i] = label == unchanged and np.isfinite(roof_moved[i]) and abs(roof_moved[i]) > rel_min
+        said[i] = (1 if r - 1 > info_rel else (-1 if 1 - r > info_rel else 0)) if info else 0
+        # the bound side (series_rule.Bound.step) without a flip
+        valid = np.isfinite(ridge[i]) and ridge[i] > 0
+        was, cand, count_flips = side_of[s], candidate_of[s], flips_of[s]
+        first = valid and was == 0
+        raw = compute if ridge[i] >= 1 + ridge_band else (memory if ridge[i] <= 1 - ridge_band else 0)
+        later = valid and not first
+        same = later and (raw == 0 or raw == was)
+        other = later and not same
+        new_flips = (count_flips + 1 if raw == cand else 1) if other else (0 if same else count_flips)
+        good = good and not (other and new_flips >= flip_nights)
+        side[i] = (compute if ridge[i] >= 1 else memory) if first else was
+        candidate[i] = raw if other else (0 if same else cand)
+        flips[i] = new_flips
+        ok[i], ratio[i], rel[i], limit[i], z[i] = good, r, sigma, lim, zi
+        code[i], direction[i], persistent[i], big[i] = label, way, lasting, jump
+
+
+def judge_tonight(found: Windows, value: np.ndarray, flop: np.ndarray, nbytes: np.ndarray, clock: np.ndarray,
+                  roof: np.ndarray, ridge: np.ndarray, same_ident: np.ndarray, slot: np.ndarray, numbers: np.ndarray,
+                  count: np.ndarray, head: np.ndarray, carried: np.ndarray, side: np.ndarray, candidate: np.ndarray,
+                  flips: np.ndarray, layout: Layout, rule: Rule) -> Verdicts:
+    """Tonight's time, work per launch (``flop``, ``nbytes``), clock, % of roof and ridge ratio of
+    each series ``slot[i]`` against what :func:`judge_windows` ``found`` over its nights, its last
+    night held (``numbers`` at ``head - 1``), the noise its previous segment lends (``carried``) and
+    its bound side (``side``, ``candidate``, ``flips``; by slot): series_rule._judge's verdict and
+    Bound.step's side where the series stays quiet."""
+    m = len(slot)
+    out = Verdicts(np.empty(m, np.bool_), *(np.empty(m) for _ in range(4)), *(np.empty(m, np.int64) for _ in range(5)),
+                   np.empty(m), np.empty(m, np.bool_), np.empty(m), np.empty(m), np.empty(m, np.int8),
+                   np.empty(m, np.int8), np.empty(m, np.int64))
+    base, flop_base, bytes_base, _, roof_base, _ = found.medians
+    _judge_tonight(value, flop, nbytes, clock, roof, ridge, same_ident, slot, numbers, count, head, carried, side,
+                   candidate, flips, layout.value_field, layout.flop_field, layout.bytes_field, found.pool_size,
+                   found.rel, base, flop_base, bytes_base, roof_base, found.clock, found.rescaled, found.pool_finite,
+                   rule.window, rule.min_nights, rule.clock_tol, rule.work_tol, rule.short_sigma_floor,
+                   rule.sigma_floor, rule.rel_min, rule.z_min, rule.big_ratio, rule.big_z, rule.info_rel,
+                   rule.ridge_band, rule.flip_nights, rule.insufficient, rule.regression, rule.improvement,
+                   rule.suspicious, rule.unchanged, rule.compute, rule.memory,
+                   out.ok, out.ratio, out.rel, out.limit, out.z, out.code, out.direction, out.persistent, out.big,
+                   out.said, out.roof_moved, out.roof_note, out.flop_moved, out.bytes_moved, out.side, out.candidate,
+                   out.flips)
     return out
 
 

@@ -112,6 +112,24 @@ def test_the_replay_of_a_fleet_equals_the_rule_and_judges_most_series_at_once(tm
     assert fast > 8 * slow
 
 
+def test_the_replay_of_bound_sides_that_wander_and_flip_equals_the_rule(tmp_path, caplog):
+    """Series whose ridge ratio crosses to the compute side for one night (no flip), for two and
+    more nights (a flip, which the rule judges), sits inside the band around the ridge or on the
+    compute side from its first night with a ridge ratio; series whose clock moves."""
+    history = fleet(40, 36, seed=4)
+    night = history["run_id"].rank(method="dense").astype(int)
+    series = history["kernel_short"].str[1:].astype(int)
+    history.loc[(series % 4 == 1) & night.between(20, 21), "ridge_ratio"] = 1.3
+    history.loc[(series % 4 == 2) & (night == 25), "ridge_ratio"] = 1.3
+    history.loc[(series % 4 == 3) & (night % 3 == 0), "ridge_ratio"] = 1.05
+    history.loc[(series % 8 == 5) & (night >= 30), "ridge_ratio"] = 2.0
+    history.loc[series % 8 == 7, "ridge_ratio"] = np.where(night[series % 8 == 7] < 10, np.nan, 1.2)
+    history.loc[(series % 8 == 6) & (night >= 28), "sm_clock_hz"] = 1.2e9  # and a clock that moves
+    replayed(tmp_path, history, DecisionParams(), caplog)
+    flips = pd.read_parquet(tmp_path / "store" / "_decisions", columns=["bound_flip"])["bound_flip"]
+    assert (flips != "").sum() >= 10  # the two-night crossings flipped
+
+
 def test_the_replay_of_fusions_splits_and_renames_equals_the_rule(tmp_path, caplog):
     c = ("gemm_bias_relu", "(96, 1, 1)", 1.9e-3)
     split = [("gemm_a", "(64, 1, 1)", 0.55e-3), ("gemm_b", "(32, 1, 1)", 0.67e-3)]

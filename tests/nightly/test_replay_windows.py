@@ -98,7 +98,7 @@ def test_each_series_as_the_rule_takes_its_nights(seed: int, params: DecisionPar
     work = np.where(rng.random(len(series)) < 0.7, 1.0, rng.lognormal(0, 0.3, len(series)))
     work[::17] = np.nan
     slot = rng.permutation(len(series))  # judged in any order, as a night's series are
-    layout = replay_windows.Layout(6, 1, 2, 6, 7, params.window, params.noise_window, params.min_nights,
+    layout = replay_windows.Layout(6, 0, 1, 2, 6, 7, params.window, params.noise_window, params.min_nights,
                                    params.work_tol, OUTLIER)
     found = replay_windows.judge_windows(held["numbers"], held["label"], held["run"], held["count"], held["head"],
                                          held["pend"], slot, memory, work, layout)
