@@ -560,9 +560,10 @@ class Replay:
             column = getattr(w, name)
             column[slots] = np.nan
             column[rows, cols] = [night[name] for night in nights]
+        from roofline.nightly import replay_windows  # numba: loaded by a replay only
+
         w.logv[slots] = np.nan
-        w.logv[rows, cols] = [math.log(v) if v > 0 and math.isfinite(v) else math.nan
-                              for v in w.value[rows, cols].tolist()]
+        w.logv[rows, cols] = replay_windows.logs(w.value[rows, cols])
         w.run[slots], w.label[slots], w.dir[slots], w.persistent[slots] = -1, 0, 0, False
         w.run[rows, cols] = [self._run_index(night["run_id"]) for night in nights]
         w.label[rows, cols] = [_CODE[night["label"]] for night in nights]
@@ -1018,7 +1019,6 @@ class Replay:
         # the usual clock, whether a recent night was at another work (compiled: one pass a series)
         from roofline.nightly import replay_windows  # numba: loaded by a replay only
 
-        pend = w.pend[slot]
         layout = replay_windows.Layout(
             len(_POOLED), _FIELDS.index("value"), _FIELDS.index("flop"), _FIELDS.index("bytes"), _FIELDS.index("clock"),
             len(_FIELDS), p.window, p.noise_window, p.min_nights, p.work_tol, _CODE["outlier"])
@@ -1026,13 +1026,14 @@ class Replay:
                                              layout)
         nb = found.pool_size
         base, _, _, perf_base, roof_base, ai_base = found.medians
-        last_at = slot * CAPACITY + ((w.head[slot] - 1) & (CAPACITY - 1))
         # under min_nights baseline nights: a plain relative rule, information only (no noise, no verdict)
         info = nb < p.min_nights
-        # tonight against the pool, its noise and the series' last night; the bound side
+        # tonight against the pool, its noise and the series' last night; the bound side; the nights
+        # of the series judged at once committed to their rings
+        fields = dict(value=value, flop=flop, bytes=nbytes, perf=perf, roof=roof, ai=ai, clock=clock)
         v = replay_windows.judge_tonight(
-            found, value, flop, nbytes, clock, roof, num["ridge_ratio"], w.ident[slot] == ident, slot, w.numbers,
-            w.count, w.head, w.carried, w.side, w.candidate, w.flips, layout, replay_windows.Rule(
+            found, value, flop, nbytes, clock, roof, num["ridge_ratio"], np.stack([fields[name] for name in _FIELDS]),
+            w.ident[slot] == ident, slot, w, self._run_at[run_id], layout, replay_windows.Rule(
                 p.window, p.min_nights, p.clock_tol, p.work_tol, p.short_sigma_floor, p.sigma_floor, p.rel_min, p.z_min,
                 p.big_ratio, p.big_z, p.info_rel, p.ridge_band, p.flip_nights, _CODE["insufficient_data"],
                 _CODE["regression"], _CODE["improvement"], _CODE["suspicious"], _CODE["unchanged"], _SIDE["compute"],
@@ -1068,18 +1069,7 @@ class Replay:
         info_q = info[q]
         bq, rq = base[q], ratio[q]
         relq, limq, zq = (np.where(info_q, np.nan, x[q]) for x in (rel, limit, z))
-        # the verdict on the night awaiting one (SeriesState.step): tonight at the same new level
-        # confirms it, anything else makes it an outlier (and an unchanged tonight one too)
-        code_q, dir_q, persistent_q, pend_q = code[q], direction[q], persistent[q] != 0, pend[q]
-        pend_dir = w.dir.reshape(-1)[last_at[q]]
-        onset = pend_q & persistent_q & (pend_dir == dir_q)
-        dismissed = pend_q & ~onset
-        last_pos = (w.head[s_q] - 1) % CAPACITY
-        w.label[s_q[pend_q], last_pos[pend_q]] = np.where(onset, code_q, _CODE["outlier"])[pend_q]
-        spike = dismissed & (code_q == _CODE["unchanged"])
-        lone = (code_q == _CODE["suspicious"]) | (np.isin(code_q, (_CODE["regression"], _CODE["improvement"]))
-                                                  & ~persistent_q)
-        code_q = np.where(spike, _CODE["outlier"], code_q)
+        code_q, dir_q, spike, lone, dismissed = code[q], direction[q], v.spike[q], v.lone[q], v.dismissed[q]
         notes = np.full(len(q), "", dtype=object)
         big_q = (big[q] != 0) & (persistent[q] == 0) & ~info_q
         for j in np.flatnonzero(roof_note[q] | (said[q] != 0) | big_q | spike).tolist():
@@ -1091,7 +1081,7 @@ class Replay:
             elif said[q[j]]:
                 note = f"{rq[j] - 1:+.1%} vs {nb_q[j]} night(s) (info only)"
             if spike[j]:
-                was = self.run_names[w.run[s_q[j], last_pos[j]]]
+                was = self.run_names[v.spike_run[q[j]]]
                 note = join_note(note, f"{was} was a single-night spike, now excluded from the baseline")
             notes[j] = note
         label = np.array(_LABELS, dtype=object)[code_q]
@@ -1108,18 +1098,8 @@ class Replay:
                    bound_side=np.array(_SIDES, dtype=object)[side[q]],
                    note=notes, label=label, revised_label=label.copy(), nights_in_violation=streak,
                    direction=np.array(["", "up", "down"], dtype=object)[shown])
-        # the state after tonight: one more night, unchanged, at the head of each ring
-        head = w.head[s_q]
-        tonight = dict(value=value, flop=flop, bytes=nbytes, perf=perf, roof=roof, ai=ai, clock=clock)
-        w.numbers[:, s_q, head] = np.stack([*(tonight[name][q] for name in _FIELDS), replay_windows.logs(value[q])])
-        w.run[s_q, head] = self._run_at[run_id]
-        w.dir[s_q, head] = dir_q
-        w.persistent[s_q, head] = persistent_q
-        w.label[s_q, head] = code_q
-        w.pend[s_q], w.pend_pinned[s_q], w.pend_row[s_q] = lone, False, -1
+        # the rest of the state after tonight (the rings hold tonight already)
         self._pending_new = judged[picked[q[lone]]]
-        w.head[s_q] = (head + 1) % CAPACITY
-        w.count[s_q] = np.minimum(w.count[s_q] + 1, CAPACITY)
         self.last_i[judged[picked[q]]] = i
         w.last_run[s_q] = run_id
         totals_q = ~is_row[q]

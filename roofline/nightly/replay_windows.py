@@ -17,6 +17,7 @@ import logging
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 import numba
 import numpy as np
@@ -221,6 +222,28 @@ def judge_windows(numbers: np.ndarray, label: np.ndarray, run: np.ndarray, count
     return out
 
 
+class Rings(Protocol):
+    """The rings the replay keeps its quiet series' nights in (replay._Windows), by slot: each
+    series' last ``count`` nights before ``head`` (``numbers`` by field, slot and place; ``label``,
+    ``run``, ``dir``, ``persistent`` by slot and place), whether the last awaits its verdict, and
+    what its bound side and its previous segment's noise are."""
+
+    numbers: np.ndarray
+    label: np.ndarray
+    run: np.ndarray
+    dir: np.ndarray
+    persistent: np.ndarray
+    count: np.ndarray
+    head: np.ndarray
+    pend: np.ndarray
+    pend_pinned: np.ndarray
+    pend_row: np.ndarray
+    carried: np.ndarray
+    side: np.ndarray
+    candidate: np.ndarray
+    flips: np.ndarray
+
+
 @dataclass(frozen=True)
 class Rule:
     """series_rule._judge's thresholds (DecisionParams), the label codes it gives and the bound
@@ -258,7 +281,7 @@ class Verdicts:
     rel: np.ndarray  # the noise used, floors and lent noise applied
     limit: np.ndarray
     z: np.ndarray
-    code: np.ndarray  # the label's code
+    code: np.ndarray  # the label's code (an outlier: a spike dismissed tonight, and tonight unchanged)
     direction: np.ndarray  # 1 up, -1 down, 0 none
     persistent: np.ndarray  # the direction of two nights at one new level, else 0
     big: np.ndarray  # the direction of a big jump, else 0
@@ -270,6 +293,10 @@ class Verdicts:
     side: np.ndarray  # the bound side, candidate and flip count after tonight
     candidate: np.ndarray
     flips: np.ndarray
+    spike: np.ndarray  # the night awaiting its verdict dismissed as a spike, tonight unchanged
+    lone: np.ndarray  # tonight now awaits its verdict
+    dismissed: np.ndarray  # the night awaiting its verdict made an outlier
+    spike_run: np.ndarray  # the run number of the night awaiting its verdict
 
 
 @_compiled
@@ -279,14 +306,31 @@ def _rel_change(a, b):
 
 
 @_compiled
-def _judge_tonight(value, flop, nbytes, clock, roof, ridge, same_ident, slot, numbers, count, head, carried, side_of,
-                   candidate_of, flips_of, value_field, flop_field, bytes_field, pool_size, noise, base, flop_base,
-                   bytes_base, roof_base, usual_clock, rescaled, pool_finite,
+def _log(value):
+    """:func:`math.log` of a positive finite value (the C library's log, as Python's: the same to
+    the bit), NaN for any other: the rings' log field."""
+    return math.log(value) if value > 0 and np.isfinite(value) else np.nan
+
+
+@_compiled
+def logs(values: np.ndarray) -> np.ndarray:
+    """:func:`_log` of each value."""
+    out = np.empty(len(values))
+    for i in range(len(values)):
+        out[i] = _log(values[i])
+    return out
+
+
+@_compiled
+def _judge_tonight(value, flop, nbytes, clock, roof, ridge, tonight, same_ident, slot, numbers, label_of, run_of,
+                   dir_of, persistent_of, count, head, pend, pend_pinned, pend_row, carried, side_of, candidate_of,
+                   flips_of, run_at, value_field, flop_field, bytes_field, log_field, outlier, pool_size, noise, base,
+                   flop_base, bytes_base, roof_base, usual_clock, rescaled, pool_finite,
                    window, min_nights, clock_tol, work_tol, short_sigma_floor, sigma_floor, rel_min, z_min, big_ratio,
                    big_z, info_rel, ridge_band, flip_nights, insufficient, regression, improvement, suspicious,
                    unchanged, compute, memory,
                    ok, ratio, rel, limit, z, code, direction, persistent, big, said, roof_moved, roof_note, flop_moved,
-                   bytes_moved, side, candidate, flips):
+                   bytes_moved, side, candidate, flips, spike, lone, dismissed, spike_run):
     capacity = numbers.shape[2]
     root2 = math.sqrt(2.0)
     shrink = 1 / big_ratio
@@ -354,25 +398,53 @@ def _judge_tonight(value, flop, nbytes, clock, roof, ridge, same_ident, slot, nu
         candidate[i] = raw if other else (0 if same else cand)
         flips[i] = new_flips
         ok[i], ratio[i], rel[i], limit[i], z[i] = good, r, sigma, lim, zi
-        code[i], direction[i], persistent[i], big[i] = label, way, lasting, jump
+        direction[i], persistent[i], big[i] = way, lasting, jump
+        spike[i] = lone[i] = dismissed[i] = False
+        if good:
+            # the verdict on the night awaiting one (SeriesState.step): tonight at the same new
+            # level confirms it, anything else makes it an outlier (and an unchanged tonight one too)
+            if pend[s]:
+                onset = lasting != 0 and dir_of[s, last] == way
+                label_of[s, last] = label if onset else outlier
+                dismissed[i] = not onset
+                spike[i] = dismissed[i] and label == unchanged
+                spike_run[i] = run_of[s, last]
+            lone[i] = label == suspicious or ((label == regression or label == improvement) and lasting == 0)
+            if spike[i]:
+                label = outlier
+            # tonight at the head of the series' ring, one more night held
+            h = head[s]
+            for f in range(tonight.shape[0]):
+                numbers[f, s, h] = tonight[f, i]
+            numbers[log_field, s, h] = _log(value[i])
+            run_of[s, h], dir_of[s, h], persistent_of[s, h], label_of[s, h] = run_at, way, lasting != 0, label
+            pend[s], pend_pinned[s], pend_row[s] = lone[i], False, -1
+            head[s] = (h + 1) & (capacity - 1)
+            count[s] = min(count[s] + 1, capacity)
+        code[i] = label
 
 
 def judge_tonight(found: Windows, value: np.ndarray, flop: np.ndarray, nbytes: np.ndarray, clock: np.ndarray,
-                  roof: np.ndarray, ridge: np.ndarray, same_ident: np.ndarray, slot: np.ndarray, numbers: np.ndarray,
-                  count: np.ndarray, head: np.ndarray, carried: np.ndarray, side: np.ndarray, candidate: np.ndarray,
-                  flips: np.ndarray, layout: Layout, rule: Rule) -> Verdicts:
+                  roof: np.ndarray, ridge: np.ndarray, tonight: np.ndarray, same_ident: np.ndarray, slot: np.ndarray,
+                  rings: Rings, run_at: int, layout: Layout, rule: Rule) -> Verdicts:
     """Tonight's time, work per launch (``flop``, ``nbytes``), clock, % of roof and ridge ratio of
-    each series ``slot[i]`` against what :func:`judge_windows` ``found`` over its nights, its last
-    night held (``numbers`` at ``head - 1``), the noise its previous segment lends (``carried``) and
-    its bound side (``side``, ``candidate``, ``flips``; by slot): series_rule._judge's verdict and
-    Bound.step's side where the series stays quiet."""
+    each series ``slot[i]`` of the ``rings`` against what :func:`judge_windows` ``found`` over its
+    nights, its last night held, the noise its previous segment lends and its bound side:
+    series_rule._judge's verdict and Bound.step's side where the series stays quiet (``ok``).
+    Those series' nights are then committed to the rings as SeriesState.step does: the verdict on
+    the night awaiting one, tonight's fields (``tonight``: the rings' number fields but the log, by
+    series) and verdict at the head of the ring (run number ``run_at``), the night awaiting its
+    verdict now. The bound side is returned, not committed."""
     m = len(slot)
     out = Verdicts(np.empty(m, np.bool_), *(np.empty(m) for _ in range(4)), *(np.empty(m, np.int64) for _ in range(5)),
                    np.empty(m), np.empty(m, np.bool_), np.empty(m), np.empty(m), np.empty(m, np.int8),
-                   np.empty(m, np.int8), np.empty(m, np.int64))
+                   np.empty(m, np.int8), np.empty(m, np.int64), np.empty(m, np.bool_), np.empty(m, np.bool_),
+                   np.empty(m, np.bool_), np.full(m, -1, np.int64))
     base, flop_base, bytes_base, _, roof_base, _ = found.medians
-    _judge_tonight(value, flop, nbytes, clock, roof, ridge, same_ident, slot, numbers, count, head, carried, side,
-                   candidate, flips, layout.value_field, layout.flop_field, layout.bytes_field, found.pool_size,
+    _judge_tonight(value, flop, nbytes, clock, roof, ridge, tonight, same_ident, slot, rings.numbers, rings.label,
+                   rings.run, rings.dir, rings.persistent, rings.count, rings.head, rings.pend, rings.pend_pinned,
+                   rings.pend_row, rings.carried, rings.side, rings.candidate, rings.flips, run_at, layout.value_field,
+                   layout.flop_field, layout.bytes_field, layout.log_field, layout.outlier, found.pool_size,
                    found.rel, base, flop_base, bytes_base, roof_base, found.clock, found.rescaled, found.pool_finite,
                    rule.window, rule.min_nights, rule.clock_tol, rule.work_tol, rule.short_sigma_floor,
                    rule.sigma_floor, rule.rel_min, rule.z_min, rule.big_ratio, rule.big_z, rule.info_rel,
@@ -380,7 +452,7 @@ def judge_tonight(found: Windows, value: np.ndarray, flop: np.ndarray, nbytes: n
                    rule.suspicious, rule.unchanged, rule.compute, rule.memory,
                    out.ok, out.ratio, out.rel, out.limit, out.z, out.code, out.direction, out.persistent, out.big,
                    out.said, out.roof_moved, out.roof_note, out.flop_moved, out.bytes_moved, out.side, out.candidate,
-                   out.flips)
+                   out.flips, out.spike, out.lone, out.dismissed, out.spike_run)
     return out
 
 
@@ -427,12 +499,3 @@ def distinct_rows(runs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     firsts = np.zeros(len(distinct), dtype=np.int64)
     firsts[which[::-1]] = np.arange(len(which))[::-1]
     return which, firsts
-
-
-@_compiled
-def logs(values: np.ndarray) -> np.ndarray:
-    """:func:`math.log` of each value (the C library's log, as Python's: the same to the bit)."""
-    out = np.empty(len(values))
-    for i in range(len(values)):
-        out[i] = math.log(values[i])
-    return out

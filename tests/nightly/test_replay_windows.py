@@ -122,9 +122,12 @@ def same_bits(a: object, b: object) -> bool:
 
 
 def test_logs_are_pythons() -> None:
+    """The rings' logs (of the time of each night) are Python's math.log to the bit; NaN where the
+    time is no positive finite number."""
     rng = np.random.default_rng(7)
-    values = np.concatenate([rng.lognormal(-5, 4, 100_000), [5e-324, 1e-300, 0.5, 1.0, 2.0, 1e308]])
-    want = np.array([math.log(v) for v in values.tolist()])
+    values = np.concatenate([rng.lognormal(-5, 4, 100_000), [5e-324, 1e-300, 0.5, 1.0, 2.0, 1e308],
+                             [0.0, -0.0, -1.0, np.inf, -np.inf, np.nan]])
+    want = np.array([math.log(v) if v > 0 and math.isfinite(v) else math.nan for v in values.tolist()])
     assert same_bits(replay_windows.logs(values), want)
 
 
