@@ -29,6 +29,7 @@ benchmarks/bench_decide.py every night of 5,000 series x 730 nights).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -78,6 +79,12 @@ _TEXT_COLUMNS = {"run_id", "run_date", *_TEXT, "label", "revised_label", "direct
 # once, given as an Arrow array when every other record has it too.
 _CONSTANT_TEXT = ("run_id", "run_date", "metric", "bound_flip", "previous_kernel", "previous_grid",
                   "previous_block", "rule_version")
+# Text fields of a record given by code, where the series are judged at once: into these values
+# (the night's records hold them as pandas Categoricals, which a label's revision may set), or,
+# for the baseline nights, into the replay's pools (Replay.pool_texts; an Arrow array, which no
+# later step changes).
+_DIRECTIONS = ("", "up", "down")  # a direction's code: 0, 1, -1 modulo 3
+_CODED_TEXT = {"direction": _DIRECTIONS, "bound_side": _SIDES, "label": _LABELS, "revised_label": _LABELS}
 # The app total's row (app_total.total_rows): no work, no roof, no launch resources.
 _TOTAL_NAN = ("flop", "flop_total", "dram_bytes", "performance", "roof_pct", "ai_dram", "roof_flops",
               "roof_dram_bw", "ridge_ratio", "registers_per_thread", "shared_mem_bytes")
@@ -133,6 +140,11 @@ def _equals(column: np.ndarray | pa.Array, value: str) -> np.ndarray:
     if isinstance(column, pa.Array):
         return pc.equal(column, value).to_numpy(zero_copy_only=False)
     return column == value
+
+
+@functools.cache
+def _categories(values: tuple[str, ...]) -> pd.CategoricalDtype:
+    return pd.CategoricalDtype(list(values))
 
 
 def _first_appearance(indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -464,6 +476,9 @@ class Replay:
         self.ident_of: list[tuple[str, ...]] = []
         self.runs, self.last_commit = 0, None
         self.fast = self.slow = 0  # series-nights judged at once / by the rule one by one
+        self.pool_texts: list[str] = [""]  # the baseline nights' texts met, by code (see _pool_codes)
+        self._pool_code: dict[str, int] = {"": 0}
+        self._pool_array = pa.array(self.pool_texts, pa.large_string())
         self._index([])
 
     # ------------------------------------------------------------------------- series numbers
@@ -710,9 +725,10 @@ class Replay:
         count = np.minimum(w.count[s], self.p.window)
         nights = np.arange(self.p.window)[None, :] >= (self.p.window - count)[:, None]
         baseline = _median_rows(w.value[s[:, None], w.last(s, self.p.window)], nights)
-        for name, value in (("baseline_runs", ""), ("bound_side", ""), ("direction", ""), ("label", "missing"),
-                            ("revised_label", "missing")):
-            out[name] = np.full(n, value, dtype=object)
+        for name in ("baseline_runs", "direction", "bound_side"):  # each one's code for ""
+            out[name] = np.zeros(n, dtype=np.int64)
+        out["label"] = np.full(n, _CODE["missing"], dtype=np.int64)
+        out["revised_label"] = out["label"].copy()
         out["segment_start"] = w.seg_start[s].copy()
         out["note"] = np.array([f"absent; last seen {run}" for run in w.last_run[s].tolist()], dtype=object)
         out["segment"] = w.seg[s].copy()
@@ -980,27 +996,19 @@ class Replay:
         scope_at = [int(self.sid[kid]) for kid in judged[picked[~is_row]].tolist()]
         totals_at = [totals[where] for where in scope_at]
 
-        def numbers(name: str) -> np.ndarray:
-            out = np.empty(m)
-            out[is_row] = table.numbers(name, row_at)
-            if totals_at:
-                out[~is_row] = [number(r.get(name)) for r in totals_at]
-            return out
-
-        text_of: dict[str, np.ndarray] = {}
-
-        def texts(name: str) -> np.ndarray:
-            if name in text_of:
-                return text_of[name]
-            out = text_of[name] = np.empty(m, dtype=object)
-            out[is_row] = table.texts(name, row_at)
-            if totals_at:
-                out[~is_row] = [str(r.get(name) or "") for r in totals_at]
-            return out
-
-        num = {name: numbers(name) for name in (
-            "launches", "duration_s", "flop_total", "flop", "dram_bytes", "performance", "roof_pct",
-            "ai_dram", "sm_clock_hz", "ridge_ratio", "time_share", "roof_flops", "roof_dram_bw")}
+        # the series with a row tonight come first, then the app totals (``judged``'s order)
+        k = len(row_at)
+        names = ("launches", "duration_s", "flop_total", "flop", "dram_bytes", "performance", "roof_pct", "ai_dram",
+                 "sm_clock_hz", "ridge_ratio", "time_share", "roof_flops", "roof_dram_bw")
+        numbers = np.empty((len(names), m))
+        for f, name in enumerate(names):
+            numbers[f, :k] = table.numbers(name, row_at)
+        if totals_at:
+            numbers[:, k:] = [[number(r.get(name)) for r in totals_at] for name in names]
+        num = dict(zip(names, numbers, strict=True))
+        bound_kind = np.empty(m, dtype=object)
+        bound_kind[:k] = table.texts("bound_kind", row_at)
+        bound_kind[k:] = [str(r.get("bound_kind") or "") for r in totals_at]
         ident = np.empty(m, dtype=np.int64)
         ident[is_row] = self.row_ident[row_at]
         if totals_at:  # a total's segment is its first kernel's
@@ -1012,7 +1020,7 @@ class Replay:
         flop = np.where(np.isfinite(num["flop_total"]), num["flop_total"], num["flop"]) / per
         nbytes = num["dram_bytes"] / per
         perf, roof, ai, clock = num["performance"], num["roof_pct"], num["ai_dram"], num["sm_clock_hz"]
-        memory = (texts("bound_kind") == "memory") | ~(flop > 0)
+        memory = (bound_kind == "memory") | ~(flop > 0)
         work = np.where(memory, nbytes, flop)
 
         # per series, over the nights it keeps (series_rule._judge): the pool's medians, the noise,
@@ -1053,17 +1061,16 @@ class Replay:
         pools = found.pool_runs[q]
         which, firsts = replay_windows.distinct_rows(pools)
         names = self.run_names
-        joined = np.array([",".join(names[r] for r in row if r >= 0) for row in pools[firsts].tolist()], dtype=object)
-        baseline_runs = joined[which]
+        baseline_runs = self._pool_codes([",".join(names[r] for r in row if r >= 0)
+                                          for row in pools[firsts].tolist()])[which]
         row_of = np.full(m, -1, dtype=np.int64)
         row_of[is_row] = row_at
         # the text of a record judged at once: its row's (see _records), an app total's its own
         out: dict[str, np.ndarray] = {"_row": row_of[q]}
+        quiet_totals = [totals_at[t] for t in (q[q >= k] - k).tolist()]  # the last of q
         for name in _TEXT:
-            out[name] = np.empty(m, dtype=object)
-            if totals_at:
-                out[name][~is_row] = [str(r.get(name) or "") for r in totals_at]
-            out[name] = out[name][q]
+            out[name] = np.empty(len(q), dtype=object)
+            out[name][len(q) - len(quiet_totals):] = [str(r.get(name) or "") for r in quiet_totals]
         for name in _NUMBERS:
             out[name] = num[name][q]
         info_q = info[q]
@@ -1084,7 +1091,6 @@ class Replay:
                 was = self.run_names[v.spike_run[q[j]]]
                 note = join_note(note, f"{was} was a single-night spike, now excluded from the baseline")
             notes[j] = note
-        label = np.array(_LABELS, dtype=object)[code_q]
         streak_dir = w.streak_dir[s_q]
         streak = np.where((dir_q != 0) & (dir_q == streak_dir), w.streak[s_q] + 1, (dir_q != 0).astype(np.int64))
         shown = np.where(info_q, said[q], dir_q)
@@ -1095,9 +1101,9 @@ class Replay:
                    ai_dram_baseline=ai_base[q], perf_ratio=_rel_change(perf[q], perf_base[q]) + 1,
                    baseline_s=bq, ratio=rq, impact=(rq - 1) * num["time_share"][q], noise_s=relq * bq,
                    limit_rel=limq, z=zq, lower_s=bq * (1 - limq), upper_s=bq * (1 + limq),
-                   bound_side=np.array(_SIDES, dtype=object)[side[q]],
-                   note=notes, label=label, revised_label=label.copy(), nights_in_violation=streak,
-                   direction=np.array(["", "up", "down"], dtype=object)[shown])
+                   bound_side=side[q].astype(np.int64),
+                   note=notes, label=code_q, revised_label=code_q.copy(), nights_in_violation=streak,
+                   direction=shown % len(_DIRECTIONS))
         # the rest of the state after tonight (the rings hold tonight already)
         self._pending_new = judged[picked[q[lone]]]
         self.last_i[judged[picked[q]]] = i
@@ -1152,6 +1158,9 @@ class Replay:
             if name in _CONSTANT_TEXT and fast and all(rec[name] == fixed[name] for rec in slow):
                 data[name] = pa.repeat(pa.scalar(fixed[name], pa.large_string()), n)
                 continue
+            if (name in _CODED_TEXT or name == "baseline_runs") and fast:
+                data[name] = self._coded_column(name, n, fast[name][fast_at], fast_places, slow, places)
+                continue
             if name in _TEXT and fast:
                 other = np.empty(len(others), dtype=object)
                 other[~other_slow] = fast[name][other_fast]
@@ -1175,6 +1184,40 @@ class Replay:
                 col[places] = [rec[name] for rec in slow]
             data[name] = col
         return data
+
+    def _coded_column(self, name: str, n: int, codes: np.ndarray, at: np.ndarray, slow: list[dict],
+                      places: np.ndarray) -> pd.Categorical | pa.Array:
+        """Text column ``name`` of :data:`_CODED_TEXT` or ``baseline_runs`` of ``n`` records: ``codes``
+        at ``at``, the records ``slow`` at ``places``. A Categorical of the column's values, the
+        baseline nights an Arrow array; an object array where a record holds a text the values do
+        not."""
+        column = np.zeros(n, dtype=np.int64)
+        column[at] = codes
+        texts = [rec[name] for rec in slow]
+        if name == "baseline_runs":
+            column[places] = self._pool_codes(texts)
+            return self._pool_array.take(pa.array(column))
+        values = _CODED_TEXT[name]
+        if all(text in values for text in texts):
+            column[places] = [values.index(text) for text in texts]
+            return pd.Categorical.from_codes(column, dtype=_categories(values))
+        objects = np.array(values, dtype=object)[column]
+        objects[places] = texts
+        return objects
+
+    def _pool_codes(self, texts: list[str]) -> np.ndarray:
+        """The code of each baseline nights' text in :attr:`pool_texts` (those not met before added)."""
+        codes = np.empty(len(texts), dtype=np.int64)
+        met = len(self.pool_texts)
+        for j, text in enumerate(texts):
+            code = self._pool_code.get(text)
+            if code is None:
+                code = self._pool_code[text] = len(self.pool_texts)
+                self.pool_texts.append(text)
+            codes[j] = code
+        if len(self.pool_texts) > met:
+            self._pool_array = pa.concat_arrays([self._pool_array, pa.array(self.pool_texts[met:], pa.large_string())])
+        return codes
 
     def _carriers(self, data: dict[str, np.ndarray], ordered: np.ndarray, run_id: str, slow: np.ndarray) -> None:
         """The note of each app total that regressed tonight in a scope not judged together

@@ -402,11 +402,16 @@ def _replay(store: Path, params: DecisionParams, runs: list[list], files: dict, 
             else:
                 night = next(nights)
                 held[run_id] = night.records
+                revised: dict[str, tuple[list[int], list[str]]] = {}  # by night: set at once
                 for target, place, label, series in night.revisions:
                     if target in held:
-                        held[target]["revised_label"][place] = label
+                        places, labels = revised.setdefault(target, ([], []))
+                        places.append(place)
+                        labels.append(label)
                     else:
                         late.setdefault(target, []).append((place, label, series))
+                for target, (places, labels) in revised.items():
+                    held[target]["revised_label"][places] = labels
                 runs.append([run_id, *key[:2], list(files[run_id]), sizes[run_id]])
                 judged.append(run_id)
                 while len(held) > HOLD:

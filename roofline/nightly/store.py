@@ -444,16 +444,22 @@ def append_decisions(store_dir: str | os.PathLike, run_id: str, decisions: pd.Da
     return _atomic_put(Path(store_dir) / DECISIONS_DIR, run_id, decisions)
 
 
-def decisions_table(columns: Mapping[str, np.ndarray | pa.Array]) -> pa.Table:
+def decisions_table(columns: Mapping[str, np.ndarray | pa.Array | pd.Categorical]) -> pa.Table:
     """A night's decision records given as numpy columns (:data:`DECISION_COLUMNS`), as the table
     ``pa.Table.from_pandas(pd.DataFrame(columns), preserve_index=False)`` gives (the same types and
     pandas metadata, so the same file), built without the frame: text (object columns of ``str``
     and missing values) as large strings. A text column may also be given as a ``large_string``
-    Arrow array. Columns pandas would type otherwise (no rows, only missing values, other objects)
-    go through the frame."""
+    Arrow array or a pandas Categorical of text. Columns pandas would type otherwise (no rows, only
+    missing values, other objects) go through the frame."""
     arrays, dtypes = [], []
     for name in DECISION_COLUMNS:
         values = columns[name]
+        if isinstance(values, pd.Categorical):  # text of few values: taken from them by code
+            categories = values.categories
+            if (values.codes < 0).any() or not all(isinstance(text, str) for text in categories):
+                values = np.asarray(values, dtype=object)
+            else:
+                values = pa.array(list(categories), pa.large_string()).take(pa.array(values.codes))
         if isinstance(values, pa.Array):
             text = values if pa.types.is_large_string(values.type) else None
         elif values.dtype != object:
@@ -466,7 +472,8 @@ def decisions_table(columns: Mapping[str, np.ndarray | pa.Array]) -> pa.Table:
             except (pa.ArrowTypeError, pa.ArrowInvalid):
                 text = None
         if text is None or text.null_count == len(text):
-            frame = pd.DataFrame({n: v.to_numpy(zero_copy_only=False) if isinstance(v, pa.Array) else v
+            frame = pd.DataFrame({n: v.to_numpy(zero_copy_only=False) if isinstance(v, pa.Array)
+                                  else np.asarray(v, dtype=object) if isinstance(v, pd.Categorical) else v
                                   for n, v in columns.items()}, columns=DECISION_COLUMNS)
             return pa.Table.from_pandas(frame, preserve_index=False)
         arrays.append(text)

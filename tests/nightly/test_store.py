@@ -173,7 +173,8 @@ def _record_columns(n: int = 6) -> dict[str, np.ndarray]:
 
 
 @pytest.mark.parametrize("change", ["none", "a missing text", "text all missing", "no rows", "numbers as objects",
-                                    "text as Arrow", "text as Arrow, no rows"])
+                                    "text as Arrow", "text as Arrow, no rows", "text as categories",
+                                    "text as categories, one missing", "text as categories, no rows"])
 def test_decisions_table_is_the_table_of_the_records_frame(change):
     columns = _record_columns()
     if change == "a missing text":
@@ -187,6 +188,12 @@ def test_decisions_table_is_the_table_of_the_records_frame(change):
     expected = pa.Table.from_pandas(pd.DataFrame(columns), preserve_index=False)
     if change.startswith("text as Arrow"):
         columns["run_id"] = pa.array(columns["run_id"], pa.large_string())
+    if change.startswith("text as categories"):  # the values in another order, one no record has
+        columns["label"] = pd.Categorical(columns["label"], categories=["zz", *sorted(set(columns["label"]))[::-1]])
+        if change.endswith("one missing"):
+            expected = expected.set_column(expected.schema.get_field_index("direction"), "direction",
+                                           pa.array([None, *columns["direction"][1:]], pa.large_string()))
+            columns["direction"] = pd.Categorical([None, *columns["direction"][1:]])
     table = decisions_table(columns)
     assert table.equals(expected, check_metadata=True)
     assert table.num_rows == (0 if change.endswith("no rows") else 9 * (6 + 1))  # the kernels and the app total
