@@ -135,6 +135,13 @@ def _value(column: np.ndarray | pa.Array, j: int) -> object:
     return value.as_py() if isinstance(value, pa.Scalar) else value.item() if isinstance(value, np.generic) else value
 
 
+def _objects(column: np.ndarray | pd.Categorical) -> np.ndarray:
+    """A records text column as an object array (a Categorical's values taken by code)."""
+    if isinstance(column, pd.Categorical):  # a missing value's code is -1: None
+        return np.append(np.asarray(column.categories, dtype=object), None)[column.codes]
+    return column
+
+
 def _equals(column: np.ndarray | pa.Array, value: str) -> np.ndarray:
     """Per item of a records column, whether it is ``value``."""
     if isinstance(column, pa.Array):
@@ -242,6 +249,7 @@ class _Columns:
         self.coded: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._texts: dict[str, np.ndarray] = {}
         self._text_arrays: dict[str, pa.Array] = {}
+        self._other_texts: dict[str, dict[str, int]] = {}  # the texts after a column's own in _text_arrays
         self._coded_numbers: dict[str, np.ndarray] = {}
         read: list[str] | None = None
         numbers: dict[str, np.ndarray] = {}
@@ -337,13 +345,21 @@ class _Columns:
             column[of_table] = self.texts(name, rows[of_table])
             column[~of_table] = others
             return column
+        # the column's distinct texts, then the other texts met (app totals' and the rule's records
+        # repeat from night to night): taken from at once, never copied whole
         texts = self._text_arrays.get(name)
         if texts is None:
             texts = self._text_arrays[name] = pa.array(self._text_table(name), pa.large_string())
+            self._other_texts[name] = {}
         index = np.empty(len(rows), dtype=np.int64)
         index[of_table] = self.coded[name][0][rows[of_table]]
-        index[~of_table] = len(texts) + np.arange(len(others))
-        return pa.concat_arrays([texts, pa.array(others, pa.large_string())]).take(pa.array(index))
+        met = self._other_texts[name]
+        new = [text for text in dict.fromkeys(others) if text not in met]
+        if new:
+            met.update((text, len(texts) + j) for j, text in enumerate(new))
+            texts = self._text_arrays[name] = pa.concat_arrays([texts, pa.array(new, pa.large_string())])
+        index[~of_table] = [met[text] for text in others]
+        return texts.take(pa.array(index))
 
     def distinct(self, name: str, n: int, text: Callable[[object], str], missing: str) -> tuple[np.ndarray, list]:
         """Per row a code into the distinct ``text(value)`` of the column (``missing`` for every
@@ -1236,8 +1252,8 @@ class Replay:
 
     def _night_level(self, data: dict[str, np.ndarray], commit: str) -> list[int]:
         """engine.night_level on the night's columns; the places of the demoted regressions."""
-        shifted, hits = night_level_hits(data["label"], data["direction"], ~_equals(data["kernel"], APP_TOTAL),
-                                         commit, self.last_commit, self.p)
+        shifted, hits = night_level_hits(_objects(data["label"]), _objects(data["direction"]),
+                                         ~_equals(data["kernel"], APP_TOTAL), commit, self.last_commit, self.p)
         if shifted:
             data["environment_shift"][:] = True
         for j, why in hits:
