@@ -7,13 +7,13 @@ thousands of series over two years. Most of those steps follow one path: a serie
 timed at its usual clock and work per launch, with its bound side unflipped. :class:`Replay` keeps
 such series in arrays (:class:`_Windows`: the nights each can still look at, its segment, streak,
 bound side, the lone night awaiting a verdict) and judges all of a night's series on that path in
-a few array operations and one compiled pass over each series' own nights
-(:mod:`roofline.nightly.replay_windows`), with the arithmetic of :func:`roofline.nightly.series_rule._judge` and
-:meth:`~roofline.nightly.series_rule.SeriesState.step` (the same medians, the logs of the noise
-taken with :func:`math.log`, sums of squares added in the same order), so the numbers are the same
-to the bit: information-only and borrowed-noise nights of a young segment, ``unchanged``,
-``suspicious``, ``regression`` and ``improvement`` (big jumps too), and the verdict on a pending
-night (``outlier`` or the onset of a level).
+a few array operations and compiled passes over each series' own nights, which also judge tonight
+and commit it (:mod:`roofline.nightly.replay_windows`), with the arithmetic of
+:func:`roofline.nightly.series_rule._judge` and :meth:`~roofline.nightly.series_rule.SeriesState.step`
+(the same medians, the logs of the noise taken with :func:`math.log`, sums of squares added in the
+same order), so the numbers are the same to the bit: information-only and borrowed-noise nights
+of a young segment, ``unchanged``, ``suspicious``, ``regression`` and ``improvement`` (big jumps
+too), and the verdict on a pending night (``outlier`` or the onset of a level).
 
 Every other series-night is judged by the rule itself: a series' first night, a new segment, a
 night without a valid time, an unstable clock, a work change, a bound flip, a series whose

@@ -1,10 +1,13 @@
-"""The per-series part of the replay's array judging, compiled: for each quiet series of a night,
-the nights it keeps (series_rule.SeriesState.kept_nights), the medians of its baseline pool, the
-noise of its last nights and its usual clock. Each series looks at a few dozen nights of its own,
-so this is one pass over them per series rather than many array operations over all the series
-of a night. The arithmetic is series_rule's to the bit: the medians as :func:`statistics.median`
-takes them (the middle value, or the mean of the two middle ones), the sum of squares added in
-order, no reordering or fused operations (numba's default, without ``fastmath``).
+"""The per-series part of the replay's array judging, compiled. For each quiet series of a night,
+:func:`judge_windows` finds the nights it keeps (series_rule.SeriesState.kept_nights), the
+medians of its baseline pool, the noise of its last nights and its usual clock; then
+:func:`judge_tonight` judges tonight against them (series_rule._judge's verdict, Bound.step's
+side) and, where the series stays quiet, commits its night to its ring (SeriesState.step). Each
+series looks at a few dozen nights of its own, so this is a pass over them per series rather than
+many array operations over all the series of a night. The arithmetic is series_rule's to the
+bit: the medians as :func:`statistics.median` takes them (the middle value, or the mean of the two
+middle ones), the sum of squares added in order, the logs Python's :func:`math.log`, no
+reordering or fused operations (numba's default, without ``fastmath``).
 
 Imported by :meth:`roofline.nightly.replay.Replay._fast` on its first night only, so that the
 nightly decision never loads numba; compiled once per installation (numba's on-disk cache), or
