@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import shutil
 import sys
 import time
@@ -187,6 +188,9 @@ def measure(series: int, nights: int, params: DecisionParams, baseline: bool = T
     store = fresh_dir(BENCH_TMP / f"decide-{series}x{nights}")
     fleet.nights = nights
     generated = build(store, fleet)
+    # the store on disk before the replay is timed, as a history written night after night is:
+    # otherwise the replay's own writes wait behind the generator's (up to ~1.2 GB, 7-10 s here)
+    os.sync()
     start = time.perf_counter()
     update(store, params, replay=True)
     replay = time.perf_counter() - start
@@ -263,7 +267,8 @@ def main(argv: list[str] | None = None) -> int:
         f"nights*: best / best at {short['nights']} nights, same run. Full replay = "
         f"`update(replay=True)`: every night judged again from nothing and its records rewritten "
         f"(after a rule change or a catch-up), the quiet series of a night judged at once "
-        f"(roofline/nightly/replay.py); *night by night*: the same replay with every series stepped "
+        f"(roofline/nightly/replay.py), timed once the generated store is on disk (`os.sync()`); "
+        f"*night by night*: the same replay with every series stepped "
         f"one night at a time by the rule (`state._advance` with an `Engine`), in the same run, and "
         f"whether every night's records read back equal the full replay's; *replay / nightly* "
         f"in the same run. The process runs without transparent huge pages, as the track_history "
