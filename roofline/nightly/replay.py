@@ -81,7 +81,7 @@ _CONSTANT_TEXT = ("run_id", "run_date", "metric", "bound_flip", "previous_kernel
                   "previous_block", "rule_version")
 # Text fields of a record given by code, where the series are judged at once: into these values
 # (the night's records hold them as pandas Categoricals, which a label's revision may set), or,
-# for the baseline nights, into the replay's pools (Replay.pool_texts; an Arrow array, which no
+# for the baseline nights, into the pools the replay met (Replay._pool_texts; an Arrow array, which no
 # later step changes).
 _DIRECTIONS = ("", "up", "down")  # a direction's code: 0, 1, -1 modulo 3
 _CODED_TEXT = {"direction": _DIRECTIONS, "bound_side": _SIDES, "label": _LABELS, "revised_label": _LABELS}
@@ -492,9 +492,8 @@ class Replay:
         self.ident_of: list[tuple[str, ...]] = []
         self.runs, self.last_commit = 0, None
         self.fast = self.slow = 0  # series-nights judged at once / by the rule one by one
-        self.pool_texts: list[str] = [""]  # the baseline nights' texts met, by code (see _pool_codes)
-        self._pool_code: dict[str, int] = {"": 0}
-        self._pool_array = pa.array(self.pool_texts, pa.large_string())
+        self._pool_code: dict[str, int] = {"": 0}  # the baseline nights' texts met: their codes (_pool_codes)
+        self._pool_texts = pa.array([""], pa.large_string())  # and those texts by code
         self._index([])
 
     # ------------------------------------------------------------------------- series numbers
@@ -1212,7 +1211,7 @@ class Replay:
         texts = [rec[name] for rec in slow]
         if name == "baseline_runs":
             column[places] = self._pool_codes(texts)
-            return self._pool_array.take(pa.array(column))
+            return self._pool_texts.take(pa.array(column))
         values = _CODED_TEXT[name]
         if all(text in values for text in texts):
             column[places] = [values.index(text) for text in texts]
@@ -1222,17 +1221,17 @@ class Replay:
         return objects
 
     def _pool_codes(self, texts: list[str]) -> np.ndarray:
-        """The code of each baseline nights' text in :attr:`pool_texts` (those not met before added)."""
+        """The code of each baseline nights' text among the texts met (those not met before added)."""
         codes = np.empty(len(texts), dtype=np.int64)
-        met = len(self.pool_texts)
+        new = []
         for j, text in enumerate(texts):
             code = self._pool_code.get(text)
             if code is None:
-                code = self._pool_code[text] = len(self.pool_texts)
-                self.pool_texts.append(text)
+                code = self._pool_code[text] = len(self._pool_code)
+                new.append(text)
             codes[j] = code
-        if len(self.pool_texts) > met:
-            self._pool_array = pa.concat_arrays([self._pool_array, pa.array(self.pool_texts[met:], pa.large_string())])
+        if new:
+            self._pool_texts = pa.concat_arrays([self._pool_texts, pa.array(new, pa.large_string())])
         return codes
 
     def _carriers(self, data: dict[str, np.ndarray], ordered: np.ndarray, run_id: str, slow: np.ndarray) -> None:
