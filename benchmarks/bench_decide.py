@@ -189,7 +189,7 @@ def measure(series: int, nights: int, params: DecisionParams, baseline: bool = T
     fleet.nights = nights
     generated = build(store, fleet)
     # the store on disk before the replay is timed, as a history written night after night is:
-    # otherwise the replay's own writes wait behind the generator's (up to ~1.2 GB, 7-10 s here)
+    # otherwise the generator's ~1.2 GB is flushed during the replay (7 s of it in one pair here)
     os.sync()
     start = time.perf_counter()
     update(store, params, replay=True)

@@ -373,16 +373,14 @@ def _judge_tonight(value, flop, nbytes, clock, roof, ridge, tonight, same_ident,
             if sign * (r - 1) > rel_min and sign * (prev - 1) > rel_min and level and sign * mean > two:
                 lasting = sign
         jump = 1 if r >= big_ratio and zi >= big_z else (-1 if r <= shrink and zi <= -big_z else 0)
-        if info:
-            lasting = 0
-            way = 0
-        else:
-            way = lasting if lasting != 0 else (jump if jump != 0 else single)
-        if info:
+        if info:  # information only: no persistence, no direction, no verdict
+            lasting = way = 0
             label = insufficient
         elif lasting != 0 or jump != 0:
+            way = lasting if lasting != 0 else jump
             label = regression if way > 0 else improvement
         else:
+            way = single
             label = suspicious if single != 0 else unchanged
         roof_moved[i] = _rel_change(roof[i], roof_base[i])
         roof_note[i] = label == unchanged and np.isfinite(roof_moved[i]) and abs(roof_moved[i]) > rel_min
@@ -469,7 +467,6 @@ def _pack_rows(runs, packed):
         return False
     for i in range(m):
         n = 0
-        key = 0
         for j in range(width):
             if runs[i, j] >= 0:
                 if n < j:
