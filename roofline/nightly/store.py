@@ -118,7 +118,9 @@ def _fsync(path: Path) -> None:
 
 def _clean_stale(store: Path) -> None:
     """Remove the temp dirs of appends that died (process gone, or a day old)."""
-    for entry in store.glob(_TMP_PREFIX + "*"):
+    with os.scandir(store) as entries:  # not Path.glob: a replay writes hundreds of nights into one folder
+        temps = [Path(entry.path) for entry in entries if entry.name.startswith(_TMP_PREFIX)]
+    for entry in temps:
         try:
             pid = int(entry.name[len(_TMP_PREFIX):].split("-")[0])
             stale = not process_alive(pid) or time.time() - entry.stat().st_mtime > _STALE_TMP_S
@@ -128,34 +130,36 @@ def _clean_stale(store: Path) -> None:
             shutil.rmtree(entry, ignore_errors=True)
 
 
-def _atomic_put(store: Path, run_id: str, frame: pd.DataFrame | pa.Table) -> Path:
-    return write_partition(store, f"run={_check_run_id(run_id)}", frame)
+def _atomic_put(store: Path, run_id: str, frame: pd.DataFrame | pa.Table, dictionary: bool = True) -> Path:
+    return write_partition(store, f"run={_check_run_id(run_id)}", frame, dictionary)
 
 
-def write_partition(parent: str | os.PathLike, name: str, data: pd.DataFrame | pa.Table) -> Path:
+def write_partition(parent: str | os.PathLike, name: str, data: pd.DataFrame | pa.Table,
+                    dictionary: bool = True) -> Path:
     """Write ``<parent>/<name>/part.parquet`` atomically: a temp dir inside ``parent``, fsynced,
     published with one rename (new) or one file ``os.replace`` (replacing); a killed write leaves
-    the old file or none. A ``pyarrow.Table`` keeps its schema metadata."""
+    the old file or none. A ``pyarrow.Table`` keeps its schema metadata. ``dictionary``: Parquet's
+    dictionary encoding of the columns (pyarrow's default), else plain pages."""
     parent = Path(parent)
     final = parent / name
     try:
-        return _put(parent, final, data)
+        return _put(parent, final, data, dictionary)
     except OSError as error:
         if is_environmental(error):  # out of space, read-only, denied: name the partition, not the temp dir
             raise cannot_write(final / PART, error) from error
         raise
 
 
-def _put(store: Path, final: Path, data: pd.DataFrame | pa.Table) -> Path:
+def _put(store: Path, final: Path, data: pd.DataFrame | pa.Table, dictionary: bool) -> Path:
     store.mkdir(parents=True, exist_ok=True)
     _clean_stale(store)
     tmp: Path | None = Path(tempfile.mkdtemp(prefix=f"{_TMP_PREFIX}{os.getpid()}-", dir=store))
     try:
         part = tmp / PART
         if isinstance(data, pa.Table):
-            pq.write_table(data, part)
+            pq.write_table(data, part, use_dictionary=dictionary)
         else:
-            data.to_parquet(part, index=False)
+            data.to_parquet(part, index=False, use_dictionary=dictionary)
         _fsync(part)
         _fsync(tmp)
         if final.is_dir():
@@ -441,7 +445,9 @@ def append_decisions(store_dir: str | os.PathLike, run_id: str, decisions: pd.Da
     table is written as it is (``pa.Table.from_pandas(frame, preserve_index=False)``: the same file)."""
     if isinstance(decisions, pd.DataFrame):
         decisions = decisions.reset_index(drop=True)
-    return _atomic_put(Path(store_dir) / DECISIONS_DIR, run_id, decisions)
+    # Plain pages: a night's records are numbers and kernel names, nearly all distinct, so the
+    # dictionaries' hashing costs every write (a replay writes every night's) and saves no space.
+    return _atomic_put(Path(store_dir) / DECISIONS_DIR, run_id, decisions, dictionary=False)
 
 
 def decisions_table(columns: Mapping[str, np.ndarray | pa.Array | pd.Categorical]) -> pa.Table:
