@@ -410,13 +410,14 @@ class _Windows:
 
         get = self.__dict__.get
         self.cap = cap
-        # the number fields in one array, so that one gather reads several of them
-        numbers = np.full((len(_FIELDS) + 1, cap, c), np.nan)
+        # the number fields in one array, a series' fields and nights together (one page): the
+        # compiled passes read each series' nights in turn, and memory that follows on is prefetched
+        numbers = np.full((cap, len(_FIELDS) + 1, c), np.nan)
         if get("numbers") is not None:
-            numbers[:, : self.numbers.shape[1]] = self.numbers
+            numbers[: len(self.numbers)] = self.numbers
         self.numbers = numbers
         for f, name in enumerate((*_FIELDS, "logv")):
-            setattr(self, name, numbers[f])
+            setattr(self, name, numbers[:, f])
         self.run = more(get("run"), (cap, c), -1, np.int32)
         self.label = more(get("label"), (cap, c), 0, np.int8)
         self.dir = more(get("dir"), (cap, c), 0, np.int8)

@@ -43,7 +43,7 @@ def _compiled(function: Callable) -> Callable:
 
 @dataclass(frozen=True)
 class Layout:
-    """Where the night fields lie in the rings' ``numbers`` (field, slot, place), and the rule's
+    """Where the night fields lie in the rings' ``numbers`` (slot, field, place), and the rule's
     windows (DecisionParams)."""
 
     pooled: int  # the pool medians are of the first `pooled` fields
@@ -159,7 +159,7 @@ def _judge_each(numbers, label, run, count, head, pend, slot, memory, work, orde
         for f in range(pooled):
             k = 0
             for j in range(size):
-                x = numbers[f, s, kept[at + j]]
+                x = numbers[s, f, kept[at + j]]
                 if np.isfinite(x):
                     buf[k] = x
                     k += 1
@@ -175,12 +175,12 @@ def _judge_each(numbers, label, run, count, head, pend, slot, memory, work, orde
             field = bytes_field if memory[i] else flop_field
             for j in range(noise + 1):  # the noise nights, then the last night held
                 r = kept[at + j] if j < noise else (h - 1) & (capacity - 1)
-                x = numbers[field, s, r]
+                x = numbers[s, field, r]
                 if np.isfinite(x) and x > 0 and abs(x / tonight - 1) > work_tol:
                     rescaled[i] = True
         k = 0
         for j in range(max(first, recent - window), recent):
-            x = numbers[clock_field, s, (h - recent + j) & (capacity - 1)]
+            x = numbers[s, clock_field, (h - recent + j) & (capacity - 1)]
             if np.isfinite(x):
                 buf[k] = x
                 k += 1
@@ -190,7 +190,7 @@ def _judge_each(numbers, label, run, count, head, pend, slot, memory, work, orde
         steps = max(noise - 1, 0)
         k = 0
         for t in range(steps):
-            diff[t] = numbers[log_field, s, kept[at + t + 1]] - numbers[log_field, s, kept[at + t]]
+            diff[t] = numbers[s, log_field, kept[at + t + 1]] - numbers[s, log_field, kept[at + t]]
             if np.isfinite(diff[t]):
                 buf[k] = diff[t]
                 k += 1
@@ -210,7 +210,7 @@ def _judge_each(numbers, label, run, count, head, pend, slot, memory, work, orde
 def judge_windows(numbers: np.ndarray, label: np.ndarray, run: np.ndarray, count: np.ndarray, head: np.ndarray,
                   pend: np.ndarray, slot: np.ndarray, memory: np.ndarray, work: np.ndarray,
                   layout: Layout) -> Windows:
-    """Per series ``slot[i]`` of the rings (``numbers`` by (field, slot, place), ``label`` and
+    """Per series ``slot[i]`` of the rings (``numbers`` by (slot, field, place), ``label`` and
     ``run`` by (slot, place); its last night at ``head - 1``, ``count`` nights held, ``pend``: the
     last one awaits its verdict), with tonight's ``work`` (bytes where ``memory``, else FLOP): the
     pool and noise of series_rule._judge. The series are taken in the rings' order, so that the
@@ -227,7 +227,7 @@ def judge_windows(numbers: np.ndarray, label: np.ndarray, run: np.ndarray, count
 
 class Rings(Protocol):
     """The rings the replay keeps its quiet series' nights in (replay._Windows), by slot: each
-    series' last ``count`` nights before ``head`` (``numbers`` by field, slot and place; ``label``,
+    series' last ``count`` nights before ``head`` (``numbers`` by slot, field and place; ``label``,
     ``run``, ``dir``, ``persistent`` by slot and place), whether the last awaits its verdict, and
     what its bound side and its previous segment's noise are."""
 
@@ -348,8 +348,8 @@ def _judge_tonight(value, flop, nbytes, clock, roof, ridge, tonight, same_ident,
         # against the baseline
         moved = _rel_change(clock[i], usual_clock[i])
         good = good and not (np.isfinite(moved) and abs(moved) > clock_tol)
-        flop_moved[i] = _rel_change(flop[i], numbers[flop_field, s, last])
-        bytes_moved[i] = _rel_change(nbytes[i], numbers[bytes_field, s, last])
+        flop_moved[i] = _rel_change(flop[i], numbers[s, flop_field, last])
+        bytes_moved[i] = _rel_change(nbytes[i], numbers[s, bytes_field, last])
         for moved in (flop_moved[i], bytes_moved[i], _rel_change(flop[i], flop_base[i]),
                       _rel_change(nbytes[i], bytes_base[i])):
             good = good and not (np.isfinite(moved) and abs(moved) > work_tol)
@@ -364,7 +364,7 @@ def _judge_tonight(value, flop, nbytes, clock, roof, ridge, tonight, same_ident,
         lim = max(rel_min, z_min * sigma)
         zi = (r - 1) / sigma
         single = 1 if r - 1 > lim else (-1 if 1 - r > lim else 0)
-        prev = numbers[value_field, s, last] / against
+        prev = numbers[s, value_field, last] / against
         two = max(rel_min, z_min * sigma / root2)
         mean = (r + prev) / 2 - 1
         level = abs(r - prev) <= max(z_min * sigma * root2, abs(mean) / 2)
@@ -416,8 +416,8 @@ def _judge_tonight(value, flop, nbytes, clock, roof, ridge, tonight, same_ident,
             # tonight at the head of the series' ring, one more night held
             h = head[s]
             for f in range(tonight.shape[0]):
-                numbers[f, s, h] = tonight[f, i]
-            numbers[log_field, s, h] = _log(value[i])
+                numbers[s, f, h] = tonight[f, i]
+            numbers[s, log_field, h] = _log(value[i])
             run_of[s, h], dir_of[s, h], persistent_of[s, h], label_of[s, h] = run_at, way, lasting != 0, label
             pend[s], pend_pinned[s], pend_row[s] = lone[i], False, -1
             head[s] = (h + 1) & (capacity - 1)

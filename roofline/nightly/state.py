@@ -355,7 +355,8 @@ def _update(store: Path, params: DecisionParams, changed: set[str], replay: bool
     return Update([r[0] for r in every if r[4]], judged, True, reason)
 
 
-def _relabelled(column: pd.Categorical | np.ndarray, places: list[int], labels: list[str]) -> pd.Categorical | np.ndarray:
+def _relabelled(column: pd.Categorical | np.ndarray, places: list[int],
+                labels: list[str]) -> pd.Categorical | np.ndarray:
     """``column`` with ``labels`` at ``places``. A Categorical is given new codes where its categories
     hold every label: pandas' own assignment validates each call (about three times the time, and a
     replay sets a night's revisions each night)."""

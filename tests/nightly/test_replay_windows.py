@@ -24,7 +24,7 @@ CAPACITY = 64
 def rings(histories: list[list[dict]], pending: list[bool], rng: np.random.Generator) -> dict:
     """The replay's ring arrays holding each history, each starting at a random place."""
     n = len(histories)
-    out = {"numbers": np.full((len(FIELDS) + 1, n, CAPACITY), np.nan), "label": np.zeros((n, CAPACITY), np.int8),
+    out = {"numbers": np.full((n, len(FIELDS) + 1, CAPACITY), np.nan), "label": np.zeros((n, CAPACITY), np.int8),
            "run": np.full((n, CAPACITY), -1, np.int32), "count": np.zeros(n, np.int32),
            "head": np.zeros(n, np.int64), "pend": np.array(pending, dtype=bool)}
     for s, nights in enumerate(histories):
@@ -33,8 +33,8 @@ def rings(histories: list[list[dict]], pending: list[bool], rng: np.random.Gener
         for j, night in enumerate(held):
             place = (start + j) % CAPACITY
             for f, name in enumerate(FIELDS):
-                out["numbers"][f, s, place] = night[name]
-            out["numbers"][len(FIELDS), s, place] = math.log(night["value"])
+                out["numbers"][s, f, place] = night[name]
+            out["numbers"][s, len(FIELDS), place] = math.log(night["value"])
             out["label"][s, place] = OUTLIER if night["outlier"] else 0
             out["run"][s, place] = night["run"]
         out["count"][s] = len(held)
