@@ -51,6 +51,7 @@ from roofline.nightly.series_rule import (
     join_note,
     major_minor,
 )
+from roofline.nightly.state_file import NIGHT_FIELDS, SCALARS, list_array, series_table, with_meta
 from roofline.nightly.stats import number
 from roofline.nightly.store import DECISION_COLUMNS, StoredNights
 from roofline.tables.schemas import KERNEL_KEY
@@ -678,9 +679,9 @@ class Replay:
             states.append(state)
         return states
 
-    def _templates(self, kids: np.ndarray, slots: np.ndarray) -> list[dict]:
-        """The template of each array series of ``kids`` (in ``slots``) as a loaded state holds it:
-        its key and the template fields of its last row (a row of the table, or kept in the arrays)."""
+    def _template_fields(self, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Of each array series in ``slots``, the template fields of its last row (a row of the
+        table, or kept in the arrays): its TEMPLATE_TEXT and its TEMPLATE_NUMBERS, one row each."""
         w = self.w
         rows = w.t_row[slots]
         of_table = rows >= 0
@@ -692,6 +693,12 @@ class Replay:
                 text[of_table, t] = self.table.texts(name, at)
             for t, name in enumerate(TEMPLATE_NUMBERS):
                 numbers[of_table, t] = self.table.numbers(name, at)
+        return text, numbers
+
+    def _templates(self, kids: np.ndarray, slots: np.ndarray) -> list[dict]:
+        """The template of each array series of ``kids`` (in ``slots``) as a loaded state holds it:
+        its key and :meth:`_template_fields`."""
+        text, numbers = self._template_fields(slots)
         return [{**dict(zip(KERNEL_KEY, self.key_of[kid], strict=False)),
                  **dict(zip(TEMPLATE_TEXT, texts, strict=True)), **dict(zip(TEMPLATE_NUMBERS, values, strict=True))}
                 for kid, texts, values in zip(kids.tolist(), text.tolist(), numbers.tolist(), strict=True)]
@@ -756,6 +763,74 @@ class Replay:
             out[name] = np.full(n, np.nan)
         out["baseline_s"] = baseline
         return out
+
+    def state_table(self, meta: dict) -> pa.Table:
+        """:func:`roofline.nightly.state_file.state_table` of :meth:`engine`, ``meta`` in it: the
+        array series' rows built from the arrays, not from a SeriesState of each (whose nights'
+        dicts the table would only take apart again)."""
+        in_arrays = np.flatnonzero(self.kind == 1)
+        objects = np.flatnonzero(self.kind == 2).tolist()
+        keys = [self.key_of[kid] for kid in (*in_arrays.tolist(), *objects)]
+        parts = pa.concat_tables([self._array_rows(in_arrays), series_table(
+            self.keys, keys[len(in_arrays):], [self.objects[kid] for kid in objects])])
+        order = sorted(range(len(keys)), key=keys.__getitem__)
+        return with_meta(parts.take(pa.array(order, pa.int64())), meta)
+
+    def _array_rows(self, kids: np.ndarray) -> pa.Table:
+        """The state rows (:func:`roofline.nightly.state_file.series_table`) of the array series
+        ``kids``: what :meth:`_states` gives each, its nights trimmed as SeriesState.trim does."""
+        w, p = self.w, self.p
+        slots = self.slot_of[kids]
+        text = pa.string()
+        keys = [self.key_of[kid] for kid in kids.tolist()]
+        cols: dict[str, pa.Array] = {f"key.{name}": pa.array([k[j] for k in keys], text)
+                                     for j, name in enumerate(self.keys)}
+        idents = [self.ident_of[ident] for ident in w.ident[slots].tolist()]
+        cols["ident"] = list_array([v for ident in idents for v in ident],
+                                   np.cumsum([0, *map(len, idents)]), text)
+        scalars = {"seg": w.seg[slots], "seg_start": w.seg_start[slots], "carried": w.carried[slots],
+                   "last_i": self.last_i[kids], "last_run": w.last_run[slots], "streak": w.streak[slots],
+                   "streak_dir": w.streak_dir[slots]}
+        for name, kind in SCALARS:
+            cols[name] = pa.array(scalars[name], kind)
+        template_text, template_numbers = self._template_fields(slots)
+        for t, name in enumerate(TEMPLATE_TEXT):
+            cols[f"t.{name}"] = pa.array([str(v or "") for v in template_text[:, t].tolist()], text)
+        for t, name in enumerate(TEMPLATE_NUMBERS):
+            cols[f"t.{name}"] = pa.array(template_numbers[:, t].astype(np.float64), pa.float64())
+        pend = w.pend[slots]
+        cols["pending"] = pa.array(pend, pa.bool_())
+        cols["pending_row"] = pa.array(np.where(pend, w.pend_row[slots], -1), pa.int64())
+        cols["pinned"] = pa.array(pend & w.pend_pinned[slots], pa.bool_())
+        sides = np.array(_SIDES, dtype=object)
+        cols["bound_side"] = pa.array(sides[w.side[slots]], text)
+        cols["bound_candidate"] = pa.array(sides[w.candidate[slots]], text)
+        cols["bound_count"] = pa.array(w.flips[slots], pa.int64())
+        # the nights the rule still holds (as in _states), less those SeriesState.trim forgets
+        outliers = (w.label[slots] == _CODE["outlier"]).sum(axis=1)
+        recent = p.noise_window + p.window + 2
+        held = np.minimum(w.count[slots], recent + outliers)
+        width = int(held.max(initial=0))
+        at = (w.head[slots, None] - held[:, None] + np.arange(width)[None, :]) % CAPACITY
+        cells = slots[:, None], at
+        labels = w.label[cells]
+        cut = np.zeros(len(kids), dtype=np.int64)
+        for j in np.flatnonzero(held > recent).tolist():
+            valid = (labels[j, : held[j]] != _CODE["outlier"]).astype(np.int64)
+            left = int(valid[:-1].sum())
+            while cut[j] < held[j] - recent and left - valid[cut[j]] >= p.noise_window:
+                left -= valid[cut[j]]
+                cut[j] += 1
+        column = np.arange(width)[None, :]
+        kept = (column >= cut[:, None]) & (column < held[:, None])
+        offsets = np.concatenate([[0], np.cumsum(held - cut)])
+        nights = {"run_id": np.array(self.run_names, dtype=object)[w.run[cells][kept]],
+                  "label": np.array(_LABELS, dtype=object)[labels[kept]],
+                  "dir": w.dir[cells][kept], "persistent": w.persistent[cells][kept]}
+        for name, kind in NIGHT_FIELDS:
+            values = nights[name] if name in nights else getattr(w, name)[cells][kept]
+            cols[f"n.{name}"] = list_array(values, offsets, kind)
+        return pa.table(cols)
 
     def engine(self) -> Engine:
         """The state as :class:`Engine` holds it after the nights judged so far."""

@@ -436,7 +436,7 @@ def _replay(store: Path, params: DecisionParams, runs: list[list], files: dict, 
             if k >= len(todo) - KEEP:
                 meta = {"version": STATE_VERSION, "hash": digest, "runs": list(runs),
                         "commit": judging.last_commit, "judged": judging.runs}
-                states.append((len(runs), state_table(judging.engine(), meta)))
+                states.append((len(runs), judging.state_table(meta)))
         for run_id, records in held.items():
             table = decisions_table(records)
             pending.append(writer.submit(append_decisions, store, run_id, table))

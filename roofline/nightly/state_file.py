@@ -21,11 +21,18 @@ from roofline.tables.schemas import KERNEL_KEY
 STATE_META_KEY = b"roofline_state"
 # The numbers of a stored night (decide_series._night's fields), in the order load_engine reads them.
 _NIGHT = ("value", "flop", "bytes", "perf", "roof", "ai", "clock")
+# A state row's columns besides its key, ident, template, pending night and bound side: the
+# series' scalars (SeriesState's attributes), then its nights' fields ("n." + name, lists).
+SCALARS = (("seg", pa.int64()), ("seg_start", pa.string()), ("carried", pa.float64()), ("last_i", pa.int64()),
+           ("last_run", pa.string()), ("streak", pa.int64()), ("streak_dir", pa.int64()))
+NIGHT_FIELDS = (("run_id", pa.string()), *((name, pa.float64()) for name in _NIGHT), ("label", pa.string()),
+                ("dir", pa.int8()), ("persistent", pa.bool_()))
 
 
-def _lists(values: list, offsets: list[int], kind: pa.DataType) -> pa.ListArray:
+def list_array(values: list | np.ndarray, offsets: list[int] | np.ndarray, kind: pa.DataType) -> pa.ListArray:
+    """A list column: each row's ``values`` from its offset to the next."""
     if pa.types.is_floating(kind):  # through numpy: a third of the time for ~150k numbers
-        flat = pa.array(np.array(values, dtype=np.float64))
+        flat = pa.array(np.asarray(values, dtype=np.float64))
     else:
         flat = pa.array(values, kind)
     return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), flat)
@@ -34,17 +41,24 @@ def _lists(values: list, offsets: list[int], kind: pa.DataType) -> pa.ListArray:
 def state_table(engine: Engine, meta: dict) -> pa.Table:
     """The engine's state as a table, one row per series, ``meta`` in the schema metadata."""
     keys = sorted(engine.series)
-    states = [engine.series[k] for k in keys]
+    return with_meta(series_table(engine.keys, keys, [engine.series[k] for k in keys]), meta)
+
+
+def with_meta(table: pa.Table, meta: dict) -> pa.Table:
+    """A state table with ``meta`` in its schema metadata."""
+    return table.replace_schema_metadata({STATE_META_KEY: json.dumps(meta).encode()})
+
+
+def series_table(key_names: list[str], keys: list[tuple], states: list[SeriesState]) -> pa.Table:
+    """The rows of :func:`state_table` of series ``keys`` (named ``key_names``), each with its state."""
     text, num = pa.string(), pa.float64()
     cols: dict[str, pa.Array] = {
-        f"key.{name}": pa.array([k[j] for k in keys], text) for j, name in enumerate(engine.keys)}
+        f"key.{name}": pa.array([k[j] for k in keys], text) for j, name in enumerate(key_names)}
     offsets = [0]
     for s in states:
         offsets.append(offsets[-1] + len(s.ident))
-    cols["ident"] = _lists([v for s in states for v in s.ident], offsets, text)
-    for name, kind in (("seg", pa.int64()), ("seg_start", text), ("carried", num),
-                       ("last_i", pa.int64()), ("last_run", text), ("streak", pa.int64()),
-                       ("streak_dir", pa.int64())):
+    cols["ident"] = list_array([v for s in states for v in s.ident], offsets, text)
+    for name, kind in SCALARS:
         cols[name] = pa.array([getattr(s, name) for s in states], kind)
     for name in TEMPLATE_TEXT:
         cols[f"t.{name}"] = pa.array([str(s.template.get(name) or "") for s in states], text)
@@ -60,15 +74,12 @@ def state_table(engine: Engine, meta: dict) -> pa.Table:
     offsets = [0]
     for s in states:
         offsets.append(offsets[-1] + len(s.nights))
-    names = ("run_id", *_NIGHT, "label", "dir", "persistent")
-    fields = itemgetter(*names)
+    fields = itemgetter(*(name for name, _ in NIGHT_FIELDS))
     # every night's fields, transposed in C: one list per field
-    columns = list(zip(*map(fields, (n for s in states for n in s.nights)), strict=True)) or [()] * len(names)
-    kinds = (text, *[num] * len(_NIGHT), text, pa.int8(), pa.bool_())
-    for name, values, kind in zip(names, columns, kinds, strict=True):
-        cols[f"n.{name}"] = _lists(list(values), offsets, kind)
-    table = pa.table(cols)
-    return table.replace_schema_metadata({STATE_META_KEY: json.dumps(meta).encode()})
+    columns = list(zip(*map(fields, (n for s in states for n in s.nights)), strict=True)) or [()] * len(NIGHT_FIELDS)
+    for (name, kind), values in zip(NIGHT_FIELDS, columns, strict=True):
+        cols[f"n.{name}"] = list_array(list(values), offsets, kind)
+    return pa.table(cols)
 
 
 def _flat(table: pa.Table, name: str) -> tuple[list, list[int]]:
