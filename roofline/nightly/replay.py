@@ -765,9 +765,10 @@ class Replay:
         return out
 
     def state_table(self, meta: dict) -> pa.Table:
-        """:func:`roofline.nightly.state_file.state_table` of :meth:`engine`, ``meta`` in it: the
-        array series' rows built from the arrays, not from a SeriesState of each (whose nights'
-        dicts the table would only take apart again)."""
+        """The state after the nights judged so far, as :func:`roofline.nightly.state_file.state_table`
+        writes an :class:`Engine` holding these series, ``meta`` in it: the array series' rows built
+        from the arrays, not from a SeriesState of each (whose nights' dicts the table would only
+        take apart again)."""
         in_arrays = np.flatnonzero(self.kind == 1)
         objects = np.flatnonzero(self.kind == 2).tolist()
         keys = [self.key_of[kid] for kid in (*in_arrays.tolist(), *objects)]
@@ -831,16 +832,6 @@ class Replay:
             values = nights[name] if name in nights else getattr(w, name)[cells][kept]
             cols[f"n.{name}"] = list_array(values, offsets, kind)
         return pa.table(cols)
-
-    def engine(self) -> Engine:
-        """The state as :class:`Engine` holds it after the nights judged so far."""
-        in_arrays = np.flatnonzero(self.kind == 1)
-        states = self._states(in_arrays)
-        series = {self.key_of[kid]: state for kid, state in zip(in_arrays.tolist(), states, strict=True)}
-        series.update((self.key_of[kid], self.objects[kid]) for kid in np.flatnonzero(self.kind == 2).tolist())
-        engine = Engine(self.p, dict(sorted(series.items())), self.runs, self.last_commit)
-        engine._per_kernel = self.template._per_kernel
-        return engine
 
     # ------------------------------------------------------------------------------- a night
     def read(self, stored: StoredNights, also: list[str]) -> pa.Table:
