@@ -772,18 +772,18 @@ class Replay:
         in_arrays = np.flatnonzero(self.kind == 1)
         objects = np.flatnonzero(self.kind == 2).tolist()
         keys = [self.key_of[kid] for kid in (*in_arrays.tolist(), *objects)]
-        parts = pa.concat_tables([self._array_rows(in_arrays), series_table(
+        parts = pa.concat_tables([self._array_rows(in_arrays, keys[: len(in_arrays)]), series_table(
             self.keys, keys[len(in_arrays):], [self.objects[kid] for kid in objects])])
         order = sorted(range(len(keys)), key=keys.__getitem__)
         return with_meta(parts.take(pa.array(order, pa.int64())), meta)
 
-    def _array_rows(self, kids: np.ndarray) -> pa.Table:
+    def _array_rows(self, kids: np.ndarray, keys: list[tuple]) -> pa.Table:
         """The state rows (:func:`roofline.nightly.state_file.series_table`) of the array series
-        ``kids``: what :meth:`_states` gives each, its nights trimmed as SeriesState.trim does."""
+        ``kids`` (their ``keys``): what :meth:`_states` gives each, its nights trimmed as
+        SeriesState.trim does."""
         w, p = self.w, self.p
         slots = self.slot_of[kids]
         text = pa.string()
-        keys = [self.key_of[kid] for kid in kids.tolist()]
         cols: dict[str, pa.Array] = {f"key.{name}": pa.array([k[j] for k in keys], text)
                                      for j, name in enumerate(self.keys)}
         idents = [self.ident_of[ident] for ident in w.ident[slots].tolist()]
