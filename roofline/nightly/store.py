@@ -461,11 +461,11 @@ def decisions_table(columns: Mapping[str, np.ndarray | pa.Array | pd.Categorical
     for name in DECISION_COLUMNS:
         values = columns[name]
         if isinstance(values, pd.Categorical):  # text of few values: taken from them by code
-            categories = values.categories
-            if (values.codes < 0).any() or not all(isinstance(text, str) for text in categories):
+            texts = _category_texts(values.dtype)
+            if texts is None or (values.codes < 0).any():
                 values = np.asarray(values, dtype=object)
             else:
-                values = pa.array(list(categories), pa.large_string()).take(pa.array(values.codes))
+                values = texts.take(pa.array(values.codes))
         if isinstance(values, pa.Array):
             text = values if pa.types.is_large_string(values.type) else None
         elif values.dtype != object:
@@ -485,6 +485,14 @@ def decisions_table(columns: Mapping[str, np.ndarray | pa.Array | pd.Categorical
         arrays.append(text)
         dtypes.append("str")
     return pa.Table.from_arrays(arrays, schema=_decisions_schema(tuple(dtypes)))
+
+
+@functools.cache
+def _category_texts(dtype: pd.CategoricalDtype) -> pa.Array | None:
+    """The categories of ``dtype`` as a ``large_string`` array, or None unless all are text (a
+    replay's records take the same few categories every night)."""
+    categories = list(dtype.categories)
+    return pa.array(categories, pa.large_string()) if all(isinstance(text, str) for text in categories) else None
 
 
 @functools.cache
