@@ -48,6 +48,7 @@ from roofline.nightly.series_rule import (
     TEMPLATE_TEXT,
     Bound,
     SeriesState,
+    forgotten,
     join_note,
     major_minor,
 )
@@ -638,12 +639,7 @@ class Replay:
         """The :class:`SeriesState` of each array series of ``kids``, read from the arrays together."""
         w, p = self.w, self.p
         slots = self.slot_of[kids]
-        # the nights the rule still holds are the last of them, at most `recent` and its outliers
-        outliers = (w.label[slots] == _CODE["outlier"]).sum(axis=1)
-        held = np.minimum(w.count[slots], p.noise_window + p.window + 2 + outliers)
-        width = int(held.max(initial=0))
-        at = (w.head[slots, None] - held[:, None] + np.arange(width)[None, :]) % CAPACITY
-        cells = slots[:, None], at
+        held, cells = self._held(slots)
         fields = [getattr(w, name)[cells].tolist() for name in _FIELDS]
         runs = [[self.run_names[r] for r in row] for row in w.run[cells].tolist()]
         labels = [[_LABELS[c] for c in row] for row in w.label[cells].tolist()]
@@ -694,6 +690,17 @@ class Replay:
             for t, name in enumerate(TEMPLATE_NUMBERS):
                 numbers[of_table, t] = self.table.numbers(name, at)
         return text, numbers
+
+    def _held(self, slots: np.ndarray) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+        """Of each array series in ``slots``, how many nights the rule still holds (the last of its
+        nights, at most noise_window + window + 2 and its outliers), and the rings' cells of those
+        nights in order, one row per series (cells past a series' count: padding)."""
+        w, p = self.w, self.p
+        outliers = (w.label[slots] == _CODE["outlier"]).sum(axis=1)
+        held = np.minimum(w.count[slots], p.noise_window + p.window + 2 + outliers)
+        width = int(held.max(initial=0))
+        at = (w.head[slots, None] - held[:, None] + np.arange(width)[None, :]) % CAPACITY
+        return held, (slots[:, None], at)
 
     def _templates(self, kids: np.ndarray, slots: np.ndarray) -> list[dict]:
         """The template of each array series of ``kids`` (in ``slots``) as a loaded state holds it:
@@ -807,22 +814,14 @@ class Replay:
         cols["bound_side"] = pa.array(sides[w.side[slots]], text)
         cols["bound_candidate"] = pa.array(sides[w.candidate[slots]], text)
         cols["bound_count"] = pa.array(w.flips[slots], pa.int64())
-        # the nights the rule still holds (as in _states), less those SeriesState.trim forgets
-        outliers = (w.label[slots] == _CODE["outlier"]).sum(axis=1)
-        recent = p.noise_window + p.window + 2
-        held = np.minimum(w.count[slots], recent + outliers)
-        width = int(held.max(initial=0))
-        at = (w.head[slots, None] - held[:, None] + np.arange(width)[None, :]) % CAPACITY
-        cells = slots[:, None], at
+        # the nights the rule still holds, less those SeriesState.trim forgets
+        held, cells = self._held(slots)
         labels = w.label[cells]
+        outlier = labels == _CODE["outlier"]
         cut = np.zeros(len(kids), dtype=np.int64)
-        for j in np.flatnonzero(held > recent).tolist():
-            valid = (labels[j, : held[j]] != _CODE["outlier"]).astype(np.int64)
-            left = int(valid[:-1].sum())
-            while cut[j] < held[j] - recent and left - valid[cut[j]] >= p.noise_window:
-                left -= valid[cut[j]]
-                cut[j] += 1
-        column = np.arange(width)[None, :]
+        for j in np.flatnonzero(held > p.noise_window + p.window + 2).tolist():
+            cut[j] = forgotten(outlier[j, : held[j]].tolist(), p)
+        column = np.arange(labels.shape[1])[None, :]
         kept = (column >= cut[:, None]) & (column < held[:, None])
         offsets = np.concatenate([[0], np.cumsum(held - cut)])
         nights = {"run_id": np.array(self.run_names, dtype=object)[w.run[cells][kept]],

@@ -15,7 +15,7 @@ import functools
 import math
 import re
 import statistics
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from roofline.nightly.params import DecisionParams
 from roofline.nightly.stats import median_finite, number, rel_change, rel_sigma
@@ -279,6 +279,20 @@ def _judge(p: DecisionParams, night: dict, nights: list[dict], pending: dict | N
             rec["note"] = join_note(rec["note"], f"% of roof {roof:+.1%} with time flat: ceiling moved")
 
 
+def forgotten(outlier: Sequence[bool], p: DecisionParams) -> int:
+    """How many of a series' first nights (whether each is an outlier, oldest first) no later night
+    can look at: :meth:`SeriesState.trim`'s cut."""
+    excess = len(outlier) - (p.noise_window + p.window + 2)
+    valid = sum(not o for o in outlier[:-1])
+    cut = 0
+    while cut < excess:
+        left = valid - (not outlier[cut])
+        if left < p.noise_window:
+            break
+        valid, cut = left, cut + 1
+    return cut
+
+
 class SeriesState:
     """What the rule keeps about one series between nights, and the step that judges a night.
 
@@ -439,16 +453,8 @@ class SeriesState:
         reads the last noise_window of them that are no outlier (the last night's label can still
         change, so it does not count towards those)."""
         p = self.p
-        nights = self.nights
-        excess = len(nights) - (p.noise_window + p.window + 2)
-        if excess <= 0:
+        if len(self.nights) <= p.noise_window + p.window + 2:
             return
-        valid = sum(n["label"] != "outlier" for n in nights[:-1])
-        cut = 0
-        while cut < excess:
-            left = valid - (nights[cut]["label"] != "outlier")
-            if left < p.noise_window:
-                break
-            valid, cut = left, cut + 1
+        cut = forgotten([n["label"] == "outlier" for n in self.nights], p)
         if cut:
-            del nights[:cut]
+            del self.nights[:cut]
