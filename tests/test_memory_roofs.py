@@ -174,8 +174,9 @@ def test_a_level_without_a_roof_of_its_bytes_family_says_so() -> None:
     assert counters["l2_bytes"].notna().all() and counters["peak_l2_bw"].isna().all()
     assert counters["l1_bytes"].notna().all() and counters["peak_l1_bw"].isna().all()
     messages = " ".join(diagnostics_for(counters, "nersc")["message"])
-    for level in ("L2", "L1"):
-        assert f"have {level} bytes" in messages and "--set full" in messages
+    for level, recipe in (("L2", "lts_t_bytes"), ("L1", "l1tex_t_bytes")):
+        assert f"{path}: {len(counters)} of {len(counters)} launch(es) have {level} bytes (recipe {recipe})" in messages
+        assert "--set full" in messages
 
 
 def test_a_report_without_level_counters_says_so() -> None:

@@ -217,10 +217,10 @@ def diagnostics_for(counters, app: str) -> pd.DataFrame:
     table as a frame or as the Arrow table :func:`parse_table` gives."""
     names = counters.column_names if isinstance(counters, pa.Table) else list(counters.columns)
     refusal_columns = [c for c in names if c.endswith("_refused")]
-    missing = _texts(counters["missing"])
-    what_if = (_texts(counters["source_format"]) == "what-if" if "source_format" in names
+    missing = counters["missing"]
+    what_if = (_equals(counters["source_format"], "what-if") if "source_format" in names
                else np.zeros(len(missing), dtype=bool))
-    flagged = (missing != "") & ~(what_if & (missing == "duration_s"))
+    flagged = _non_empty(missing) & ~(what_if & _equals(missing, "duration_s"))
     for column in refusal_columns:  # ~60 columns, mostly one shared array of empty texts each
         flagged |= _non_empty(counters[column])
     rows = []
@@ -241,11 +241,11 @@ def diagnostics_for(counters, app: str) -> pd.DataFrame:
                 })
     measured = ~what_if
     rows += _level_gaps(counters, names, measured)
-    devices = _text_values(counters["device"] if "device" in names else None, len(missing))[measured]
-    distinct = sorted(d for d in set(devices) if d)
+    distinct = [d for d in _distinct_texts(counters["device"], measured) if d] if "device" in names else []
     if len(distinct) > 1:
+        devices = _texts(counters["device"])[measured]
         launches = _numbers(counters["launch"])[measured]
-        source = _texts(counters["source_file"])[measured][0]
+        source = _first_text(counters["source_file"], measured)
         spans = "; ".join(f"{device}: {_launch_span(launches[devices == device])}" for device in distinct)
         rows.append(
             {
@@ -272,7 +272,7 @@ def _level_gaps(counters, names: list[str], measured: np.ndarray) -> list[dict]:
     supply both."""
     if not measured.any() or "source_file" not in names:
         return []
-    source = _texts(counters["source_file"])[measured][0]
+    source = _first_text(counters["source_file"], measured)
     launches = int(measured.sum())
     rows = []
     # a launch without DRAM bytes already has its own message: no roofline at all, not a level short
@@ -287,7 +287,9 @@ def _level_gaps(counters, names: list[str], measured: np.ndarray) -> list[dict]:
         unjudged, absent = has_bytes & ~has_roof, ~has_bytes & has_dram
         name = level.upper()
         if unjudged.any():
-            used = sorted(set(_texts(counters[f"{traffic}_recipe"])[measured][unjudged]) - {""})
+            rows_unjudged = measured.copy()
+            rows_unjudged[measured] = unjudged
+            used = [r for r in _distinct_texts(counters[f"{traffic}_recipe"], rows_unjudged) if r]
             message = (f"{source}: {int(unjudged.sum())} of {launches} launch(es) have {name} bytes "
                        f"(recipe {', '.join(used)}) but the report holds no {name} peak of the same counter "
                        f"family, so the {name} level is left out of their verdict (a roof of another family "
@@ -315,6 +317,22 @@ def _texts(values) -> np.ndarray:
     """A text column's values (Series, array or Arrow array) as a NumPy object array, a missing
     text as empty."""
     return np.asarray(arrow_texts(values).to_numpy(zero_copy_only=False), dtype=object)
+
+
+def _equals(values, text: str) -> np.ndarray:
+    """Which values of a text column (as :func:`_texts` takes it) are ``text``, without a Python
+    string per value."""
+    return np.asarray(pc.equal(arrow_texts(values), text).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _distinct_texts(values, rows: np.ndarray) -> list[str]:
+    """The distinct texts of a text column at ``rows`` (a mask), in order."""
+    return sorted(pc.unique(arrow_texts(values).filter(pa.array(rows))).to_pylist())
+
+
+def _first_text(values, rows: np.ndarray) -> str:
+    """The text of a text column at the first of ``rows`` (a mask with at least one row)."""
+    return arrow_texts(values)[int(np.argmax(rows))].as_py()
 
 
 def _non_empty(column: pd.Series) -> np.ndarray:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterator
 
 _ANGLE_BRACKET = re.compile(r"[<>]")
 _BRACKET = re.compile(r"[<>()\[\]{}]")
@@ -92,7 +93,13 @@ def _function_name(text: str) -> tuple[str, list[str]]:
 
 def _split_arguments(text: str) -> list[str]:
     """Template arguments at depth 0 of every bracket kind (``std::array<char *, 2>`` is one)."""
-    depth, parts, start = 0, [], 0
+    return list(_arguments(text))
+
+
+def _arguments(text: str) -> Iterator[str]:
+    """:func:`_split_arguments` one at a time: a name is shown up to its first argument that names
+    something, so the rest of a long group need not be split."""
+    depth, start = 0, 0
     for mark in _SEPARATOR.finditer(text):  # the brackets and commas only, not every character
         char, i = mark.group(), mark.start()
         if char in _OPEN:
@@ -100,26 +107,37 @@ def _split_arguments(text: str) -> list[str]:
         elif char in _CLOSE and depth > 0 and not (char == ">" and text[i - 1 : i] == "-"):
             depth -= 1
         elif char == "," and depth == 0:
-            parts.append(text[start:i].strip())
+            part = text[start:i].strip()
+            if part:
+                yield part
             start = i + 1
-    parts.append(text[start:].strip())
-    return [p for p in parts if p]
+    part = text[start:].strip()
+    if part:
+        yield part
 
 
 def _shown_arguments(group: str) -> str:
     """The arguments up to the first that names a class or functor (the first one if none does)."""
-    arguments = _split_arguments(group)
+    arguments = _arguments(group)
     shown = []
     for argument in arguments:
-        shown.append(_argument_name(argument))
-        if not (_LITERAL.fullmatch(shown[-1]) or _SCALAR.fullmatch(shown[-1])):
+        name, names_something = _shown_argument(argument)
+        shown.append(name)
+        if names_something:
+            more = next(arguments, None) is not None
             break
     else:
-        shown = shown[:1]
-    return ", ".join(shown) + (", …" if len(shown) < len(arguments) else "")
+        more, shown = len(shown) > 1, shown[:1]
+    return ", ".join(shown) + (", …" if more else "")
 
 
 @functools.lru_cache(maxsize=4096)  # a big export's kernels share most of their template arguments
+def _shown_argument(argument: str) -> tuple[str, bool]:
+    """:func:`_argument_name`, and whether it names something (not a number, flag or scalar type)."""
+    name = _argument_name(argument)
+    return name, not (_LITERAL.fullmatch(name) or _SCALAR.fullmatch(name))
+
+
 def _argument_name(argument: str) -> str:
     """A template argument as shown: wrappers unwrapped, nested groups elided, leading namespaces
     dropped (``cutlass::gemm::kernel::B2bGemm<…>`` → ``B2bGemm<…>``), a lambda as
