@@ -28,8 +28,10 @@ def _col(frame: pd.DataFrame, name: str) -> np.ndarray:
 
 def warp_schedulers_per_sm(compute_capability: pd.Series) -> np.ndarray:
     """Warp schedulers per SM: 4 from Maxwell on (sm_50+), 2 on GP100 (sm_60), NaN where unknown."""
-    cc = pd.to_numeric(compute_capability.astype(object).astype(str), errors="coerce").to_numpy(dtype=float)
-    return np.where(cc == 6.0, 2.0, np.where(cc >= 5.0, 4.0, np.nan))
+    # once per distinct capability: a big export's launches share one or two
+    codes, capabilities = pd.factorize(compute_capability, use_na_sentinel=False)
+    cc = pd.to_numeric(pd.Series(capabilities, dtype=object).astype(str), errors="coerce").to_numpy(dtype=float)
+    return np.where(cc == 6.0, 2.0, np.where(cc >= 5.0, 4.0, np.nan))[codes]
 
 
 def issue_peak_ips(frame: pd.DataFrame) -> np.ndarray:

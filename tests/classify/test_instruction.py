@@ -34,6 +34,16 @@ def test_issue_peak_is_sms_x_schedulers_x_clock():
     assert np.isnan(peak[3])  # unknown architecture: no roof rather than a guess
 
 
+def test_schedulers_per_sm_of_each_launch_in_a_column_of_repeats():
+    """Each launch gets its own capability's count, however the capabilities repeat and interleave
+    (a big export's launches share a few)."""
+    column = pd.Series(["8.0", "6.0", None, "8.0", "", "5.2", "6.0", "not a number", "8.0"], dtype="str")
+    expected = [4.0, 2.0, np.nan, 4.0, np.nan, 4.0, 2.0, np.nan, 4.0]
+    np.testing.assert_array_equal(instruction.warp_schedulers_per_sm(column), expected)
+    numbers = pd.Series([6.0, np.nan, 9.0, 6.0, 3.5])
+    np.testing.assert_array_equal(instruction.warp_schedulers_per_sm(numbers), [2.0, np.nan, 4.0, 2.0, np.nan])
+
+
 def test_verdict_issue_vs_memory_without_flops():
     # 1e8 warp instructions at 4e11 inst/s take >= 0.25 ms; 1e8 B at 1.5552 TB/s >= 64 us: issue binds
     issue = classify.classify_frame(launch(), make_ceilings())
