@@ -108,7 +108,6 @@ def plot_points(kernels: pd.DataFrame) -> pd.DataFrame:
     return out[ok.to_numpy()].reset_index(drop=True)
 
 
-
 # -- the chart -------------------------------------------------------------------------------------
 
 

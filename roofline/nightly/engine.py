@@ -33,8 +33,6 @@ from roofline.tables.schemas import KERNEL_KEY, LAUNCH_RESOURCES
 _COMPARED = ("regression", "improvement", "suspicious", "outlier", "unchanged")
 
 
-
-
 # ------------------------------------------------------------------------------------- decisions
 @dataclass
 class Night:

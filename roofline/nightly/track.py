@@ -189,10 +189,6 @@ def _page_decisions(store: str | os.PathLike, runs: list[str], tonight: pd.DataF
     return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
 
 
-
-
-
-
 def record_tonight(kernels_paths: Sequence[str], store: str | os.PathLike, run_id: str, context: Mapping,
                    keep_joined: str | os.PathLike | None = None) -> bool:
     """Append tonight's kernels tables to the store; whether the night had any kernel.

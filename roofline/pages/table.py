@@ -54,7 +54,6 @@ COLUMN_HELP = {
 }
 
 
-
 def page_table(kernels: pd.DataFrame) -> pd.DataFrame:
     """Every kernel of a page in priority order: the chart's fields and the table's.
 

@@ -26,10 +26,6 @@ from roofline.tables.schemas import conform_some
 log = logging.getLogger("roofline.parse")
 
 
-
-
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Parse one input into per-launch counters (Parquet).")
     parser.add_argument("--input", required=True)

@@ -86,8 +86,6 @@ def stage(name):
     return python_m("roofline.jobs") + f" {name} {{log:q}}"
 
 
-
-
 # The aggregate jobs' joined tables, kept between runs: a rerun reads only the apps' tables that
 # changed (roofline/tables/kept_join.py); Snakemake's own folder, so that it goes where the workflow's state goes.
 KEPT_JOINS = ".snakemake/roofline-joined"
