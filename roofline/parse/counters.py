@@ -326,7 +326,7 @@ def _equals(values, text: str) -> np.ndarray:
 
 
 def _distinct_texts(values, rows: np.ndarray) -> list[str]:
-    """The distinct texts of a text column at ``rows`` (a mask), in order."""
+    """The distinct texts of a text column at ``rows`` (a mask), sorted."""
     return sorted(pc.unique(arrow_texts(values).filter(pa.array(rows))).to_pylist())
 
 
