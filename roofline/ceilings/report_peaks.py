@@ -76,14 +76,17 @@ def _report_launches(counters: pd.DataFrame, given: dict[str, np.ndarray],
     """Every ceiling's launches whose peak the report measured, ceiling after ceiling (each
     ceiling's in input order), as arrays: ``row`` (the launch's place among the ``keep`` rows, by
     default all), ``ceiling`` (its index in :data:`PEAK_COLUMNS`), ``long``, ``value``, ``clock``,
-    ``recipe``, ``device`` and ``launch``. Empty when there is none. ``given``: :func:`_what_if_given`."""
+    ``recipe``, ``device`` (and ``device_code``, its number among the devices) and ``launch``. Empty
+    when there is none. ``given``: :func:`_what_if_given`."""
 
     def kept(values: np.ndarray) -> np.ndarray:
         return values if keep is None else values[keep]
 
     if "device" not in counters:
         return {}
-    has_device = kept(counters["device"].notna().to_numpy())
+    device_codes, devices = pd.factorize(counters["device"])  # -1: no device
+    device_codes = kept(device_codes)
+    has_device = device_codes >= 0
     parts: dict[str, list[np.ndarray]] = {name: [] for name in ("row", "ceiling", "value", "clock", "recipe")}
     for order, (column, clock) in enumerate([*PEAK_COLUMNS.values(), ("sm_clock_hz", "sm_clock_hz")]):
         if column not in counters:
@@ -100,7 +103,7 @@ def _report_launches(counters: pd.DataFrame, given: dict[str, np.ndarray],
         parts["value"].append(values[rows])
         parts["clock"].append(kept(counters[clock].to_numpy(dtype="float64", na_value=np.nan))[rows]
                               if clock in counters else np.full(len(rows), np.nan))
-        parts["recipe"].append(kept(counters[f"{column}_recipe"].to_numpy())[rows] if column in given
+        parts["recipe"].append(kept(_object_texts(counters[f"{column}_recipe"]))[rows] if column in given
                                else np.full(len(rows), "", dtype=object))
     if not parts["row"]:
         return {}
@@ -111,12 +114,20 @@ def _report_launches(counters: pd.DataFrame, given: dict[str, np.ndarray],
         seconds = pd.to_numeric(counters["duration_s"], errors="coerce")
         duration = kept(seconds.to_numpy(dtype="float64", na_value=np.nan))[rows]
     launches["long"] = duration >= SHORT_LAUNCH_S
-    launches["device"] = kept(counters["device"].to_numpy())[rows]
+    launches["device_code"] = device_codes[rows]
+    launches["device"] = np.asarray(devices, dtype=object)[launches["device_code"]]
     launches["launch"] = kept(counters["launch"].to_numpy())[rows]
     # the app of each launch: launch ids repeat across apps, so a citation of several apps names both
-    launches["app"] = (kept(counters["app"].to_numpy(dtype=object))[rows] if "app" in counters
+    launches["app"] = (kept(_object_texts(counters["app"]))[rows] if "app" in counters
                        else np.full(len(rows), "", dtype=object))
     return launches
+
+
+def _object_texts(column: pd.Series) -> np.ndarray:
+    """A text column's values as an object array, each distinct text made a Python string once (a
+    report's launches share a few devices, apps and recipes, and each ceiling repeats them)."""
+    codes, texts = pd.factorize(column, use_na_sentinel=False)
+    return np.asarray(texts, dtype=object)[codes]
 
 
 def _group_numbers(*keys: np.ndarray) -> np.ndarray:
@@ -134,8 +145,7 @@ def _sample_columns(launches: dict[str, np.ndarray], first_position: int) -> tup
     """:class:`Samples`' two tables as columns: one row per sample (its first launch's keys and
     the launch count), and each group's first :data:`LISTED_LAUNCHES` launches ordered by input
     position."""
-    device = pd.factorize(launches["device"])[0]
-    keys = (device, launches["ceiling"], launches["long"])
+    keys = (launches["device_code"], launches["ceiling"], launches["long"])
     sample = _group_numbers(*keys, launches["value"], launches["clock"])
     count = np.bincount(sample)
     by_sample = np.argsort(sample, kind="stable")
